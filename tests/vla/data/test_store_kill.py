@@ -1,0 +1,70 @@
+"""SIGKILL a real writer process at random moments; committed episodes must survive value for value."""
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vla.data.store import EpisodeStore
+from vla.data.synthetic import default_schema, synthetic_episode
+
+WRITER = Path(__file__).with_name("kill_writer.py")
+KILLS_PER_GROUP = 50
+GROUPS = 4  # 200 kill points in all; groups run in parallel under pytest-xdist
+
+
+def assert_committed_intact(store: EpisodeStore, expected_cache: dict[int, dict]) -> None:
+    table = store.table()
+    assert len(table) == store.n_episodes
+    assert (table.episode_ends[-1] if len(table) else 0) == store.n_steps
+    for i in range(store.n_episodes):
+        if i not in expected_cache:
+            ref = synthetic_episode(store.schema, seed=i)
+            expected_cache[i] = {"steps": {k: v.astype(store.schema.step_dtype(k)) for k, v in ref.steps.items()},
+                                 "meta": (ref.task, ref.instruction, ref.success, ref.source, ref.seed)}
+        got = store.episode(i)
+        exp = expected_cache[i]
+        assert (got.task, got.instruction, got.success, got.source, got.seed) == exp["meta"], f"episode {i} meta"
+        for key, value in exp["steps"].items():
+            np.testing.assert_array_equal(got.steps[key], value, err_msg=f"episode {i} key {key}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("group", range(GROUPS))
+def test_sigkill_never_damages_committed_episodes(tmp_path: Path, group: int) -> None:
+    schema = default_schema(image_size=32)
+    path = tmp_path / "store.zarr"
+    EpisodeStore.create(path, schema, image_chunk=8, lowdim_chunk=64).close()
+    rng = random.Random(1234 + group)
+    expected: dict[int, dict] = {}
+    committed_before = 0
+    grew = 0
+    for _ in range(KILLS_PER_GROUP):
+        proc = subprocess.Popen([sys.executable, str(WRITER), str(path)], stdout=subprocess.PIPE, text=True)
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("READY"), f"writer did not start: {line!r}"
+        time.sleep(rng.uniform(0.0, 0.25))
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        # A reader opened over the wreckage sees exactly the committed prefix.
+        reader = EpisodeStore.open(path)
+        assert reader.n_episodes >= committed_before
+        assert_committed_intact(reader, expected)
+        # Reopening for writing discards the partial tail and keeps every committed episode.
+        with EpisodeStore.open(path, mode="a") as writer:
+            assert writer.n_episodes == reader.n_episodes
+            assert_committed_intact(writer, expected)
+            for key in writer.step_keys:
+                assert writer._array(f"data/{key}", fresh=True).shape[0] == writer.n_steps
+        assert not list(path.rglob("*.partial"))
+        grew += reader.n_episodes > committed_before
+        committed_before = reader.n_episodes
+    # The kills must have landed while episodes were being written, not only at start-up.
+    assert committed_before > 10 and grew > KILLS_PER_GROUP // 3

@@ -1,0 +1,138 @@
+"""Normalisation statistics over an EpisodeStore, updated incrementally, and a Normalizer.
+
+Statistics of the whole store are cached in `stats_cache.npz` together with the number of
+episodes they cover; because committed episodes never change, the next call only reads the
+episodes appended since. The cache is replaced atomically (temp file + rename) and holds plain
+arrays only (loaded with allow_pickle=False). Filtered statistics (a subset of episodes) are
+computed afresh.
+
+Image statistics are per channel in pixel units (0..255) and exact (256-bin histograms).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from vla.data.schema import IMAGE_PREFIX
+from vla.data.stats import ByteHistogramStats, RunningStats, Stats
+
+if TYPE_CHECKING:
+    from vla.data.store import EpisodeStore
+
+STATS_KEYS = ("state", "action", "reward")
+CACHE_FILE = "stats_cache.npz"
+Accumulator = RunningStats | ByteHistogramStats
+
+
+def default_stats_keys(store: EpisodeStore) -> list[str]:
+    return [*STATS_KEYS, *(k for k in store.step_keys if k.startswith(IMAGE_PREFIX))]
+
+
+def _rows(key: str, values: np.ndarray) -> np.ndarray:
+    if key.startswith(IMAGE_PREFIX):
+        return values.reshape(-1, values.shape[-1])
+    return values.reshape(len(values), -1)
+
+
+def _update(acc: Accumulator, key: str, values: np.ndarray) -> None:
+    acc.update(_rows(key, values))
+
+
+def _new_accumulator(store: EpisodeStore, key: str) -> Accumulator:
+    if key.startswith(IMAGE_PREFIX):
+        return ByteHistogramStats(store.schema.step_shapes()[key][-1])
+    shape = store.schema.step_shapes()[key]
+    return RunningStats(int(np.prod(shape)) if shape else 1)
+
+
+def _load_accumulator(key: str, arrays: dict[str, np.ndarray]) -> Accumulator:
+    if key.startswith(IMAGE_PREFIX):
+        return ByteHistogramStats.from_state_arrays(arrays, key)
+    return RunningStats.from_state_arrays(arrays, key)
+
+
+def _accumulate(store: EpisodeStore, accs: dict[str, Accumulator], episodes: list[int],
+                block_steps: int = 4096) -> None:
+    """Feed the steps of `episodes` to the accumulators, reading contiguous runs in large blocks."""
+    table = store.table()
+    runs: list[tuple[int, int]] = []
+    for ep in episodes:
+        start, end = int(table.episode_starts[ep]), int(table.episode_ends[ep])
+        if runs and runs[-1][1] == start:
+            runs[-1] = (runs[-1][0], end)
+        else:
+            runs.append((start, end))
+    for run_start, run_end in runs:
+        for lo in range(run_start, run_end, block_steps):
+            hi = min(lo + block_steps, run_end)
+            for key, acc in accs.items():
+                _update(acc, key, store.read(key, lo, hi))
+
+
+def store_stats(store: EpisodeStore, keys: Iterable[str] | None = None,
+                episodes: np.ndarray | None = None) -> dict[str, Stats]:
+    """Statistics per key over all committed episodes (cached, incremental) or a given subset."""
+    keys = default_stats_keys(store) if keys is None else list(keys)
+    for key in keys:
+        store.read(key, 0, 0)  # raises a KeyError that names the valid keys
+    if episodes is not None:
+        accs = {k: _new_accumulator(store, k) for k in keys}
+        _accumulate(store, accs, [int(e) for e in episodes])
+        return {k: acc.finish() for k, acc in accs.items()}
+
+    cache_path = store.path / CACHE_FILE
+    covered, accs = 0, {}
+    if cache_path.exists():
+        with np.load(cache_path, allow_pickle=False) as z:
+            arrays = {name: z[name] for name in z.files}
+        cached_keys = [k for k in keys if f"{k}.mean" in arrays or f"{k}.hist" in arrays]
+        if len(cached_keys) == len(keys) and int(arrays["covered"]) <= store.n_episodes:
+            covered = int(arrays["covered"])
+            accs = {k: _load_accumulator(k, arrays) for k in keys}
+    if not accs:
+        accs = {k: _new_accumulator(store, k) for k in keys}
+    n = store.n_episodes
+    if n > covered:
+        _accumulate(store, accs, list(range(covered, n)))
+        if store.mode == "a" or os.access(store.path, os.W_OK):
+            _save_cache(cache_path, accs, n)
+    return {k: acc.finish() for k, acc in accs.items()}
+
+
+def _save_cache(path: os.PathLike, accs: dict[str, Accumulator], covered: int) -> None:
+    arrays: dict[str, np.ndarray] = {"covered": np.array(covered)}
+    for key, acc in accs.items():
+        arrays.update(acc.state_arrays(key))
+    tmp = f"{path}.{os.getpid()}.tmp.npz"
+    np.savez(tmp, **arrays)
+    os.replace(tmp, path)
+
+
+@dataclass
+class Normalizer:
+    """Maps a key's values to roughly [-1, 1] and back, by mean/std or by 1st/99th percentiles."""
+
+    stats: dict[str, Stats]
+    mode: str = "mean_std"  # or "quantile"
+    eps: float = 1e-6
+
+    def _scale(self, key: str) -> tuple[np.ndarray, np.ndarray]:
+        s = self.stats[key]
+        if self.mode == "mean_std":
+            return s.mean, np.maximum(s.std, self.eps)
+        if self.mode == "quantile":
+            return (s.q99 + s.q01) / 2, np.maximum((s.q99 - s.q01) / 2, self.eps)
+        raise ValueError(f"unknown normalisation mode '{self.mode}' (valid: mean_std, quantile)")
+
+    def normalize(self, key: str, x: np.ndarray) -> np.ndarray:
+        center, scale = self._scale(key)
+        return ((x - center) / scale).astype(np.float32)
+
+    def unnormalize(self, key: str, x: np.ndarray) -> np.ndarray:
+        center, scale = self._scale(key)
+        return (x * scale + center).astype(np.float32)
