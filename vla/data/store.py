@@ -121,8 +121,8 @@ class EpisodeStore:
         for key, dtype in _META_DTYPES.items():
             meta.create_array(key, shape=(0,), chunks=(lowdim_chunk,), dtype=dtype)
         # The root attributes are written last: a store without them is not a store.
-        root.attrs.update({"format": FORMAT_NAME, "version": FORMAT_VERSION, "schema": schema.to_json(),
-                           "n_episodes": 0, "n_steps": 0})
+        root.attrs.put({"format": FORMAT_NAME, "version": FORMAT_VERSION, "schema": schema.to_json(),
+                        "n_episodes": 0, "n_steps": 0})
         store = cls(path, mode="a")
         return store
 
@@ -224,6 +224,11 @@ class EpisodeStore:
             raise IndexError(f"steps [{start}, {stop}) outside the committed range [0, {self._n_steps})")
         return self._read(f"data/{key}", start, stop)
 
+    def chunk_length(self, key: str) -> int:
+        """Steps per zarr chunk of a step key (readers align reads to it)."""
+        self.read(key, 0, 0)
+        return int(self._array(f"data/{key}").chunks[0])
+
     def episode(self, index: int, keys: Iterable[str] | None = None) -> Episode:
         start, end = self.episode_bounds(index)
         t = self.table()
@@ -285,7 +290,9 @@ class EpisodeStore:
             if arr.shape[0] != index + 1:
                 arr.resize((index + 1,))
             arr[index] = value
-        self._root.attrs.update({"n_episodes": index + 1, "n_steps": end})  # the commit
+        # The commit: `put` rewrites the group metadata in one atomic file write. (`attrs.update`
+        # would write once per key, and a kill between the two writes tears the record.)
+        self._root.attrs.put({**self._root.attrs.asdict(), "n_episodes": index + 1, "n_steps": end})
         self._n_episodes, self._n_steps = index + 1, end
         self._table = None
         return index

@@ -1,0 +1,73 @@
+"""Training windows: history/chunk positions, padding masks at episode edges, DataLoader batches."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import DataLoader
+
+from vla.data.dataset import WindowDataset, split_episodes, window_positions
+from vla.data.store import EpisodeStore
+from vla.data.synthetic import default_schema, synthetic_episode
+
+SCHEMA = default_schema(image_size=16)
+
+
+def test_window_positions_pad_and_mask() -> None:
+    obs, obs_mask, act, act_mask = window_positions(t=11, start=10, end=15, obs_horizon=3, action_horizon=6)
+    assert list(obs) == [10, 10, 11] and list(obs_mask) == [False, True, True]
+    assert list(act) == [11, 12, 13, 14, 14, 14] and list(act_mask) == [True] * 4 + [False] * 2
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> EpisodeStore:
+    s = EpisodeStore.create(tmp_path / "s.zarr", SCHEMA, image_chunk=4)
+    for seed in range(5):
+        s.append_episode(synthetic_episode(SCHEMA, seed))
+    return s
+
+
+def test_windows_match_the_episodes(store: EpisodeStore) -> None:
+    ds = WindowDataset(store, obs_horizon=2, action_horizon=16)
+    assert len(ds) == store.n_steps
+    rng = np.random.default_rng(0)
+    for i in [0, len(ds) - 1, *rng.integers(0, len(ds), 20)]:
+        item = ds[int(i)]
+        ep = store.episode(item["episode_index"])
+        t = item["step_index"]
+        n = len(ep)
+        for k in range(16):
+            src = min(t + k, n - 1)
+            np.testing.assert_array_equal(item["action"][k].numpy(), ep.steps["action"][src])
+            assert bool(item["action_mask"][k]) == (t + k < n)
+        for j, offset in enumerate((-1, 0)):
+            src = max(t + offset, 0)
+            np.testing.assert_array_equal(item["images"]["agentview"][j].numpy(), ep.steps["images/agentview"][src])
+            np.testing.assert_array_equal(item["state"][j].numpy(), ep.steps["state"][src])
+            assert bool(item["obs_mask"][j]) == (t + offset >= 0)
+        assert item["instruction"] == ep.instruction and item["task"] == ep.task
+
+
+def test_dataloader_batches_with_workers(store: EpisodeStore) -> None:
+    ds = WindowDataset(store.path, episodes=[1, 3], obs_horizon=1, action_horizon=8, cameras=["agentview"])
+    batch = next(iter(DataLoader(ds, batch_size=7, shuffle=True, num_workers=2)))
+    assert batch["images"]["agentview"].shape == (7, 1, 16, 16, 3)
+    assert batch["images"]["agentview"].dtype == torch.uint8
+    assert batch["action"].shape == (7, 8, 7) and batch["action_mask"].dtype == torch.bool
+    assert set(batch["episode_index"].tolist()) <= {1, 3} and len(batch["instruction"]) == 7
+
+
+def test_bad_arguments(store: EpisodeStore) -> None:
+    with pytest.raises(KeyError, match="camera 'wrist'.*agentview"):
+        WindowDataset(store, cameras=["wrist"])
+    with pytest.raises(IndexError, match="episode indices"):
+        WindowDataset(store, episodes=[9])
+    with pytest.raises(ValueError, match="obs_horizon"):
+        WindowDataset(store, obs_horizon=0)
+
+
+def test_split_episodes_is_seeded_and_disjoint() -> None:
+    train, val = split_episodes(np.arange(20), 0.2, seed=3)
+    assert len(val) == 4 and not set(train) & set(val) and len(train) + len(val) == 20
+    assert np.array_equal(split_episodes(np.arange(20), 0.2, seed=3)[1], val)

@@ -1,0 +1,157 @@
+"""Training windows from an EpisodeStore: a sampler of window indices and a torch Dataset.
+
+A window at step t of an episode holds an observation history of `obs_horizon` (To) steps ending
+at t and an action chunk of `action_horizon` (H) steps starting at t. Where the history reaches
+before the episode start it repeats the first frame, and where the chunk runs past the end it
+repeats the last action; `obs_mask` / `action_mask` say which entries are real, so padded actions
+never enter a loss. Same conventions as diffusion_policy's SequenceSampler, plus explicit masks.
+
+Reading: low-dimensional keys are loaded into memory once (they are small); images are read per
+window through a per-process LRU cache of decoded zarr chunks, so consecutive windows of one
+episode decode each chunk once. The dataset is a snapshot of the episodes committed when it was
+built, safe to use while a writer appends.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+
+from vla.data.schema import IMAGE_PREFIX
+from vla.data.store import EpisodeStore
+
+LOW_DIM_KEYS = ("state", "action", "is_intervention")
+
+
+@dataclass(frozen=True)
+class WindowIndex:
+    """Flat arrays, one row per window: episode, global step t, episode start and end (exclusive)."""
+
+    episode: np.ndarray
+    step: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.step)
+
+
+def build_window_index(episode_starts: np.ndarray, episode_ends: np.ndarray, episodes: np.ndarray,
+                       stride: int = 1) -> WindowIndex:
+    """Every `stride`-th step of each selected episode becomes a window start."""
+    if stride < 1:
+        raise ValueError(f"stride must be >= 1, got {stride}")
+    parts_ep, parts_t, parts_s, parts_e = [], [], [], []
+    for ep in episodes:
+        s, e = int(episode_starts[ep]), int(episode_ends[ep])
+        steps = np.arange(s, e, stride, dtype=np.int64)
+        parts_ep.append(np.full(len(steps), ep, np.int64))
+        parts_t.append(steps)
+        parts_s.append(np.full(len(steps), s, np.int64))
+        parts_e.append(np.full(len(steps), e, np.int64))
+    if not parts_t:
+        empty = np.zeros(0, np.int64)
+        return WindowIndex(empty, empty, empty, empty)
+    return WindowIndex(*(np.concatenate(p) for p in (parts_ep, parts_t, parts_s, parts_e)))
+
+
+def window_positions(t: int, start: int, end: int, obs_horizon: int,
+                     action_horizon: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Global step indices (clamped into the episode) and validity masks of one window."""
+    obs = np.arange(t - obs_horizon + 1, t + 1)
+    act = np.arange(t, t + action_horizon)
+    return (np.clip(obs, start, end - 1), obs >= start, np.clip(act, start, end - 1), act < end)
+
+
+class _ChunkCache:
+    """LRU cache of decoded zarr chunks of one image key, per process (DataLoader worker)."""
+
+    def __init__(self, store: EpisodeStore, key: str, capacity: int) -> None:
+        self.store, self.key, self.capacity = store, key, capacity
+        self.chunk = store.chunk_length(key)
+        self._cache: OrderedDict[int, np.ndarray] = OrderedDict()
+
+    def _get(self, index: int) -> np.ndarray:
+        block = self._cache.get(index)
+        if block is None:
+            lo = index * self.chunk
+            block = self.store.read(self.key, lo, min(lo + self.chunk, self.store.n_steps))
+            self._cache[index] = block
+            if len(self._cache) > self.capacity:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(index)
+        return block
+
+    def take(self, steps: np.ndarray) -> np.ndarray:
+        return np.stack([self._get(int(s) // self.chunk)[int(s) % self.chunk] for s in steps])
+
+
+class WindowDataset(Dataset):
+    """Training windows of the selected episodes of a store (see the module docstring)."""
+
+    def __init__(self, store: EpisodeStore | str, episodes: Sequence[int] | np.ndarray | None = None, *,
+                 obs_horizon: int = 1, action_horizon: int = 16, cameras: Sequence[str] | None = None,
+                 stride: int = 1, cache_chunks: int = 64) -> None:
+        self.store = EpisodeStore.open(store) if not isinstance(store, EpisodeStore) else store
+        if obs_horizon < 1 or action_horizon < 1:
+            raise ValueError(f"obs_horizon and action_horizon must be >= 1, got {obs_horizon}, {action_horizon}")
+        valid_cams = list(self.store.schema.cameras)
+        self.cameras = valid_cams if cameras is None else list(cameras)
+        for cam in self.cameras:
+            if cam not in valid_cams:
+                raise KeyError(f"camera '{cam}' is not in the store {self.store.path} (cameras: {valid_cams})")
+        table = self.store.table()
+        self.episodes = np.arange(len(table)) if episodes is None else np.asarray(episodes, dtype=np.int64)
+        if len(self.episodes) and (self.episodes.min() < 0 or self.episodes.max() >= len(table)):
+            raise IndexError(f"episode indices must be in [0, {len(table)}), got {self.episodes.min()}.."
+                             f"{self.episodes.max()}")
+        self.obs_horizon, self.action_horizon = obs_horizon, action_horizon
+        self.index = build_window_index(table.episode_starts, table.episode_ends, self.episodes, stride)
+        self._instruction, self._task = table.instruction, table.task
+        n = self.store.n_steps
+        self._low_dim = {k: np.asarray(self.store.read(k, 0, n)) for k in LOW_DIM_KEYS}
+        self._cache_chunks = cache_chunks
+        self._caches: dict[str, _ChunkCache] | None = None  # built lazily in each worker
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def __getitem__(self, i: int) -> dict:
+        if not 0 <= i < len(self.index):
+            raise IndexError(f"window {i} out of range [0, {len(self.index)})")
+        if self._caches is None:
+            self._caches = {cam: _ChunkCache(self.store, f"{IMAGE_PREFIX}{cam}", self._cache_chunks)
+                            for cam in self.cameras}
+        ep, t = int(self.index.episode[i]), int(self.index.step[i])
+        obs_idx, obs_mask, act_idx, act_mask = window_positions(
+            t, int(self.index.start[i]), int(self.index.end[i]), self.obs_horizon, self.action_horizon)
+        return {
+            "images": {cam: torch.from_numpy(cache.take(obs_idx)) for cam, cache in self._caches.items()},
+            "state": torch.from_numpy(self._low_dim["state"][obs_idx]),
+            "obs_mask": torch.from_numpy(obs_mask),
+            "action": torch.from_numpy(self._low_dim["action"][act_idx]),
+            "action_mask": torch.from_numpy(act_mask),
+            "is_intervention": torch.from_numpy(self._low_dim["is_intervention"][act_idx]),
+            "instruction": str(self._instruction[ep]),
+            "task": str(self._task[ep]),
+            "episode_index": ep,
+            "step_index": t - int(self.index.start[i]),
+        }
+
+
+def split_episodes(episodes: np.ndarray, val_fraction: float, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Hold out a seeded random `val_fraction` of episodes (at least one when there are two or more)."""
+    if not 0.0 <= val_fraction < 1.0:
+        raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction}")
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(np.asarray(episodes))
+    n_val = int(round(len(perm) * val_fraction))
+    if val_fraction > 0 and n_val == 0 and len(perm) >= 2:
+        n_val = 1
+    return np.sort(perm[n_val:]), np.sort(perm[:n_val])

@@ -1,0 +1,56 @@
+"""Name -> factory registries, so that the CLI and configs refer to tasks and algorithms by name
+while vla/ never imports sim/, real/ or worldmodel/ (they register themselves on import)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+from vla.data.schema import closest
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """A named registry; `modules` are imported lazily the first time a name is looked up."""
+
+    def __init__(self, kind: str, modules: tuple[str, ...] = ()) -> None:
+        self.kind = kind
+        self._modules = modules
+        self._loaded = False
+        self._entries: dict[str, Callable[..., T]] = {}
+
+    def register(self, name: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
+        def decorator(factory: Callable[..., T]) -> Callable[..., T]:
+            if name in self._entries and self._entries[name] is not factory:
+                raise ValueError(f"{self.kind} '{name}' is registered twice")
+            self._entries[name] = factory
+            return factory
+
+        return decorator
+
+    def _load(self) -> None:
+        if not self._loaded:
+            self._loaded = True
+            for module in self._modules:
+                importlib.import_module(module)
+
+    def names(self) -> list[str]:
+        self._load()
+        return sorted(self._entries)
+
+    def get(self, name: str) -> Callable[..., T]:
+        self._load()
+        if name not in self._entries:
+            raise KeyError(f"unknown {self.kind} '{name}'" + closest(name, self.names()))
+        return self._entries[name]
+
+    def make(self, name: str, **kwargs: Any) -> T:
+        return self.get(name)(**kwargs)
+
+
+# Tasks: factories returning a gymnasium.Env. sim/ registers them in sim/tasks/__init__.py.
+TASKS: Registry[Any] = Registry("task", modules=("sim.tasks",))
+# Refinement algorithms: vla/refine registers them.
+ALGORITHMS: Registry[Any] = Registry("algorithm", modules=("vla.refine",))
