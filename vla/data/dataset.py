@@ -151,7 +151,7 @@ def split_episodes(episodes: np.ndarray, val_fraction: float, seed: int = 0) -> 
         raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction}")
     rng = np.random.default_rng(seed)
     perm = rng.permutation(np.asarray(episodes))
-    n_val = int(round(len(perm) * val_fraction))
+    n_val = round(len(perm) * val_fraction)
     if val_fraction > 0 and n_val == 0 and len(perm) >= 2:
         n_val = 1
     return np.sort(perm[n_val:]), np.sort(perm[:n_val])

@@ -90,7 +90,8 @@ class RunningStats:
 
     def state_arrays(self, prefix: str) -> dict[str, np.ndarray]:
         """Plain arrays (no pickle) to persist the accumulator."""
-        return {f"{prefix}.count": np.array(self.count), f"{prefix}.sample_seen": np.array(self.sample_seen), f"{prefix}.mean": self.mean, f"{prefix}.m2": self.m2,
+        return {f"{prefix}.count": np.array(self.count), f"{prefix}.sample_seen": np.array(self.sample_seen),
+                f"{prefix}.mean": self.mean, f"{prefix}.m2": self.m2,
                 f"{prefix}.min": self.min, f"{prefix}.max": self.max, f"{prefix}.sample": self.sample,
                 f"{prefix}.rng": np.frombuffer(_rng_state(self.rng), dtype=np.uint8)}
 

@@ -59,7 +59,7 @@ def test_dataloader_batches_with_workers(store: EpisodeStore) -> None:
 
 
 def test_bad_arguments(store: EpisodeStore) -> None:
-    with pytest.raises(KeyError, match="camera 'wrist'.*agentview"):
+    with pytest.raises(KeyError, match=r"camera 'wrist'.*agentview"):
         WindowDataset(store, cameras=["wrist"])
     with pytest.raises(IndexError, match="episode indices"):
         WindowDataset(store, episodes=[9])

@@ -1,0 +1,41 @@
+# Two commands on a fresh machine: `make run` (the main job) and `make test` (the test suite).
+# Each creates .venv and installs what it needs. Without a GPU, torch is pinned to the CPU build
+# (torch==2.13.0) so that no CUDA wheels are ever downloaded; with one, the ordinary CUDA torch.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+HAS_GPU := $(shell nvidia-smi -L >/dev/null 2>&1 && echo 1)
+CONSTRAINTS := $(if $(HAS_GPU),,-c constraints/cpu.txt)
+EXTRAS ?= dev,sim,ros
+PYTEST_ARGS ?=
+export MUJOCO_GL ?= osmesa
+export PYOPENGL_PLATFORM ?= osmesa
+export HF_HUB_OFFLINE := 1
+export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
+
+.PHONY: install run test lint bench clean
+
+$(VENV)/.installed: pyproject.toml constraints/cpu.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(if $(HAS_GPU),$(PY) -m pip install -q torch,$(PY) -m pip install -q torch==2.13.0)
+	$(PY) -m pip install -q $(CONSTRAINTS) -e ".[$(EXTRAS)]"
+	touch $@
+
+install: $(VENV)/.installed
+
+run: install
+	$(VENV)/bin/vla run
+
+test: install
+	$(PY) -m pytest -n 2 --durations=15 $(PYTEST_ARGS)
+
+lint: install
+	$(VENV)/bin/ruff check .
+
+bench: install
+	$(PY) benchmarks/bench_data.py
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

@@ -1,0 +1,78 @@
+"""The one `vla` command. Subcommands live next to what they drive; packages outside vla/ (sim/,
+real/) contribute theirs through `PLUGIN_MODULES`, so vla/ never depends on them."""
+
+from __future__ import annotations
+
+import importlib
+import os
+
+import typer
+
+from vla.config import ConfigError, preset_names
+
+# Quiet, offline defaults for every subcommand: nothing downloads weights at run time.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+app = typer.Typer(help="VLA stack: collect demos, pretrain, refine, evaluate, export, deploy.",
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+config_app = typer.Typer(help="Inspect config presets.", no_args_is_help=True)
+app.add_typer(config_app, name="config")
+
+# Modules that define `register(app)` to add their subcommands, imported when present.
+PLUGIN_MODULES = ("vla.data.cli", "vla.job", "vla.policy.cli", "vla.train.cli", "sim.cli", "real.cli")
+CONFIG_KINDS = {"job": "vla.job:JobConfig"}
+
+
+@config_app.command("list")
+def config_list() -> None:
+    """List the presets of every config kind."""
+    from vla.config import CONFIG_DIR
+
+    for kind_dir in sorted(p for p in CONFIG_DIR.iterdir() if p.is_dir()):
+        typer.echo(f"{kind_dir.name}: {', '.join(preset_names(kind_dir.name))}")
+
+
+@config_app.command("show")
+def config_show(kind: str = typer.Argument(..., help="config kind, e.g. job"),
+                preset: str = typer.Argument("default", help="preset name or YAML path"),
+                overrides: list[str] = typer.Argument(None, help="key=value overrides")) -> None:
+    """Print the resolved config (defaults <- preset <- overrides)."""
+    from vla.config import load_config, to_yaml
+    from vla.data.schema import closest
+
+    if kind not in CONFIG_KINDS:
+        raise ConfigError(f"unknown config kind '{kind}'" + closest(kind, sorted(CONFIG_KINDS)))
+    module, name = CONFIG_KINDS[kind].split(":")
+    cls = getattr(importlib.import_module(module), name)
+    typer.echo(to_yaml(load_config(cls, kind, preset, overrides or [])))
+
+
+def _register_plugins() -> None:
+    for module_name in PLUGIN_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as e:
+            # Only a missing plugin module itself is skipped; a broken import inside it is an error.
+            if e.name is not None and module_name.startswith(e.name):
+                continue
+            raise
+        register = getattr(module, "register", None)
+        if register is not None:
+            register(app)
+
+
+_register_plugins()
+
+
+def main() -> None:
+    try:
+        app()
+    except (ConfigError, KeyError, ValueError, FileNotFoundError) as e:
+        message = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+        typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+        raise SystemExit(2) from None
+
+
+if __name__ == "__main__":
+    main()

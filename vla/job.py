@@ -1,0 +1,191 @@
+"""`vla run`: the stack's main job, stage by stage, ending with a table of what it did and measured.
+
+Stages run in order and each records figures in `summary.json`. Today: demos (scripted experts in
+simulation when a sim task is named, else synthetic episodes), statistics, LeRobot v3 export and
+re-import check, and a data-loader throughput check. Later capabilities add their stages
+(pretrain, export, evaluate, refine, deploy) to `STAGES` and the default preset.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from vla.config import ConfigError, load_config
+from vla.data.schema import closest
+
+
+@dataclass
+class DemoStageConfig:
+    task: str = "synthetic"  # "synthetic", or a registered sim task name
+    episodes: int = 40
+    image_size: int = 84
+    workers: int = 2
+
+
+@dataclass
+class LoaderStageConfig:
+    obs_horizon: int = 2
+    action_horizon: int = 16
+    batch_size: int = 64
+    workers: int = 2
+    seconds: float = 10.0
+
+
+@dataclass
+class JobConfig:
+    out_dir: str = "runs/main"
+    overwrite: bool = True
+    stages: list[str] = field(default_factory=lambda: ["demos", "stats", "lerobot", "loader"])
+    demos: DemoStageConfig = field(default_factory=DemoStageConfig)
+    loader: LoaderStageConfig = field(default_factory=LoaderStageConfig)
+
+    def validate(self) -> None:
+        for stage in self.stages:
+            if stage not in STAGES:
+                raise ConfigError(f"unknown stage '{stage}'" + closest(stage, list(STAGES)))
+
+
+@dataclass
+class JobContext:
+    config: JobConfig
+    out_dir: Path
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def store_path(self) -> Path:
+        return self.out_dir / "demos.zarr"
+
+
+StageFn = Callable[[JobContext], dict[str, Any]]
+STAGES: dict[str, StageFn] = {}
+
+
+def stage(name: str) -> Callable[[StageFn], StageFn]:
+    def decorator(fn: StageFn) -> StageFn:
+        STAGES[name] = fn
+        return fn
+
+    return decorator
+
+
+@stage("demos")
+def demos_stage(ctx: JobContext) -> dict[str, Any]:
+    from tqdm import tqdm
+
+    from vla.data.store import EpisodeStore
+    from vla.data.synthetic import default_schema, synthetic_episode
+
+    cfg = ctx.config.demos
+    t0 = time.perf_counter()
+    if cfg.task != "synthetic":
+        from vla.registry import TASKS
+
+        collect = TASKS.get(cfg.task)  # raises naming the valid tasks
+        raise ConfigError(f"task '{cfg.task}' is registered ({collect}) but demo collection from sim is not "
+                          "wired into the main job yet; use demos.task=synthetic")
+    store = EpisodeStore.create(ctx.store_path, default_schema(image_size=cfg.image_size), overwrite=True)
+    for seed in tqdm(range(cfg.episodes), desc="demos (synthetic)"):
+        store.append_episode(synthetic_episode(store.schema, seed))
+    seconds = time.perf_counter() - t0
+    return {"store": str(ctx.store_path), "episodes": store.n_episodes, "steps": store.n_steps,
+            "MB on disk": round(store.nbytes_on_disk() / 1e6, 1), "seconds": round(seconds, 1)}
+
+
+@stage("stats")
+def stats_stage(ctx: JobContext) -> dict[str, Any]:
+    from vla.data.store import EpisodeStore
+
+    t0 = time.perf_counter()
+    stats = EpisodeStore.open(ctx.store_path).stats()
+    (ctx.out_dir / "stats.json").write_text(json.dumps({k: v.to_json() for k, v in stats.items()}, indent=1))
+    return {"keys": len(stats), "file": str(ctx.out_dir / "stats.json"),
+            "seconds": round(time.perf_counter() - t0, 2)}
+
+
+@stage("lerobot")
+def lerobot_stage(ctx: JobContext) -> dict[str, Any]:
+    import numpy as np
+
+    from vla.data.lerobot import export_lerobot, import_lerobot
+    from vla.data.store import EpisodeStore
+
+    store = EpisodeStore.open(ctx.store_path)
+    out = ctx.out_dir / "lerobot"
+    back_path = ctx.out_dir / "reimported.zarr"
+    for p in (out, back_path):
+        shutil.rmtree(p, ignore_errors=True)
+    t0 = time.perf_counter()
+    export_lerobot(store, out)
+    t_export = time.perf_counter() - t0
+    back = import_lerobot(out, back_path)
+    t_import = time.perf_counter() - t0 - t_export
+    n = store.n_steps
+    exact = all(np.array_equal(store.read(k, 0, n), back.read(k, 0, n))
+                for k in ("state", "action", "reward", "is_intervention", "is_recovery", "policy_version"))
+    cam = next(iter(store.schema.cameras))
+    diff = np.abs(store.read(f"images/{cam}", 0, n).astype(np.int16) - back.read(f"images/{cam}", 0, n))
+    return {"dir": str(out), "export s": round(t_export, 1), "import s": round(t_import, 1),
+            "low-dim exact": exact, f"{cam} mean abs px err": round(float(diff.mean()), 2)}
+
+
+@stage("loader")
+def loader_stage(ctx: JobContext) -> dict[str, Any]:
+    from torch.utils.data import DataLoader
+
+    from vla.data.dataset import WindowDataset
+
+    cfg = ctx.config.loader
+    ds = WindowDataset(ctx.store_path, obs_horizon=cfg.obs_horizon, action_horizon=cfg.action_horizon)
+    loader = DataLoader(ds, batch_size=cfg.batch_size, shuffle=True, num_workers=cfg.workers,
+                        persistent_workers=cfg.workers > 0)
+    windows, t0 = 0, None
+    while t0 is None or time.perf_counter() - t0 < cfg.seconds:
+        for batch in loader:
+            if t0 is None:  # worker start-up is not throughput
+                t0 = time.perf_counter()
+                continue
+            windows += len(batch["action"])
+            if time.perf_counter() - t0 >= cfg.seconds:
+                break
+    return {"windows/s": round(windows / (time.perf_counter() - t0)), "workers": cfg.workers,
+            "batch": cfg.batch_size}
+
+
+def run_job(config: JobConfig) -> dict[str, dict[str, Any]]:
+    out_dir = Path(config.out_dir)
+    if out_dir.exists() and config.overwrite:
+        shutil.rmtree(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ctx = JobContext(config, out_dir)
+    console = Console()
+    for name in config.stages:
+        console.rule(f"stage: {name}")
+        t0 = time.perf_counter()
+        ctx.results[name] = STAGES[name](ctx)
+        ctx.results[name].setdefault("seconds", round(time.perf_counter() - t0, 1))
+        (out_dir / "summary.json").write_text(json.dumps(ctx.results, indent=1))
+    table = Table(title=f"vla run: {out_dir}/summary.json")
+    table.add_column("stage")
+    table.add_column("what it did and measured")
+    for name, figures in ctx.results.items():
+        table.add_row(name, ", ".join(f"{k}: {v}" for k, v in figures.items()))
+    console.print(table)
+    return ctx.results
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("run")
+    def run(preset: str = typer.Option("default", help="preset of configs/job/ or a YAML path"),
+            overrides: list[str] = typer.Argument(None, help="key=value overrides, e.g. demos.episodes=10")) -> None:
+        """The main job: every stage of the loop that exists, ending with a summary table."""
+        run_job(load_config(JobConfig, "job", preset, overrides or []))
