@@ -114,7 +114,7 @@ def _hints(cls: type) -> dict[str, Any]:
 
     try:
         return typing.get_type_hints(cls)
-    except Exception:  # noqa: BLE001 - unresolvable forward refs: fall back to no nesting check
+    except Exception:
         return {}
 
 
