@@ -1,0 +1,46 @@
+"""The `vla` command as users run it: a real subprocess per call."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def vla(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "vla.cli", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=600)
+
+
+def test_help_lists_subcommands_and_each_has_help() -> None:
+    out = vla("--help")
+    assert out.returncode == 0
+    for name in ("run", "config", "data"):
+        assert name in out.stdout
+    for sub in (["run"], ["config", "show"], ["data", "info"], ["data", "export-lerobot"]):
+        res = vla(*sub, "--help")
+        assert res.returncode == 0 and "Usage" in res.stdout, (sub, res.stderr)
+
+
+def test_unknown_override_and_preset_are_clear_errors(tmp_path: Path) -> None:
+    res = vla("run", "--preset", "debug", f"out_dir={tmp_path}", "demos.episods=3")
+    assert res.returncode == 2
+    assert "unknown key 'demos.episods'" in res.stderr and "did you mean 'demos.episodes'" in res.stderr
+    res = vla("run", "--preset", "defualt")
+    assert res.returncode == 2 and "did you mean 'default'" in res.stderr
+    assert not (tmp_path / "summary.json").exists()
+
+
+@pytest.mark.slow
+def test_debug_job_runs_and_writes_summary(tmp_path: Path) -> None:
+    out = tmp_path / "job"
+    res = vla("run", "--preset", "debug", f"out_dir={out}", "stages=[demos,stats,lerobot,loader]")
+    assert res.returncode == 0, res.stderr[-2000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["demos"]["episodes"] == 4
+    assert summary["lerobot"]["low-dim exact"] is True
+    assert summary["loader"]["windows/s"] > 0
+    assert (out / "lerobot" / "meta" / "info.json").exists()
+    info = vla("data", "info", str(out / "demos.zarr"))
+    assert info.returncode == 0 and "4 episodes" in info.stdout
