@@ -6,10 +6,15 @@ before the episode start it repeats the first frame, and where the chunk runs pa
 repeats the last action; `obs_mask` / `action_mask` say which entries are real, so padded actions
 never enter a loss. Same conventions as diffusion_policy's SequenceSampler, plus explicit masks.
 
-Reading: low-dimensional keys are loaded into memory once (they are small); images are read per
-window through a per-process LRU cache of decoded zarr chunks, so consecutive windows of one
-episode decode each chunk once. The dataset is a snapshot of the episodes committed when it was
-built, safe to use while a writer appends.
+Reading: low-dimensional keys are loaded into memory once (they are small). Images either
+- `cache="memory"`: are decompressed into memory once when the dataset is built (as
+  diffusion_policy's in-memory ReplayBuffer; DataLoader workers share the pages copy-on-write),
+  after which a window is a numpy gather; or
+- `cache="chunks"`: are read per window through a per-process LRU cache of decoded zarr chunks, for
+  stores larger than memory (random order then pays a zarr chunk read for most windows);
+- `cache="auto"` (default) picks memory when the decoded images fit `memory_budget_gb`.
+The dataset is a snapshot of the episodes committed when it was built, safe to use while a
+writer appends.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from torch.utils.data import Dataset
+from torch.utils.data import BatchSampler, DataLoader, Dataset, RandomSampler, SequentialSampler
 
 from vla.data.schema import IMAGE_PREFIX
 from vla.data.store import EpisodeStore
@@ -97,7 +102,8 @@ class WindowDataset(Dataset):
 
     def __init__(self, store: EpisodeStore | str, episodes: Sequence[int] | np.ndarray | None = None, *,
                  obs_horizon: int = 1, action_horizon: int = 16, cameras: Sequence[str] | None = None,
-                 stride: int = 1, cache_chunks: int = 64) -> None:
+                 stride: int = 1, cache: str = "auto", memory_budget_gb: float = 8.0,
+                 cache_chunks: int = 64) -> None:
         self.store = EpisodeStore.open(store) if not isinstance(store, EpisodeStore) else store
         if obs_horizon < 1 or action_horizon < 1:
             raise ValueError(f"obs_horizon and action_horizon must be >= 1, got {obs_horizon}, {action_horizon}")
@@ -118,6 +124,15 @@ class WindowDataset(Dataset):
         self._low_dim = {k: np.asarray(self.store.read(k, 0, n)) for k in LOW_DIM_KEYS}
         self._cache_chunks = cache_chunks
         self._caches: dict[str, _ChunkCache] | None = None  # built lazily in each worker
+        if cache not in ("auto", "memory", "chunks"):
+            raise ValueError(f"cache must be 'auto', 'memory' or 'chunks', got {cache!r}")
+        image_bytes = sum(n * h * w * 3 for cam, (h, w) in self.store.schema.cameras.items() if cam in self.cameras)
+        if cache == "auto":
+            cache = "memory" if image_bytes <= memory_budget_gb * 1e9 else "chunks"
+        self.cache = cache
+        self._images: dict[str, np.ndarray] = {}
+        if cache == "memory":
+            self._images = {cam: np.asarray(self.store.read(f"{IMAGE_PREFIX}{cam}", 0, n)) for cam in self.cameras}
 
     def __len__(self) -> int:
         return len(self.index)
@@ -125,14 +140,11 @@ class WindowDataset(Dataset):
     def __getitem__(self, i: int) -> dict:
         if not 0 <= i < len(self.index):
             raise IndexError(f"window {i} out of range [0, {len(self.index)})")
-        if self._caches is None:
-            self._caches = {cam: _ChunkCache(self.store, f"{IMAGE_PREFIX}{cam}", self._cache_chunks)
-                            for cam in self.cameras}
         ep, t = int(self.index.episode[i]), int(self.index.step[i])
         obs_idx, obs_mask, act_idx, act_mask = window_positions(
             t, int(self.index.start[i]), int(self.index.end[i]), self.obs_horizon, self.action_horizon)
         return {
-            "images": {cam: torch.from_numpy(cache.take(obs_idx)) for cam, cache in self._caches.items()},
+            "images": {cam: torch.from_numpy(self._take_images(cam, obs_idx)) for cam in self.cameras},
             "state": torch.from_numpy(self._low_dim["state"][obs_idx]),
             "obs_mask": torch.from_numpy(obs_mask),
             "action": torch.from_numpy(self._low_dim["action"][act_idx]),
@@ -143,6 +155,61 @@ class WindowDataset(Dataset):
             "episode_index": ep,
             "step_index": t - int(self.index.start[i]),
         }
+
+
+    def get_batch(self, indices: Sequence[int] | np.ndarray) -> dict:
+        """A whole batch, already collated: one gather per key instead of one per window plus a
+        collate (the collate alone costs more than the reads). `loader()` fetches this way."""
+        idx = np.asarray(indices, dtype=np.int64)
+        if len(idx) and (idx.min() < 0 or idx.max() >= len(self.index)):
+            raise IndexError(f"window indices must be in [0, {len(self.index)})")
+        t, start, end = self.index.step[idx], self.index.start[idx], self.index.end[idx]
+        obs = t[:, None] + np.arange(-self.obs_horizon + 1, 1)[None]
+        act = t[:, None] + np.arange(self.action_horizon)[None]
+        obs_idx = np.clip(obs, start[:, None], end[:, None] - 1)
+        act_idx = np.clip(act, start[:, None], end[:, None] - 1)
+        episodes = self.index.episode[idx]
+        return {
+            "images": {cam: torch.from_numpy(self._take_images(cam, obs_idx.ravel()).reshape(
+                *obs_idx.shape, *self.store.schema.step_shapes()[f"{IMAGE_PREFIX}{cam}"])) for cam in self.cameras},
+            "state": torch.from_numpy(self._low_dim["state"][obs_idx]),
+            "obs_mask": torch.from_numpy(obs >= start[:, None]),
+            "action": torch.from_numpy(self._low_dim["action"][act_idx]),
+            "action_mask": torch.from_numpy(act < end[:, None]),
+            "is_intervention": torch.from_numpy(self._low_dim["is_intervention"][act_idx]),
+            "instruction": [str(self._instruction[e]) for e in episodes],
+            "task": [str(self._task[e]) for e in episodes],
+            "episode_index": torch.from_numpy(episodes),
+            "step_index": torch.from_numpy(t - start),
+        }
+
+    def loader(self, batch_size: int, *, shuffle: bool = True, num_workers: int = 2, seed: int | None = None,
+               **kwargs: object) -> DataLoader:
+        """A DataLoader over whole batches (`get_batch`): the sampler yields index lists."""
+        generator = torch.Generator().manual_seed(seed) if seed is not None else None
+        base = RandomSampler(self, generator=generator) if shuffle else SequentialSampler(self)
+        return DataLoader(_BatchView(self), batch_size=None, sampler=BatchSampler(base, batch_size, drop_last=False),
+                          num_workers=num_workers, persistent_workers=num_workers > 0, **kwargs)  # type: ignore[arg-type]
+
+    def _take_images(self, cam: str, steps: np.ndarray) -> np.ndarray:
+        if self.cache == "memory":
+            return self._images[cam][steps]
+        if self._caches is None:
+            self._caches = {c: _ChunkCache(self.store, f"{IMAGE_PREFIX}{c}", self._cache_chunks) for c in self.cameras}
+        return self._caches[cam].take(steps)
+
+
+class _BatchView(Dataset):
+    """Indexes a WindowDataset by lists of window indices (for a DataLoader with a BatchSampler)."""
+
+    def __init__(self, windows: WindowDataset) -> None:
+        self.windows = windows
+
+    def __len__(self) -> int:
+        return len(self.windows)
+
+    def __getitem__(self, indices: list[int]) -> dict:
+        return self.windows.get_batch(indices)
 
 
 def split_episodes(episodes: np.ndarray, val_fraction: float, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

@@ -13,6 +13,7 @@ failed export never leaves a half-written dataset at `out_dir`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -82,9 +83,7 @@ def _hf_features_metadata(features: dict[str, dict[str, Any]]) -> bytes:
         if ft["dtype"] == "video":
             continue
         value = {"dtype": ft["dtype"], "_type": "Value"}
-        out[key] = (
-            value if ft["shape"] == [1] else {"feature": value, "length": ft["shape"][0], "_type": "Sequence"}
-        )
+        out[key] = value if ft["shape"] == [1] else {"feature": value, "length": ft["shape"][0], "_type": "Sequence"}
     return json.dumps({"info": {"features": out}}).encode()
 
 
@@ -143,6 +142,36 @@ def _histogram(frames: np.ndarray) -> np.ndarray:
     return np.stack([np.bincount(flat[:, c], minlength=256) for c in range(3)]).astype(np.float64)
 
 
+class _DataWriter:
+    """Appends episodes to data/chunk-XXX/file-XXX.parquet, one row group per episode, starting a new
+    file once the next episode would take the current one past the size limit."""
+
+    def __init__(self, root: Path, schema: pa.Schema, limit_mb: float, chunks_size: int) -> None:
+        self.root, self.schema, self.limit, self.chunks_size = root, schema, limit_mb * _MB, chunks_size
+        self.chunk = self.file = 0
+        self.writer: pq.ParquetWriter | None = None
+        self.bytes_in_file = 0
+
+    def add_episode(self, table: pa.Table) -> dict[str, int]:
+        # Arrow bytes over-estimate the compressed parquet size, so files stay under the limit.
+        if self.writer is not None and self.bytes_in_file + table.nbytes > self.limit:
+            self.close()
+            self.chunk, self.file = next_chunk_file(self.chunk, self.file, self.chunks_size)
+        if self.writer is None:
+            path = self.root / DATA_PATH.format(chunk_index=self.chunk, file_index=self.file)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.writer = pq.ParquetWriter(path, self.schema, compression="snappy", use_dictionary=True)
+            self.bytes_in_file = 0
+        self.writer.write_table(table)  # one row group per episode keeps episodes randomly accessible
+        self.bytes_in_file += table.nbytes
+        return {"data/chunk_index": self.chunk, "data/file_index": self.file}
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+
+
 def _write_tasks(path: Path, tasks: list[str]) -> None:
     # pandas metadata makes pd.read_parquet return the task strings as the index, as LeRobot expects.
     pandas_meta = {
@@ -175,9 +204,7 @@ def _write_tasks(path: Path, tasks: list[str]) -> None:
         "creator": {"library": "pyarrow", "version": pa.__version__},
         "pandas_version": "2.2.0",
     }
-    table = pa.table(
-        {"task_index": pa.array(range(len(tasks)), pa.int64()), "task": pa.array(tasks, pa.string())}
-    )
+    table = pa.table({"task_index": pa.array(range(len(tasks)), pa.int64()), "task": pa.array(tasks, pa.string())})
     pq.write_table(table.replace_schema_metadata({b"pandas": json.dumps(pandas_meta).encode()}), path)
 
 
@@ -209,9 +236,7 @@ def export_lerobot(
 
     out_dir = Path(out_dir)
     if vcodec not in VALID_VIDEO_CODECS:
-        raise ValueError(
-            f"vcodec {vcodec!r} is not one LeRobot reads; choose one of {', '.join(VALID_VIDEO_CODECS)}"
-        )
+        raise ValueError(f"vcodec {vcodec!r} is not one LeRobot reads; choose one of {', '.join(VALID_VIDEO_CODECS)}")
     try:
         av.codec.Codec(vcodec, "w")
     except Exception:  # av raises its own UnknownCodecError subclasses
@@ -239,19 +264,15 @@ def export_lerobot(
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
     os.environ.setdefault("SVT_LOG", "1")  # SVT-AV1 otherwise prints a warning line per encoder
     videos = {
-        cam: VideoEpisodeWriter(
-            tmp, camera_key(cam), fps, vcodec, crf, gop, video_files_size_in_mb, chunks_size
-        )
+        cam: VideoEpisodeWriter(tmp, camera_key(cam), fps, vcodec, crf, gop, video_files_size_in_mb, chunks_size)
         for cam in schema.cameras
     }
+    data = _DataWriter(tmp, arrow_schema, data_files_size_in_mb, chunks_size)
     try:
         tasks: dict[str, int] = {}
         rows: list[dict[str, Any]] = []
         lowdim: dict[str, list[np.ndarray]] = {k: [] for k in data_features}
         image_hist = {cam: np.zeros((3, 256)) for cam in schema.cameras}
-        chunk = file = 0
-        writer: pq.ParquetWriter | None = None
-        bytes_in_file = 0
         total = 0
         for new_index, store_index in enumerate(indices.tolist()):
             ep = store.episode(store_index)
@@ -271,18 +292,6 @@ def export_lerobot(
             table = pa.Table.from_arrays(
                 [_column(values[k], arrow_schema.field(k).type) for k in data_features], schema=arrow_schema
             )
-            if writer is not None and bytes_in_file + table.nbytes > data_files_size_in_mb * _MB:
-                writer.close()
-                writer = None
-                chunk, file = next_chunk_file(chunk, file, chunks_size)
-            if writer is None:
-                path = tmp / DATA_PATH.format(chunk_index=chunk, file_index=file)
-                path.parent.mkdir(parents=True, exist_ok=True)
-                writer = pq.ParquetWriter(path, arrow_schema, compression="snappy", use_dictionary=True)
-                bytes_in_file = 0
-            writer.write_table(table)  # one row group per episode keeps episodes randomly accessible
-            bytes_in_file += table.nbytes
-
             ep_stats = {k: _lowdim_stats(values[k]) for k in data_features}
             for k in data_features:
                 lowdim[k].append(values[k])
@@ -290,8 +299,7 @@ def export_lerobot(
                 "episode_index": new_index,
                 "tasks": [ep.instruction],
                 "length": n,
-                "data/chunk_index": chunk,
-                "data/file_index": file,
+                **data.add_episode(table),
                 "dataset_from_index": total,
                 "dataset_to_index": total + n,
             }
@@ -315,8 +323,7 @@ def export_lerobot(
             row.update(_stats_columns(ep_stats))
             rows.append(row)
             total += n
-        if writer is not None:
-            writer.close()
+        data.close()
         for video in videos.values():
             video.close()
 
@@ -352,9 +359,9 @@ def export_lerobot(
             shutil.rmtree(out_dir)
         os.replace(tmp, out_dir)
     except BaseException:
-        for video in videos.values():
-            if video.container is not None:
-                video.container.close()
+        for closable in [data, *videos.values()]:
+            with contextlib.suppress(Exception):  # the original error is the one to report
+                closable.close()
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out_dir

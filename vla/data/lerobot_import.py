@@ -59,16 +59,12 @@ def schema_from_meta(meta: LeRobotMeta) -> StoreSchema:
     dims = {}
     for key in ("observation.state", "action"):
         if key not in feats:
-            raise LeRobotFormatError(
-                f"{where}: missing feature '{key}' (the store needs state and action vectors)"
-            )
+            raise LeRobotFormatError(f"{where}: missing feature '{key}' (the store needs state and action vectors)")
         shape = [int(s) for s in feats[key]["shape"]]
         if len(shape) != 1:
             raise LeRobotFormatError(f"{where}: feature '{key}' has shape {shape}, expected a vector [D]")
         dims[key] = shape[0]
-    return StoreSchema(
-        cameras=cameras, state_dim=dims["observation.state"], action_dim=dims["action"], fps=meta.fps
-    )
+    return StoreSchema(cameras=cameras, state_dim=dims["observation.state"], action_dim=dims["action"], fps=meta.fps)
 
 
 class _DataFiles:
@@ -156,9 +152,7 @@ def read_episode(
         video = meta.video_file(row, key)
         frames = reader.read(video, from_ts + timestamps)
         if frames.shape[1:] != (h, w, 3):
-            raise LeRobotFormatError(
-                f"{video}: frames of shape {frames.shape[1:]}, feature '{key}' says {(h, w, 3)}"
-            )
+            raise LeRobotFormatError(f"{video}: frames of shape {frames.shape[1:]}, feature '{key}' says {(h, w, 3)}")
         steps[f"{IMAGE_PREFIX}{cam}"] = frames
     task_index = np.unique(table.column("task_index").to_numpy())
     if len(task_index) != 1:
@@ -167,9 +161,7 @@ def read_episode(
             f"the store holds one instruction per episode"
         )
     if not 0 <= task_index[0] < len(meta.tasks):
-        raise LeRobotFormatError(
-            f"{path}: episode {epi}: task_index {task_index[0]} not in meta/tasks.parquet"
-        )
+        raise LeRobotFormatError(f"{path}: episode {epi}: task_index {task_index[0]} not in meta/tasks.parquet")
     instruction = meta.tasks[int(task_index[0])]
     return Episode(
         steps=steps,
@@ -195,7 +187,7 @@ def import_lerobot(
 
     Validates meta/ and the presence of every referenced file before creating the store; an error
     names the file and the key. If reading fails part way the new store is removed again. Returns
-    the store, open for appending (close it when done).
+    the new store opened read-only (reopen with mode="a" to append).
     """
     meta = load_meta(in_dir)
     schema = schema_from_meta(meta)
@@ -223,4 +215,5 @@ def import_lerobot(
         raise
     finally:
         reader.close()
-    return store
+    store.close()  # release the writer lock: the caller gets a reader
+    return EpisodeStore.open(store.path)

@@ -105,15 +105,11 @@ def video_hwc(key: str, feature: dict[str, Any]) -> tuple[int, int, int]:
     shape = [int(s) for s in feature.get("shape", [])]
     names = feature.get("names") or ["height", "width", "channels"]
     if len(shape) != 3:
-        raise LeRobotFormatError(
-            f"{INFO_PATH}: feature '{key}' has shape {shape}, expected [height, width, 3]"
-        )
+        raise LeRobotFormatError(f"{INFO_PATH}: feature '{key}' has shape {shape}, expected [height, width, 3]")
     if names and str(names[0]).startswith("channel"):
         shape = [shape[1], shape[2], shape[0]]
     if shape[2] != 3:
-        raise LeRobotFormatError(
-            f"{INFO_PATH}: feature '{key}' has {shape[2]} channels; only RGB (3) is supported"
-        )
+        raise LeRobotFormatError(f"{INFO_PATH}: feature '{key}' has {shape[2]} channels; only RGB (3) is supported")
     return shape[0], shape[1], shape[2]
 
 
@@ -172,9 +168,7 @@ class LeRobotMeta:
         seen: set[Path] = set()
         for row in rows:
             epi = int(self.episodes["episode_index"][row])
-            for key, path in [("data", self.data_file(row))] + [
-                (k, self.video_file(row, k)) for k in self.video_keys
-            ]:
+            for key, path in [("data", self.data_file(row))] + [(k, self.video_file(row, k)) for k in self.video_keys]:
                 if path in seen:
                     continue
                 if not path.is_file():
@@ -206,9 +200,7 @@ def _check_info(root: Path, info: dict[str, Any]) -> None:
             if isinstance(version, str) and version.startswith("v2")
             else ""
         )
-        raise LeRobotFormatError(
-            f"{path}: codebase_version {version!r}, this reader needs {CODEBASE_VERSION!r}{hint}"
-        )
+        raise LeRobotFormatError(f"{path}: codebase_version {version!r}, this reader needs {CODEBASE_VERSION!r}{hint}")
     missing = [k for k in REQUIRED_INFO_KEYS if k not in info]
     if missing:
         raise LeRobotFormatError(f"{path}: missing key(s) {', '.join(missing)}")
@@ -245,9 +237,7 @@ def _read_tasks(root: Path) -> list[str]:
     index = np.asarray(table.column("task_index").to_numpy(zero_copy_only=False), dtype=np.int64)
     names = [str(s) for s in table.column(name).to_pylist()]
     if sorted(index.tolist()) != list(range(len(index))):
-        raise LeRobotFormatError(
-            f"{path}: task_index must be 0..{len(index) - 1}, got {sorted(index.tolist())}"
-        )
+        raise LeRobotFormatError(f"{path}: task_index must be 0..{len(index) - 1}, got {sorted(index.tolist())}")
     tasks = [""] * len(index)
     for i, s in zip(index, names, strict=True):
         tasks[int(i)] = s
@@ -257,9 +247,7 @@ def _read_tasks(root: Path) -> list[str]:
 def _read_episodes(root: Path, info: dict[str, Any]) -> dict[str, np.ndarray]:
     files = sorted((root / EPISODES_DIR).glob("*/*.parquet"))
     if not files:
-        raise LeRobotFormatError(
-            f"{root / EPISODES_DIR}: no episode metadata files (chunk-XXX/file-XXX.parquet)"
-        )
+        raise LeRobotFormatError(f"{root / EPISODES_DIR}: no episode metadata files (chunk-XXX/file-XXX.parquet)")
     tables = []
     for f in files:
         schema = pq.read_schema(f)
@@ -270,9 +258,7 @@ def _read_episodes(root: Path, info: dict[str, Any]) -> dict[str, np.ndarray]:
     except pa.ArrowInvalid as e:
         raise LeRobotFormatError(f"{root / EPISODES_DIR}: episode files disagree on columns ({e})") from None
     video_keys = [k for k, ft in info["features"].items() if ft["dtype"] == "video"]
-    required = list(REQUIRED_EPISODE_COLUMNS) + [
-        f"videos/{k}/{c}" for k in video_keys for c in VIDEO_EPISODE_COLUMNS
-    ]
+    required = list(REQUIRED_EPISODE_COLUMNS) + [f"videos/{k}/{c}" for k in video_keys for c in VIDEO_EPISODE_COLUMNS]
     missing = [c for c in required if c not in table.column_names]
     if missing:
         raise LeRobotFormatError(f"{root / EPISODES_DIR}: missing column(s) {', '.join(missing)}")
@@ -327,23 +313,15 @@ def load_meta(root: str | Path) -> LeRobotMeta:
     return LeRobotMeta(root=root, info=info, tasks=tasks, episodes=_read_episodes(root, info))
 
 
-def fixed_list_to_numpy(
-    column: pa.ChunkedArray | pa.Array, width: int, dtype: np.dtype, where: str
-) -> np.ndarray:
+def fixed_list_to_numpy(column: pa.ChunkedArray | pa.Array, width: int, dtype: np.dtype, where: str) -> np.ndarray:
     """[N, width] from a parquet list column (fixed-size as HF datasets writes it, or variable)."""
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
     n = len(column)
-    if (
-        pa.types.is_fixed_size_list(column.type)
-        or pa.types.is_list(column.type)
-        or pa.types.is_large_list(column.type)
-    ):
+    if pa.types.is_fixed_size_list(column.type) or pa.types.is_list(column.type) or pa.types.is_large_list(column.type):
         values = column.flatten().to_numpy(zero_copy_only=False)
     else:
         values = column.to_numpy(zero_copy_only=False)  # a scalar column (shape [1])
     if values.size != n * width:
-        raise LeRobotFormatError(
-            f"{where}: {values.size} values for {n} frames, expected shape [{n}, {width}]"
-        )
+        raise LeRobotFormatError(f"{where}: {values.size} values for {n} frames, expected shape [{n}, {width}]")
     return values.astype(dtype, copy=False).reshape(n, width)

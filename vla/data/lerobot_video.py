@@ -116,9 +116,7 @@ class VideoFrameReader:
     Not shareable across processes: create one per DataLoader worker (lazily, after the fork).
     """
 
-    def __init__(
-        self, tolerance_s: float = DEFAULT_TOLERANCE_S, threads: int = 1, max_open: int = 64
-    ) -> None:
+    def __init__(self, tolerance_s: float = DEFAULT_TOLERANCE_S, threads: int = 1, max_open: int = 64) -> None:
         self.tolerance_s = tolerance_s
         self.threads = threads
         self.max_open = max_open
@@ -144,7 +142,11 @@ class VideoFrameReader:
                 raise LeRobotFormatError(f"{path}: no video stream")
             stream = container.streams.video[0]
             stream.thread_count = self.threads
-            video = _OpenVideo(container, stream, stream.time_base or Fraction(1, 1))
+            from av.video.reformatter import VideoReformatter
+
+            # A kept reformatter reuses its swscale context; frame.to_ndarray(format=...) builds
+            # one per frame, which costs 6x the conversion itself at 84x84.
+            video = _OpenVideo(container, stream, stream.time_base or Fraction(1, 1), VideoReformatter())
             self._open[path] = video
         return video
 
@@ -183,7 +185,8 @@ class VideoFrameReader:
             array = None
             while k < len(wanted) and abs(wanted[k] - t) < tol:
                 if abs(wanted[k] - t) < best[k]:
-                    array = frame.to_ndarray(format="rgb24") if array is None else array
+                    if array is None:
+                        array = video.reformatter.reformat(frame, format="rgb24").to_ndarray()
                     out[k], best[k] = array, abs(wanted[k] - t)
                 k += 1
             if t >= last - tol:
@@ -209,6 +212,7 @@ class _OpenVideo:
     container: Any
     stream: Any
     time_base: Fraction
+    reformatter: Any
     iterator: Any = None
     last_time: float | None = None
     prev_gap: float | None = None

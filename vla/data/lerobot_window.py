@@ -57,17 +57,13 @@ class LeRobotWindowDataset(Dataset):
         decoder_threads: int = 1,
     ) -> None:
         if obs_horizon < 1 or action_horizon < 1:
-            raise ValueError(
-                f"obs_horizon and action_horizon must be >= 1, got {obs_horizon}, {action_horizon}"
-            )
+            raise ValueError(f"obs_horizon and action_horizon must be >= 1, got {obs_horizon}, {action_horizon}")
         if stride < 1:
             raise ValueError(f"stride must be >= 1, got {stride}")
         self.meta = meta = load_meta(root)
         self.obs_horizon, self.action_horizon = obs_horizon, action_horizon
         self.tolerance_s, self.decoder_threads = tolerance_s, decoder_threads
-        all_cams = [
-            k[len(IMAGE_FEATURE_PREFIX) :] for k in meta.video_keys if k.startswith(IMAGE_FEATURE_PREFIX)
-        ]
+        all_cams = [k[len(IMAGE_FEATURE_PREFIX) :] for k in meta.video_keys if k.startswith(IMAGE_FEATURE_PREFIX)]
         if cameras is None:
             self.cameras = all_cams
         else:
@@ -75,9 +71,7 @@ class LeRobotWindowDataset(Dataset):
             if unknown:
                 raise KeyError(f"{meta.root}: no camera '{unknown[0]}' (cameras: {', '.join(all_cams)})")
             self.cameras = list(cameras)
-        self.rows = (
-            np.arange(meta.n_episodes) if episodes is None else np.array([meta.row(int(e)) for e in episodes])
-        )
+        self.rows = np.arange(meta.n_episodes) if episodes is None else np.array([meta.row(int(e)) for e in episodes])
         meta.check_files(self.rows)
         self._load_columns()
         lengths = meta.episodes["length"][self.rows].astype(np.int64)
@@ -85,9 +79,7 @@ class LeRobotWindowDataset(Dataset):
         self._sample_row = np.repeat(self.rows, [len(s) for s in steps])
         self._sample_step = np.concatenate(steps) if steps else np.zeros(0, np.int64)
         has_task_name = "task_name" in meta.episodes
-        self._task_name = {
-            int(r): (str(meta.episodes["task_name"][r]) if has_task_name else None) for r in self.rows
-        }
+        self._task_name = {int(r): (str(meta.episodes["task_name"][r]) if has_task_name else None) for r in self.rows}
         self._video = {
             (int(r), cam): (
                 meta.video_file(int(r), IMAGE_FEATURE_PREFIX + cam),
@@ -138,11 +130,7 @@ class LeRobotWindowDataset(Dataset):
             r = int(r)
             first, n = int(meta.episodes["dataset_from_index"][r]), int(meta.episodes["length"][r])
             pos = int(np.searchsorted(self._index, first))
-            if (
-                pos + n > len(self._index)
-                or self._index[pos] != first
-                or self._index[pos + n - 1] != first + n - 1
-            ):
+            if pos + n > len(self._index) or self._index[pos] != first or self._index[pos + n - 1] != first + n - 1:
                 raise LeRobotFormatError(
                     f"{meta.data_file(r)}: frames {first}..{first + n - 1} of episode "
                     f"{int(meta.episodes['episode_index'][r])} are not all there"

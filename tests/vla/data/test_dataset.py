@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, default_collate
 
 from vla.data.dataset import WindowDataset, split_episodes, window_positions
 from vla.data.store import EpisodeStore
@@ -28,8 +28,10 @@ def store(tmp_path: Path) -> EpisodeStore:
     return s
 
 
-def test_windows_match_the_episodes(store: EpisodeStore) -> None:
-    ds = WindowDataset(store, obs_horizon=2, action_horizon=16)
+@pytest.mark.parametrize("cache", ["memory", "chunks"])
+def test_windows_match_the_episodes(store: EpisodeStore, cache: str) -> None:
+    ds = WindowDataset(store, obs_horizon=2, action_horizon=16, cache=cache)
+    assert ds.cache == cache
     assert len(ds) == store.n_steps
     rng = np.random.default_rng(0)
     for i in [0, len(ds) - 1, *rng.integers(0, len(ds), 20)]:
@@ -49,6 +51,24 @@ def test_windows_match_the_episodes(store: EpisodeStore) -> None:
         assert item["instruction"] == ep.instruction and item["task"] == ep.task
 
 
+@pytest.mark.parametrize("cache", ["memory", "chunks"])
+def test_batched_fetch_equals_stacked_items(store: EpisodeStore, cache: str) -> None:
+    ds = WindowDataset(store, obs_horizon=3, action_horizon=5, cache=cache)
+    idx = [0, 5, len(ds) - 1, 17, 17]
+    batch = ds.get_batch(idx)
+    stacked = default_collate([ds[i] for i in idx])
+    for key in ("state", "obs_mask", "action", "action_mask", "is_intervention", "episode_index", "step_index"):
+        assert torch.equal(batch[key], stacked[key]), key
+    for cam in SCHEMA.cameras:
+        assert torch.equal(batch["images"][cam], stacked["images"][cam])
+    assert batch["instruction"] == stacked["instruction"] and batch["task"] == stacked["task"]
+    # A plain DataLoader (default collate) and ds.loader() give the same batch for the same order.
+    plain = next(iter(DataLoader(ds, batch_size=4, shuffle=False)))
+    fast = next(iter(ds.loader(4, shuffle=False, num_workers=0)))
+    for key in ("state", "action", "action_mask"):
+        assert torch.equal(plain[key], fast[key]), key
+
+
 def test_dataloader_batches_with_workers(store: EpisodeStore) -> None:
     ds = WindowDataset(store.path, episodes=[1, 3], obs_horizon=1, action_horizon=8, cameras=["agentview"])
     batch = next(iter(DataLoader(ds, batch_size=7, shuffle=True, num_workers=2)))
@@ -65,6 +85,10 @@ def test_bad_arguments(store: EpisodeStore) -> None:
         WindowDataset(store, episodes=[9])
     with pytest.raises(ValueError, match="obs_horizon"):
         WindowDataset(store, obs_horizon=0)
+    with pytest.raises(ValueError, match="cache must be"):
+        WindowDataset(store, cache="disk")
+    assert WindowDataset(store, memory_budget_gb=1e-9).cache == "chunks"
+    assert WindowDataset(store).cache == "memory"
 
 
 def test_split_episodes_is_seeded_and_disjoint() -> None:

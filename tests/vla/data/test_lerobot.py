@@ -74,7 +74,7 @@ def _assert_same_episodes(src: EpisodeStore, dst: EpisodeStore, pairs: list[tupl
 # ---------------------------------------------------------------------------------------- round trip
 def test_round_trip_keeps_values(store: EpisodeStore, export: Path, tmp_path: Path) -> None:
     back = import_lerobot(export, tmp_path / "back.zarr")
-    assert back.schema == store.schema
+    assert back.mode == "r" and back.schema == store.schema  # returned as a reader: no writer lock held
     assert back.n_episodes == store.n_episodes and back.n_steps == store.n_steps
     _assert_same_episodes(store, back, [(i, i) for i in range(N_EPISODES)])
     np.testing.assert_array_equal(back.table().n_intervention_steps, store.table().n_intervention_steps)
@@ -115,9 +115,7 @@ def test_small_file_limits_split_data_and_video_files(store: EpisodeStore, tmp_p
     for row in range(meta.n_episodes):
         rows = pq.read_table(meta.data_file(row), columns=["episode_index"]).column(0).to_numpy()
         assert row in rows
-    _assert_same_episodes(
-        store, import_lerobot(out, tmp_path / "b.zarr"), [(i, i) for i in range(N_EPISODES)]
-    )
+    _assert_same_episodes(store, import_lerobot(out, tmp_path / "b.zarr"), [(i, i) for i in range(N_EPISODES)])
 
 
 # ---------------------------------------------------------------------------------------- layout
@@ -257,9 +255,7 @@ def test_episode_metadata_locates_data_and_video(store: EpisodeStore, export: Pa
     assert e["success"] == list(t.success) and e["source"] == list(t.source) and e["seed"] == list(t.seed)
     # Video spans are contiguous in the file and as long as the episode.
     key = "videos/observation.images.agentview"
-    np.testing.assert_allclose(
-        np.array(e[f"{key}/to_timestamp"]) - e[f"{key}/from_timestamp"], t.lengths / 20.0
-    )
+    np.testing.assert_allclose(np.array(e[f"{key}/to_timestamp"]) - e[f"{key}/from_timestamp"], t.lengths / 20.0)
     np.testing.assert_allclose(e[f"{key}/from_timestamp"][1:], e[f"{key}/to_timestamp"][:-1])
 
 
@@ -353,9 +349,7 @@ def test_wrong_codebase_version(export: Path, tmp_path: Path) -> None:
     info = json.loads((ds / "meta/info.json").read_text())
     info["codebase_version"] = "v2.1"
     (ds / "meta/info.json").write_text(json.dumps(info))
-    with pytest.raises(
-        LeRobotFormatError, match=r"info\.json: codebase_version 'v2\.1'.*'v3\.0'.*v21_to_v30"
-    ):
+    with pytest.raises(LeRobotFormatError, match=r"info\.json: codebase_version 'v2\.1'.*'v3\.0'.*v21_to_v30"):
         import_lerobot(ds, tmp_path / "x.zarr")
 
 
@@ -381,9 +375,7 @@ def test_wrong_feature_shape_and_missing_keys(export: Path, tmp_path: Path) -> N
     bad = json.loads(info_path.read_text())
     bad["features"]["observation.state"]["shape"] = [3, 3]
     info_path.write_text(json.dumps(bad))
-    with pytest.raises(
-        LeRobotFormatError, match=r"feature 'observation.state' has shape \[3, 3\], expected a vector"
-    ):
+    with pytest.raises(LeRobotFormatError, match=r"feature 'observation.state' has shape \[3, 3\], expected a vector"):
         import_lerobot(ds, tmp_path / "x.zarr")
     bad = json.loads(json.dumps(good))
     del bad["fps"]
@@ -407,9 +399,7 @@ def test_data_file_disagreeing_with_metadata(export: Path, tmp_path: Path) -> No
     data = ds / "data/chunk-000/file-000.parquet"
     table = pq.read_table(data)
     pq.write_table(table.slice(1), data)  # drop the first frame of episode 0
-    with pytest.raises(
-        LeRobotFormatError, match=rf"{data}: episode 0 has \d+ frames, meta/episodes says length"
-    ):
+    with pytest.raises(LeRobotFormatError, match=rf"{data}: episode 0 has \d+ frames, meta/episodes says length"):
         import_lerobot(ds, tmp_path / "x.zarr")
     assert not (tmp_path / "x.zarr").exists()  # a failed import removes the new store
 
@@ -426,6 +416,21 @@ def test_export_rejects_bad_arguments(store: EpisodeStore, export: Path, tmp_pat
     with pytest.raises(ValueError, match="15x15; yuv420p video needs even"):
         export_lerobot(odd, tmp_path / "x", vcodec="h264")
     assert not (tmp_path / "x").exists()
+
+
+def test_failed_export_leaves_nothing(store: EpisodeStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from vla.data import lerobot_export
+
+    calls = []
+
+    def failing_add(self: object, frames: np.ndarray) -> None:
+        calls.append(1)
+        raise OSError("disk full")
+
+    monkeypatch.setattr(lerobot_export.VideoEpisodeWriter, "add_episode", failing_add)
+    with pytest.raises(OSError, match="disk full"):
+        export_lerobot(store, tmp_path / "out", vcodec="h264")
+    assert calls and list(tmp_path.iterdir()) == []  # neither the dataset nor its temporary directory
 
 
 # ---------------------------------------------------------------------------------------- windows
@@ -449,9 +454,7 @@ def test_window_dataset_matches_store_windows(store: EpisodeStore, export: Path)
 
 
 def test_window_dataset_in_dataloader_workers(export: Path) -> None:
-    ds = LeRobotWindowDataset(
-        export, episodes=[1, 2], obs_horizon=2, action_horizon=4, cameras=["agentview"], stride=3
-    )
+    ds = LeRobotWindowDataset(export, episodes=[1, 2], obs_horizon=2, action_horizon=4, cameras=["agentview"], stride=3)
     assert len(ds) == sum(len(range(0, n, 3)) for n in (15, 18))
     loader = torch.utils.data.DataLoader(ds, batch_size=4, num_workers=2, shuffle=True)
     batches = list(loader)
