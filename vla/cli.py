@@ -21,7 +21,7 @@ app.add_typer(config_app, name="config")
 
 # Modules that define `register(app)` to add their subcommands, imported when present.
 PLUGIN_MODULES = ("vla.data.cli", "vla.job", "vla.policy.cli", "vla.train.cli", "sim.cli", "real.cli")
-CONFIG_KINDS = {"job": "vla.job:JobConfig"}
+CONFIG_KINDS = {"job": "vla.job:JobConfig", "eval": "sim.evaluate:EvalConfig"}
 
 
 @config_app.command("list")

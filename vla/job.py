@@ -22,11 +22,12 @@ from rich.table import Table
 
 from vla.config import ConfigError, load_config
 from vla.data.schema import closest
+from vla.registry import STAGES
 
 
 @dataclass
 class DemoStageConfig:
-    task: str = "synthetic"  # "synthetic", or a registered sim task name
+    task: str = "pick_place"  # a registered sim task (stage sim_demos), or "synthetic" (stage demos)
     episodes: int = 40
     image_size: int = 84
     workers: int = 2
@@ -45,14 +46,14 @@ class LoaderStageConfig:
 class JobConfig:
     out_dir: str = "runs/main"
     overwrite: bool = True
-    stages: list[str] = field(default_factory=lambda: ["demos", "stats", "lerobot", "loader"])
+    stages: list[str] = field(default_factory=lambda: ["sim_demos", "stats", "lerobot", "loader"])
     demos: DemoStageConfig = field(default_factory=DemoStageConfig)
     loader: LoaderStageConfig = field(default_factory=LoaderStageConfig)
 
     def validate(self) -> None:
-        for stage in self.stages:
-            if stage not in STAGES:
-                raise ConfigError(f"unknown stage '{stage}'" + closest(stage, list(STAGES)))
+        for stage_name in self.stages:
+            if stage_name not in STAGES.names():
+                raise ConfigError(f"unknown stage '{stage_name}'" + closest(stage_name, STAGES.names()))
 
 
 @dataclass
@@ -67,15 +68,10 @@ class JobContext:
 
 
 StageFn = Callable[[JobContext], dict[str, Any]]
-STAGES: dict[str, StageFn] = {}
 
 
 def stage(name: str) -> Callable[[StageFn], StageFn]:
-    def decorator(fn: StageFn) -> StageFn:
-        STAGES[name] = fn
-        return fn
-
-    return decorator
+    return STAGES.register(name)
 
 
 @stage("demos")
@@ -88,11 +84,8 @@ def demos_stage(ctx: JobContext) -> dict[str, Any]:
     cfg = ctx.config.demos
     t0 = time.perf_counter()
     if cfg.task != "synthetic":
-        from vla.registry import TASKS
-
-        collect = TASKS.get(cfg.task)  # raises naming the valid tasks
-        raise ConfigError(f"task '{cfg.task}' is registered ({collect}) but demo collection from sim is not "
-                          "wired into the main job yet; use demos.task=synthetic")
+        raise ConfigError(f"stage 'demos' writes synthetic episodes (demos.task=synthetic); for the sim task "
+                          f"'{cfg.task}' use the stage 'sim_demos'")
     store = EpisodeStore.create(ctx.store_path, default_schema(image_size=cfg.image_size), overwrite=True)
     for seed in tqdm(range(cfg.episodes), desc="demos (synthetic)"):
         store.append_episode(synthetic_episode(store.schema, seed))
@@ -140,14 +133,11 @@ def lerobot_stage(ctx: JobContext) -> dict[str, Any]:
 
 @stage("loader")
 def loader_stage(ctx: JobContext) -> dict[str, Any]:
-    from torch.utils.data import DataLoader
-
     from vla.data.dataset import WindowDataset
 
     cfg = ctx.config.loader
     ds = WindowDataset(ctx.store_path, obs_horizon=cfg.obs_horizon, action_horizon=cfg.action_horizon)
-    loader = DataLoader(ds, batch_size=cfg.batch_size, shuffle=True, num_workers=cfg.workers,
-                        persistent_workers=cfg.workers > 0)
+    loader = ds.loader(cfg.batch_size, shuffle=True, num_workers=cfg.workers, seed=0)
     windows, t0 = 0, None
     while t0 is None or time.perf_counter() - t0 < cfg.seconds:
         for batch in loader:
@@ -171,7 +161,7 @@ def run_job(config: JobConfig) -> dict[str, dict[str, Any]]:
     for name in config.stages:
         console.rule(f"stage: {name}")
         t0 = time.perf_counter()
-        ctx.results[name] = STAGES[name](ctx)
+        ctx.results[name] = STAGES.get(name)(ctx)
         ctx.results[name].setdefault("seconds", round(time.perf_counter() - t0, 1))
         (out_dir / "summary.json").write_text(json.dumps(ctx.results, indent=1))
     table = Table(title=f"vla run: {out_dir}/summary.json")

@@ -34,7 +34,13 @@ class Registry(Generic[T]):
         if not self._loaded:
             self._loaded = True
             for module in self._modules:
-                importlib.import_module(module)
+                try:
+                    importlib.import_module(module)
+                except ModuleNotFoundError as e:
+                    # A provider package that is not installed is skipped; a broken import inside
+                    # an installed provider is an error.
+                    if e.name is None or not module.startswith(e.name):
+                        raise
 
     def names(self) -> list[str]:
         self._load()
@@ -52,5 +58,7 @@ class Registry(Generic[T]):
 
 # Tasks: factories returning a gymnasium.Env. sim/ registers them in sim/tasks/__init__.py.
 TASKS: Registry[Any] = Registry("task", modules=("sim.tasks",))
+# Stages of the main job (`vla run`): vla/job.py registers the core ones, sim/ and real/ theirs.
+STAGES: Registry[Any] = Registry("stage", modules=("vla.job", "sim.stages", "real.stages"))
 # Refinement algorithms: vla/refine registers them.
 ALGORITHMS: Registry[Any] = Registry("algorithm", modules=("vla.refine",))

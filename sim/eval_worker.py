@@ -1,0 +1,85 @@
+"""One evaluation worker process: `python -m sim.eval_worker SPEC.json` (see sim/evaluate.py)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sim.evaluate import EpisodeResult, env_kwargs
+from sim.policies import ExpertPolicy, load_policy
+from sim.video import tile_cameras, write_mp4
+from vla.data.builder import EpisodeBuilder
+
+
+def run_episode(env: Any, policy: Any, seed: int, spec: dict[str, Any], record: bool,
+                video: bool) -> tuple[EpisodeResult, EpisodeBuilder | None, list[np.ndarray]]:
+    obs, info = env.reset(seed=seed)
+    if isinstance(policy, ExpertPolicy):
+        policy.reset(seed)
+    else:
+        policy.reset()
+    builder = EpisodeBuilder(task=spec["task"], instruction=obs["instruction"], source=spec["source"],
+                             seed=seed) if record else None
+    frames: list[np.ndarray] = [tile_cameras(obs["images"])] if video and obs["images"] else []
+    subtasks: list[str] = []
+    total_reward, steps, t0 = 0.0, 0, time.perf_counter()
+    terminated = truncated = False
+    while not (terminated or truncated):
+        if isinstance(policy, ExpertPolicy):
+            policy.info = info
+        chunk = np.asarray(policy.sample_chunk([obs]))[0]
+        for action in chunk[: spec["n_action_steps"]]:
+            next_obs, reward, terminated, truncated, info = env.step(action)
+            if builder is not None:
+                builder.add_step(images=obs["images"], state=obs["state"], action=action,
+                                 timestamp=obs["timestamp"], reward=float(reward),
+                                 policy_version=spec["policy_version"])
+            obs = next_obs
+            total_reward += float(reward)
+            steps += 1
+            if frames:
+                frames.append(tile_cameras(obs["images"]))
+            sub = info.get("subtask")
+            if sub is not None and (not subtasks or subtasks[-1] != sub):
+                subtasks.append(str(sub))
+            if terminated or truncated or info.get("success"):
+                terminated = terminated or bool(info.get("success"))
+                break
+    success = bool(info.get("success", False))
+    done = [str(s) for s in info.get("subtasks_done", subtasks[:-1] if not success else subtasks)]
+    result = EpisodeResult(seed=seed, success=success, length=steps, reward=total_reward, subtasks=subtasks,
+                           subtasks_done=done, seconds=time.perf_counter() - t0)
+    return result, builder, frames
+
+
+def main(spec_path: str) -> None:
+    spec = json.loads(Path(spec_path).read_text())
+    from vla.registry import TASKS
+
+    env = TASKS.make(spec["task"], **env_kwargs(spec))
+    policy = load_policy(spec["policy"], env, noise=spec["noise"], skill=spec["skill"],
+                         seed=spec["seeds"][0] if spec["seeds"] else 0)
+    episode_dir = Path(spec["episode_dir"]) if spec["episode_dir"] else None
+    if episode_dir is not None:
+        episode_dir.mkdir(parents=True, exist_ok=True)
+    for seed in spec["seeds"]:
+        video = seed in spec["video_seeds"]
+        result, builder, frames = run_episode(env, policy, seed, spec, episode_dir is not None, video)
+        if frames:
+            result.video = str(write_mp4(Path(spec["video_dir"]) / f"{spec['task']}_seed{seed}.mp4", frames))
+        if builder is not None and episode_dir is not None:
+            episode = builder.finish(result.success)
+            np.savez(episode_dir / f"{seed}.npz", **episode.steps)
+            (episode_dir / f"{seed}.json").write_text(json.dumps({"instruction": episode.instruction}))
+        with open(spec["results"], "a") as f:  # one line per episode: the parent's progress signal
+            f.write(json.dumps(result.__dict__) + "\n")
+    env.close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,227 @@
+"""Parallel evaluation (`vla eval`) and demo collection (`vla sim collect`) in worker processes.
+
+The parent splits a fixed, reproducible seed list (`seed_start + i`) over K worker subprocesses
+(`python -m sim.eval_worker SPEC.json`). Nothing is pickled across the process boundary: the spec
+is JSON, each worker appends one JSON line per finished episode to its results file and, when
+recording, saves the episode as an `.npz` (loaded with allow_pickle=False); the parent shows
+progress from those files, writes recorded episodes to the EpisodeStore (it is the single
+writer), and summarises: success rate with a Wilson 95% interval, episode lengths, per-sub-task
+success, a summary JSON and a PNG plot. Videos of chosen seeds are MP4 files written by workers.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from vla.data.schema import Episode
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion (95% by default)."""
+    if n <= 0:
+        return (0.0, 1.0)
+    if not 0 <= successes <= n:
+        raise ValueError(f"successes must be in [0, {n}], got {successes}")
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+@dataclass
+class EvalConfig:
+    task: str = "pick_place"
+    policy: str = "expert"  # zero | random | expert | path to a checkpoint folder
+    episodes: int = 10
+    seed_start: int = 1000  # seeds seed_start .. seed_start + episodes - 1
+    workers: int = 2
+    n_action_steps: int = 8  # actions executed from each chunk before the next inference
+    cameras: list[str] | None = None  # None: the task's default cameras; []: state only
+    image_size: int = 84
+    horizon: int | None = None  # None: the task's default
+    obs_mode: str = "image"
+    record: str = ""  # EpisodeStore path to append every episode to ("" = do not record)
+    source: str = "rollout"  # source of recorded episodes (demo for `vla sim collect`)
+    videos: int = 2  # MP4 of the first N seeds
+    noise: float = 0.0  # expert only: action noise
+    skill: float = 1.0  # expert only: 1 = perfect, lower = hesitant / misgrasps
+    out_dir: str = "runs/eval"
+    policy_version: int = 0
+
+    def validate(self) -> None:
+        if self.episodes < 1 or self.workers < 1 or self.n_action_steps < 1:
+            raise ValueError("episodes, workers and n_action_steps must be >= 1, got "
+                             f"{self.episodes}, {self.workers}, {self.n_action_steps}")
+
+
+@dataclass
+class EpisodeResult:
+    seed: int
+    success: bool
+    length: int
+    reward: float
+    subtasks: list[str] = field(default_factory=list)  # sub-tasks in the order they became current
+    subtasks_done: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    video: str = ""
+
+
+def summarise(results: list[EpisodeResult], config: EvalConfig) -> dict[str, Any]:
+    n = len(results)
+    k = sum(r.success for r in results)
+    lo, hi = wilson_interval(k, n)
+    lengths = np.array([r.length for r in results])
+    subtask_names: list[str] = []
+    for r in results:
+        for s in r.subtasks:
+            if s not in subtask_names:
+                subtask_names.append(s)
+    per_subtask = {s: sum(s in r.subtasks_done for r in results) / n for s in subtask_names}
+    steps = int(lengths.sum())
+    seconds = sum(r.seconds for r in results)
+    return {
+        "task": config.task, "policy": config.policy, "episodes": n, "successes": k,
+        "success_rate": k / n, "wilson95": [lo, hi],
+        "length_mean": float(lengths.mean()), "length_median": float(np.median(lengths)),
+        "length_success_mean": float(lengths[[r.success for r in results]].mean()) if k else None,
+        "subtask_success": per_subtask, "seeds": [r.seed for r in results],
+        "env_steps_per_s_per_worker": steps / seconds if seconds else None,
+        "config": asdict(config), "episodes_detail": [asdict(r) for r in results],
+    }
+
+
+def plot_summary(summary: dict[str, Any], path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    names = ["task", *summary["subtask_success"]]
+    rates = [summary["success_rate"], *summary["subtask_success"].values()]
+    lo, hi = summary["wilson95"]
+    axes[0].bar(names, rates, color=["tab:blue"] + ["tab:gray"] * (len(names) - 1))
+    rate = summary["success_rate"]
+    axes[0].errorbar([0], [rate], yerr=[[max(rate - lo, 0.0)], [max(hi - rate, 0.0)]], color="black", capsize=6)
+    axes[0].set_ylim(0, 1.05)
+    axes[0].set_ylabel("success rate")
+    policy = Path(summary["policy"]).name
+    axes[0].set_title(f"{summary['task']} / {policy}: {summary['successes']}/{summary['episodes']}")
+    axes[0].tick_params(axis="x", rotation=30)
+    detail = summary["episodes_detail"]
+    axes[1].hist([[d["length"] for d in detail if d["success"]], [d["length"] for d in detail if not d["success"]]],
+                 bins=15, stacked=True, label=["success", "failure"], color=["tab:green", "tab:red"])
+    axes[1].set_xlabel("episode length (steps)")
+    axes[1].legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def run_evaluation(config: EvalConfig, progress: bool = True) -> dict[str, Any]:
+    """Run the episodes in `config.workers` subprocesses; returns the summary (also written to disk)."""
+    config.validate()
+    from vla.registry import TASKS
+
+    TASKS.get(config.task)  # an unknown task fails here, naming the valid ones, before any worker starts
+    out_dir = Path(config.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    seeds = [config.seed_start + i for i in range(config.episodes)]
+    video_seeds = set(seeds[: config.videos])
+    workers = min(config.workers, len(seeds))
+    store = _open_record_store(config) if config.record else None
+    with tempfile.TemporaryDirectory(prefix="vla_eval_") as tmp:
+        procs, result_files = [], []
+        for w in range(workers):
+            spec = {**asdict(config), "seeds": seeds[w::workers], "video_seeds": sorted(video_seeds),
+                    "results": str(Path(tmp) / f"worker{w}.jsonl"),
+                    "episode_dir": str(Path(tmp) / "episodes") if store is not None else "",
+                    "video_dir": str(out_dir / "videos")}
+            spec_path = Path(tmp) / f"worker{w}.json"
+            spec_path.write_text(json.dumps(spec))
+            result_files.append(Path(spec["results"]))
+            env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+            procs.append(subprocess.Popen([sys.executable, "-m", "sim.eval_worker", str(spec_path)], env=env,
+                                          stderr=subprocess.PIPE, text=True))
+        results = _wait(procs, result_files, len(seeds), progress, desc=f"{config.task} / {Path(config.policy).name}")
+        if store is not None:
+            _record(store, Path(tmp) / "episodes", results, config)
+    summary = summarise(sorted(results, key=lambda r: r.seed), config)
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
+    plot_summary(summary, out_dir / "summary.png")
+    return summary
+
+
+def _wait(procs: list[subprocess.Popen], files: list[Path], total: int, progress: bool,
+          desc: str) -> list[EpisodeResult]:
+    bar = tqdm(total=total, desc=desc, disable=not progress)
+    done = 0
+    while True:
+        finished = all(p.poll() is not None for p in procs)
+        lines = [line for f in files if f.exists() for line in f.read_text().splitlines() if line.strip()]
+        bar.update(len(lines) - done)
+        done = len(lines)
+        if finished:
+            break
+        time.sleep(0.2)
+    bar.close()
+    for p in procs:
+        if p.returncode != 0:
+            err = p.stderr.read() if p.stderr else ""
+            raise RuntimeError(f"evaluation worker failed (exit {p.returncode}):\n{err[-3000:]}")
+    for p in procs:
+        if p.stderr:
+            p.stderr.close()
+    results = [EpisodeResult(**json.loads(line)) for line in lines]
+    if len(results) != total:
+        raise RuntimeError(f"expected {total} episode results, got {len(results)}")
+    return results
+
+
+def _open_record_store(config: EvalConfig) -> Any:
+    from vla.data.store import EpisodeStore
+
+    path = Path(config.record)
+    if (path / "zarr.json").exists():
+        return EpisodeStore.open(path, mode="a")
+    from sim.rollout import schema_for_env
+    from vla.registry import TASKS
+
+    env = TASKS.make(config.task, **env_kwargs(config))
+    try:
+        return EpisodeStore.create(path, schema_for_env(env))
+    finally:
+        env.close()
+
+
+def env_kwargs(config: EvalConfig | dict[str, Any]) -> dict[str, Any]:
+    c = asdict(config) if isinstance(config, EvalConfig) else config
+    kwargs: dict[str, Any] = {"image_size": c["image_size"], "obs_mode": c["obs_mode"]}
+    if c["cameras"] is not None:
+        kwargs["cameras"] = tuple(c["cameras"])
+    if c["horizon"] is not None:
+        kwargs["horizon"] = c["horizon"]
+    return kwargs
+
+
+def _record(store: Any, episode_dir: Path, results: list[EpisodeResult], config: EvalConfig) -> None:
+    for r in sorted(results, key=lambda r: r.seed):
+        with np.load(episode_dir / f"{r.seed}.npz", allow_pickle=False) as z:
+            steps = {k: z[k] for k in z.files}
+        meta = json.loads((episode_dir / f"{r.seed}.json").read_text())
+        store.append_episode(Episode(steps=steps, task=config.task, instruction=meta["instruction"],
+                                     success=r.success, source=config.source, seed=r.seed))

@@ -1,0 +1,103 @@
+"""Policies the evaluator can run, named by a spec string, and a scripted expert behind the Policy
+protocol.
+
+Specs: "zero" (hold still: all-zero deltas, gripper open), "random" (seeded uniform actions),
+"expert" (the task's scripted expert; `noise`/`skill` for mixed-quality demos), or a path to a
+policy checkpoint folder (loaded with `vla.policy.load_policy`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vla.interfaces import GuidanceFn, Observation
+
+BUILTIN = ("zero", "random", "expert")
+
+
+def make_expert(env: Any, noise: float = 0.0, skill: float = 1.0, seed: int | None = None) -> Any:
+    """The scripted expert of an env's task: robosuite tasks have their own, native tasks share one."""
+    unwrapped = env.unwrapped
+    if type(unwrapped).__module__.startswith("sim.tasks.robosuite"):
+        from sim.experts.robosuite_experts import make_expert as make_robosuite_expert
+
+        return make_robosuite_expert(env, noise=noise, skill=skill, seed=seed)
+    from sim.experts.native import NativePickPlaceExpert
+
+    return NativePickPlaceExpert(env, noise=noise, skill=skill, seed=seed)
+
+
+def expert_action(expert: Any, obs: Observation, info: dict[str, Any]) -> np.ndarray:
+    """The expert's next action (experts return either an action or (action, is_recovery))."""
+    try:
+        out = expert.act(obs, info)
+    except TypeError:
+        out = expert.act(obs)
+    action = out[0] if isinstance(out, tuple) else out
+    return np.asarray(action, dtype=np.float32)
+
+
+class ConstantPolicy:
+    """Holds still: zero end-effector deltas, gripper open."""
+
+    def __init__(self, action_dim: int, horizon: int = 1) -> None:
+        self.action = np.zeros(action_dim, np.float32)
+        self.action[-1] = -1.0
+        self.horizon = horizon
+
+    def sample_chunk(self, obs_batch: Sequence[Observation], prefix: np.ndarray | None = None,
+                     guidance: GuidanceFn | None = None) -> np.ndarray:
+        return np.broadcast_to(self.action, (len(obs_batch), self.horizon, len(self.action))).copy()
+
+    def reset(self) -> None:
+        pass
+
+
+class RandomPolicy(ConstantPolicy):
+    def __init__(self, action_dim: int, horizon: int = 1, seed: int = 0) -> None:
+        super().__init__(action_dim, horizon)
+        self.rng = np.random.default_rng(seed)
+
+    def sample_chunk(self, obs_batch: Sequence[Observation], prefix: np.ndarray | None = None,
+                     guidance: GuidanceFn | None = None) -> np.ndarray:
+        shape = (len(obs_batch), self.horizon, len(self.action))
+        return self.rng.uniform(-1, 1, shape).astype(np.float32)
+
+
+class ExpertPolicy:
+    """The scripted expert as a one-step-chunk Policy; the runner feeds it the latest `info`."""
+
+    def __init__(self, env: Any, noise: float = 0.0, skill: float = 1.0, seed: int | None = None) -> None:
+        self.expert = make_expert(env, noise=noise, skill=skill, seed=seed)
+        self.info: dict[str, Any] = {}
+
+    def sample_chunk(self, obs_batch: Sequence[Observation], prefix: np.ndarray | None = None,
+                     guidance: GuidanceFn | None = None) -> np.ndarray:
+        if len(obs_batch) != 1:
+            raise ValueError(f"the expert acts in one env at a time, got a batch of {len(obs_batch)}")
+        return expert_action(self.expert, obs_batch[0], self.info)[None, None]
+
+    def reset(self, seed: int | None = None) -> None:
+        self.expert.reset(seed)
+        self.info = {}
+
+
+def load_policy(spec: str, env: Any, *, noise: float = 0.0, skill: float = 1.0, seed: int = 0) -> Any:
+    action_dim = int(env.action_space.shape[0])
+    if spec == "zero":
+        return ConstantPolicy(action_dim)
+    if spec == "random":
+        return RandomPolicy(action_dim, seed=seed)
+    if spec == "expert":
+        return ExpertPolicy(env, noise=noise, skill=skill, seed=seed)
+    path = Path(spec)
+    if not path.exists():
+        raise FileNotFoundError(f"policy '{spec}' is neither a built-in ({', '.join(BUILTIN)}) nor an existing "
+                                "checkpoint folder")
+    from vla.policy import load_policy as load_checkpoint
+
+    return load_checkpoint(path)

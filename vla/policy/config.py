@@ -1,0 +1,138 @@
+"""Typed policy configuration and its YAML presets (`configs/policy/{tiny,small,large}.yaml`).
+
+One dataclass describes every preset: the presets differ only in sizes and in where the vision
+backbone comes from, so all of them run through the same model code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CONFIG_ROOT = Path(__file__).resolve().parents[2] / "configs"
+VISION_BACKBONES = ("cnn", "torchvision", "hf")
+NORM_MODES = ("mean_std", "quantile")
+
+
+@dataclass
+class PolicyConfig:
+    """Everything needed to rebuild the model; saved as JSON inside each checkpoint."""
+
+    # Interface of the data the model sees.
+    cameras: list[str] = field(default_factory=list)  # empty = state-only mode
+    image_size: tuple[int, int] = (64, 64)  # (H, W) the encoder sees; inputs are resized to it
+    state_dim: int = 8
+    action_dim: int = 7
+    n_obs_steps: int = 1  # To: observation history length
+    chunk_size: int = 16  # H: actions per chunk
+    # Trunk and action expert.
+    d_model: int = 128
+    n_heads: int = 4
+    trunk_layers: int = 2
+    expert_layers: int = 2
+    mlp_ratio: float = 4.0
+    dropout: float = 0.0
+    # Vision: "cnn" from scratch, or a local torchvision architecture / HF folder (never downloaded).
+    vision_backbone: str = "cnn"
+    vision_channels: tuple[int, ...] = (16, 32, 64)
+    vision_tokens: int = 4  # tokens per camera and frame (a sqrt x sqrt pooled grid)
+    vision_arch: str = ""  # torchvision constructor name, e.g. "resnet18"
+    vision_weights: str = ""  # local path: safetensors file (torchvision) or folder (hf)
+    freeze_vision: bool = False
+    language_dim: int = 384  # all-MiniLM-L6-v2
+    # Flow matching.
+    num_steps: int = 10  # K Euler steps at inference
+    tau_beta_alpha: float = 1.5  # tau = s * (1 - Beta(a, 1)): pi0's emphasis on noisy times
+    tau_max: float = 0.999
+    # Training-time RTC: up to this many leading actions are given clean during training.
+    max_prefix: int = 6
+    prefix_prob: float = 0.5  # probability that a training sample gets a prefix (d >= 1)
+    # Guidance: clip of the pseudo-inverse guidance weight (RTC uses 5).
+    guidance_max_weight: float = 5.0
+    # Normalisation modes ("mean_std" or "quantile") for state and actions.
+    state_norm: str = "mean_std"
+    action_norm: str = "quantile"
+
+    def __post_init__(self) -> None:
+        self.cameras = list(self.cameras)
+        self.image_size = (int(self.image_size[0]), int(self.image_size[1]))
+        self.vision_channels = tuple(int(c) for c in self.vision_channels)
+        self.validate()
+
+    def validate(self) -> None:
+        def need(ok: bool, msg: str) -> None:
+            if not ok:
+                raise ValueError(f"PolicyConfig: {msg}")
+
+        need(len(set(self.cameras)) == len(self.cameras), f"duplicate camera names in {self.cameras}")
+        need(all(isinstance(c, str) and c for c in self.cameras), "camera names must be non-empty strings")
+        for name in ("state_dim", "action_dim", "n_obs_steps", "chunk_size", "d_model", "n_heads",
+                     "trunk_layers", "expert_layers", "num_steps", "vision_tokens"):
+            need(int(getattr(self, name)) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
+        need(self.d_model % self.n_heads == 0, f"d_model ({self.d_model}) must be divisible by "
+             f"n_heads ({self.n_heads})")
+        need(int(self.vision_tokens**0.5) ** 2 == self.vision_tokens,
+             f"vision_tokens must be a square number, got {self.vision_tokens}")
+        need(0 <= self.max_prefix < self.chunk_size, f"max_prefix must be in [0, chunk_size), got "
+             f"{self.max_prefix} with chunk_size {self.chunk_size}")
+        need(0.0 <= self.prefix_prob <= 1.0, f"prefix_prob must be in [0, 1], got {self.prefix_prob}")
+        need(self.vision_backbone in VISION_BACKBONES,
+             f"vision_backbone '{self.vision_backbone}' unknown (valid: {', '.join(VISION_BACKBONES)})")
+        need(self.vision_backbone == "cnn" or bool(self.vision_weights),
+             f"vision_backbone '{self.vision_backbone}' needs vision_weights (a local path)")
+        need(self.vision_backbone != "torchvision" or bool(self.vision_arch),
+             "vision_backbone 'torchvision' needs vision_arch (e.g. resnet18)")
+        need(self.state_norm in NORM_MODES and self.action_norm in NORM_MODES,
+             f"state_norm/action_norm must be one of {NORM_MODES}")
+        need(self.guidance_max_weight >= 0, "guidance_max_weight must be >= 0")
+
+    @property
+    def state_only(self) -> bool:
+        return not self.cameras
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["image_size"] = list(self.image_size)
+        d["vision_channels"] = list(self.vision_channels)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PolicyConfig:
+        valid = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - valid)
+        if unknown:
+            from vla.data.schema import closest
+
+            raise ValueError(f"PolicyConfig: unknown key '{unknown[0]}'" + closest(unknown[0], sorted(valid)))
+        return cls(**d)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+    def replace(self, **changes: Any) -> PolicyConfig:
+        return PolicyConfig.from_dict({**self.to_dict(), **changes})
+
+
+def load_policy_config(name_or_path: str | Path, **overrides: Any) -> PolicyConfig:
+    """A preset name (`tiny`, `small`, `large`) or a YAML/JSON path, with keyword overrides."""
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = CONFIG_ROOT / "policy" / f"{name_or_path}.yaml"
+        if not path.exists():
+            presets = sorted(p.stem for p in (CONFIG_ROOT / "policy").glob("*.yaml"))
+            raise FileNotFoundError(f"unknown policy preset '{name_or_path}' (valid: {', '.join(presets)})")
+    if not path.exists():
+        raise FileNotFoundError(f"policy config file not found: {path}")
+    text = path.read_text()
+    if path.suffix == ".json":
+        data = json.loads(text)
+    else:
+        from omegaconf import OmegaConf
+
+        data = OmegaConf.to_container(OmegaConf.create(text), resolve=True)
+    if not isinstance(data, dict):
+        raise ValueError(f"policy config {path} must be a mapping, got {type(data).__name__}")
+    return PolicyConfig.from_dict({**data, **overrides})

@@ -1,0 +1,84 @@
+"""Normalisation owned by the policy (as in LeRobot): centres and scales live in buffers, so they
+are saved in `model.safetensors` with the weights and follow the model to any device or to ONNX.
+
+Same formulas as `vla.data.normalize.Normalizer`: "mean_std" maps by (x - mean) / std, "quantile"
+maps [q01, q99] to [-1, 1]; images per channel by the pixel mean/std of `images/<camera>`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from vla.data.stats import Stats
+from vla.policy.config import PolicyConfig
+
+EPS = 1e-6
+
+
+def center_scale(stats: Stats, mode: str) -> tuple[np.ndarray, np.ndarray]:
+    if mode == "mean_std":
+        return np.asarray(stats.mean), np.maximum(np.asarray(stats.std), EPS)
+    if mode == "quantile":
+        q01, q99 = np.asarray(stats.q01), np.asarray(stats.q99)
+        return (q99 + q01) / 2, np.maximum((q99 - q01) / 2, EPS)
+    raise ValueError(f"unknown normalisation mode '{mode}' (valid: mean_std, quantile)")
+
+
+class PolicyNormalizer(nn.Module):
+    def __init__(self, cfg: PolicyConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.register_buffer("state_center", torch.zeros(cfg.state_dim))
+        self.register_buffer("state_scale", torch.ones(cfg.state_dim))
+        self.register_buffer("action_center", torch.zeros(cfg.action_dim))
+        self.register_buffer("action_scale", torch.ones(cfg.action_dim))
+        n = len(cfg.cameras)
+        # Until stats are set, map pixels 0..255 to about [-1, 1].
+        self.register_buffer("image_mean", torch.full((max(n, 1), 3), 127.5))
+        self.register_buffer("image_std", torch.full((max(n, 1), 3), 127.5))
+        self.register_buffer("has_stats", torch.zeros((), dtype=torch.bool))
+
+    def set_stats(self, stats: dict[str, Stats]) -> None:
+        """Fill the buffers; raises naming any missing key or a shape that does not fit."""
+        needed = ["state", "action", *(f"images/{c}" for c in self.cfg.cameras)]
+        missing = [k for k in needed if k not in stats]
+        if missing:
+            raise KeyError(f"normalisation stats lack key '{missing[0]}' (the policy needs {needed}, "
+                           f"got {sorted(stats)})")
+
+        def put(name: str, value: np.ndarray, what: str) -> None:
+            buf = getattr(self, name)
+            value = np.asarray(value, np.float32).reshape(-1)
+            if value.shape[0] != buf.shape[-1]:
+                raise ValueError(f"normalisation stats '{what}' have {value.shape[0]} dims, the policy "
+                                 f"config expects {buf.shape[-1]}")
+            buf.copy_(torch.from_numpy(value))
+
+        for key, mode in (("state", self.cfg.state_norm), ("action", self.cfg.action_norm)):
+            c, s = center_scale(stats[key], mode)
+            put(f"{key}_center", c, key)
+            put(f"{key}_scale", s, key)
+        for i, cam in enumerate(self.cfg.cameras):
+            s = stats[f"images/{cam}"]
+            for name, value in (("mean", s.mean), ("std", np.maximum(np.asarray(s.std), 1.0))):
+                value = np.asarray(value, np.float32).reshape(-1)
+                if value.shape != (3,):
+                    raise ValueError(f"normalisation stats 'images/{cam}' have {value.shape[0]} channels, "
+                                     "expected 3")
+                getattr(self, f"image_{name}")[i].copy_(torch.from_numpy(value))
+        self.has_stats.fill_(True)
+
+    def state(self, x: torch.Tensor) -> torch.Tensor:
+        return (x - self.state_center) / self.state_scale
+
+    def action(self, x: torch.Tensor) -> torch.Tensor:
+        return (x - self.action_center) / self.action_scale
+
+    def unaction(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.action_scale + self.action_center
+
+    def image(self, x: torch.Tensor, cam_index: int) -> torch.Tensor:
+        """x float [N, 3, H, W] in pixel units."""
+        return (x - self.image_mean[cam_index, :, None, None]) / self.image_std[cam_index, :, None, None]

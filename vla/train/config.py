@@ -1,0 +1,76 @@
+"""Typed training configuration and its YAML presets (`configs/train/*.yaml`)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vla.policy.config import CONFIG_ROOT
+
+
+@dataclass
+class TrainConfig:
+    steps: int = 20_000
+    batch_size: int = 64
+    lr: float = 3e-4
+    weight_decay: float = 1e-4
+    betas: tuple[float, float] = (0.9, 0.95)
+    warmup_steps: int = 500
+    min_lr_ratio: float = 0.1  # cosine decays to lr * min_lr_ratio
+    grad_clip: float = 1.0
+    ema_decay: float = 0.999  # 0 disables EMA
+    seed: int = 0
+    log_every: int = 50
+    val_every: int = 1000
+    val_batches: int = 8
+    ckpt_every: int = 5000
+    keep_checkpoints: int = 2  # most recent step folders kept (0 keeps all)
+    num_workers: int = 0
+    compile: bool = False
+    amp: bool = True  # bf16 autocast, only ever on CUDA
+    device: str = "auto"  # auto | cpu | cuda | cuda:N
+    tensorboard: bool = True
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        self.betas = (float(self.betas[0]), float(self.betas[1]))
+        for name in ("steps", "batch_size", "log_every", "val_every", "ckpt_every"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"TrainConfig: {name} must be >= 1, got {getattr(self, name)}")
+        if self.lr <= 0 or not 0 <= self.ema_decay < 1 or self.warmup_steps < 0 or self.grad_clip < 0:
+            raise ValueError("TrainConfig: need lr > 0, 0 <= ema_decay < 1, warmup_steps >= 0, grad_clip >= 0")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["betas"] = list(self.betas)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TrainConfig:
+        valid = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - valid)
+        if unknown:
+            from vla.data.schema import closest
+
+            raise ValueError(f"TrainConfig: unknown key '{unknown[0]}'" + closest(unknown[0], sorted(valid)))
+        return cls(**d)
+
+
+def load_train_config(name_or_path: str | Path, **overrides: Any) -> TrainConfig:
+    """A preset name (`debug`, `default`) or a YAML path, with keyword overrides."""
+    from omegaconf import OmegaConf
+
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = CONFIG_ROOT / "train" / f"{name_or_path}.yaml"
+        if not path.exists():
+            presets = sorted(p.stem for p in (CONFIG_ROOT / "train").glob("*.yaml"))
+            raise FileNotFoundError(f"unknown train preset '{name_or_path}' (valid: {', '.join(presets)})")
+    if not path.exists():
+        raise FileNotFoundError(f"train config file not found: {path}")
+    data = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+    if not isinstance(data, dict):
+        raise ValueError(f"train config {path} must be a mapping")
+    return TrainConfig.from_dict({**data, **overrides})

@@ -1,0 +1,33 @@
+"""Exponential moving average of the weights (Polyak averaging), with the usual warm-up of the
+decay, min(decay, (1 + n) / (10 + n)), so early averages are not dominated by the initialisation.
+Buffers (normalisation statistics) are copied, not averaged.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class EMA:
+    def __init__(self, model: nn.Module, decay: float) -> None:
+        self.decay = decay
+        self.updates = 0
+        self.state = {k: v.detach().clone().float() if v.is_floating_point() else v.detach().clone()
+                      for k, v in model.state_dict().items()}
+        self._params = {name for name, _ in model.named_parameters()}
+
+    @torch.no_grad()
+    def update(self, model: nn.Module) -> None:
+        self.updates += 1
+        d = min(self.decay, (1 + self.updates) / (10 + self.updates))
+        for k, v in model.state_dict().items():
+            if k in self._params and v.is_floating_point():
+                self.state[k].mul_(d).add_(v.detach().float(), alpha=1 - d)
+            else:
+                self.state[k].copy_(v)
+
+    def state_for(self, model: nn.Module) -> dict[str, torch.Tensor]:
+        """EMA tensors in the model's dtypes, ready for load_state_dict / saving."""
+        ref = model.state_dict()
+        return {k: v.to(ref[k].dtype) for k, v in self.state.items()}
