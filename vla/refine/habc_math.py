@@ -1,0 +1,95 @@
+"""HABC's pure math: critic targets and losses, the state-adaptive gate, merged one-step advantages
+and per-transition BC weights.
+
+Paper: HABC, arXiv 2606.17043. The paper describes two critic heads (viability: will the episode
+succeed from here; efficiency: how soon), a state-adaptive gate that favours viability while it is
+uncertain and efficiency once it is high, one-step advantages merged into per-transition weights
+on the behaviour-cloning loss, and intervention-aware credit. It publishes no formula for the gate
+or the losses. Ours (to be ablated: no gate, single critic, no intervention masking):
+
+- Viability V(s) in (0, 1): binary cross-entropy against the outcome labels of
+  `vla.refine.credit.outcome_labels` (current policy's own segments only).
+- Efficiency E(s) in (0, 1]: regression of gamma^(steps to go) on steps of *successful* policy
+  segments (so E = 1 at the goal, decaying with the distance in time).
+- Gate g(s) = clip((V(s) - v_low) / (v_high - v_low), 0, 1): 0 (pure viability) while success is
+  in doubt, 1 (pure efficiency) once it is near-certain.
+- One-step advantages: A_V = V(s') - V(s); A_E = gamma * E(s') - E(s), with E(s') replaced by 1
+  when s' ends the episode in success. Along a successful trajectory with an exact E this is
+  zero; a step that brings the goal nearer than expected is positive, a wasted step negative.
+  Each advantage is divided by its batch standard deviation so the gate mixes comparable scales.
+- A = (1 - g) * A_V + g * A_E;  weight w = min(exp(A / beta), w_max) on policy steps.
+- Intervention steps are demonstrations: weight `demo_weight` regardless of the critics.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def efficiency_target(steps_to_go: torch.Tensor, gamma: float) -> torch.Tensor:
+    """gamma ** steps_to_go: 1 at the last step of a successful segment."""
+    if not 0.0 < gamma <= 1.0:
+        raise ValueError(f"gamma must be in (0, 1], got {gamma}")
+    return gamma ** steps_to_go.to(torch.float32)
+
+
+def viability_loss(logits: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Masked binary cross-entropy; 0 when nothing is labelled."""
+    mask = mask.to(logits.dtype)
+    per_step = F.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype), reduction="none")
+    return (per_step * mask).sum() / mask.sum().clamp_min(1.0)
+
+
+def efficiency_loss(pred: torch.Tensor, target: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Masked mean squared error on successful policy steps; 0 when there are none."""
+    mask = mask.to(pred.dtype)
+    return (((pred - target) ** 2) * mask).sum() / mask.sum().clamp_min(1.0)
+
+
+def gate(viability: torch.Tensor, v_low: float = 0.3, v_high: float = 0.8) -> torch.Tensor:
+    """State-adaptive gate in [0, 1]: weight on efficiency (1 - gate on viability)."""
+    if not 0.0 <= v_low < v_high <= 1.0:
+        raise ValueError(f"need 0 <= v_low < v_high <= 1, got {v_low}, {v_high}")
+    return ((viability - v_low) / (v_high - v_low)).clamp(0.0, 1.0)
+
+
+def viability_advantage(v: torch.Tensor, v_next: torch.Tensor) -> torch.Tensor:
+    return v_next - v
+
+
+def efficiency_advantage(e: torch.Tensor, e_next: torch.Tensor, done_success: torch.Tensor,
+                         gamma: float) -> torch.Tensor:
+    """gamma * E(s') - E(s), where E(s') is taken as 1/gamma at a successful end (so the last step
+    of an on-time success scores 1 - E(s) = 0 when E(s) = 1)."""
+    done = done_success.to(e.dtype)
+    return gamma * e_next * (1 - done) + done - e
+
+
+def standardise(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    """x / std(x) (not centred: the sign of an advantage carries its meaning)."""
+    if x.numel() < 2:
+        return x
+    return x / (x.std() + eps)
+
+
+def merged_advantage(a_viability: torch.Tensor, a_efficiency: torch.Tensor, g: torch.Tensor,
+                     normalise: bool = True) -> torch.Tensor:
+    if normalise:
+        a_viability, a_efficiency = standardise(a_viability), standardise(a_efficiency)
+    return (1 - g) * a_viability + g * a_efficiency
+
+
+def bc_weights(advantage: torch.Tensor, is_intervention: torch.Tensor, beta: float = 1.0, w_max: float = 20.0,
+               demo_weight: float = 1.0) -> torch.Tensor:
+    """exp(A / beta) clipped to w_max on policy steps; `demo_weight` on intervention steps."""
+    if beta <= 0:
+        raise ValueError(f"beta must be > 0, got {beta}")
+    w = torch.exp(advantage / beta).clamp(max=w_max)
+    return torch.where(is_intervention.bool(), torch.full_like(w, demo_weight), w)
+
+
+def weighted_bc_loss(per_step_loss: torch.Tensor, weights: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Weights are treated as constants (no gradient into the critics)."""
+    m = mask.to(per_step_loss.dtype)
+    return (per_step_loss * weights.detach() * m).sum() / m.sum().clamp_min(1.0)
