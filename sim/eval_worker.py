@@ -16,44 +16,64 @@ from sim.video import tile_cameras, write_mp4
 from vla.data.builder import EpisodeBuilder
 
 
-def run_episode(env: Any, policy: Any, seed: int, spec: dict[str, Any], record: bool,
-                video: bool) -> tuple[EpisodeResult, EpisodeBuilder | None, list[np.ndarray]]:
+def run_episode(env: Any, policy: Any, seed: int, spec: dict[str, Any], record: bool, video: bool,
+                intervener: Any = None) -> tuple[EpisodeResult, EpisodeBuilder | None, list[np.ndarray]]:
+    """One episode: the policy's chunks, `n_action_steps` at a time; an intervener, when given, may
+    take over at any step (its steps are flagged), RaC episodes end after the intervention."""
     obs, info = env.reset(seed=seed)
     if isinstance(policy, ExpertPolicy):
         policy.reset(seed)
     else:
         policy.reset()
+    if intervener is not None:
+        intervener.reset()
+        intervener.expert.reset(seed)
     builder = EpisodeBuilder(task=spec["task"], instruction=obs["instruction"], source=spec["source"],
                              seed=seed) if record else None
     frames: list[np.ndarray] = [tile_cameras(obs["images"])] if video and obs["images"] else []
     subtasks: list[str] = []
-    total_reward, steps, t0 = 0.0, 0, time.perf_counter()
-    terminated = truncated = False
-    while not (terminated or truncated):
-        if isinstance(policy, ExpertPolicy):
-            policy.info = info
-        chunk = np.asarray(policy.sample_chunk([obs]))[0]
-        for action in chunk[: spec["n_action_steps"]]:
-            next_obs, reward, terminated, truncated, info = env.step(action)
-            if builder is not None:
-                builder.add_step(images=obs["images"], state=obs["state"], action=action,
-                                 timestamp=obs["timestamp"], reward=float(reward),
-                                 policy_version=spec["policy_version"])
-            obs = next_obs
-            total_reward += float(reward)
-            steps += 1
-            if frames:
-                frames.append(tile_cameras(obs["images"]))
-            sub = info.get("subtask")
-            if sub is not None and (not subtasks or subtasks[-1] != sub):
-                subtasks.append(str(sub))
-            if terminated or truncated or info.get("success"):
-                terminated = terminated or bool(info.get("success"))
-                break
+    queue: list[np.ndarray] = []
+    total_reward, steps, n_intervention, n_recovery, t0 = 0.0, 0, 0, 0, time.perf_counter()
+    done = False
+    while not done:
+        if not queue:
+            if isinstance(policy, ExpertPolicy):
+                policy.info = info
+            queue = list(np.asarray(policy.sample_chunk([obs]))[0][: spec["n_action_steps"]])
+        action, is_intervention, is_recovery = queue[0], False, False
+        if intervener is not None:
+            info["policy_action"] = action
+            if intervener.wants_control(obs, info):
+                action, is_recovery = intervener.act(obs, info)
+                is_intervention = True
+                queue = []  # the policy re-plans from wherever the intervener hands back
+            elif intervener.episode_done:
+                break  # RaC: the episode ends with the intervention
+        if not is_intervention:
+            queue.pop(0)
+        next_obs, reward, terminated, truncated, info = env.step(action)
+        if builder is not None:
+            builder.add_step(images=obs["images"], state=obs["state"], action=action, timestamp=obs["timestamp"],
+                             reward=float(reward), is_intervention=is_intervention, is_recovery=is_recovery,
+                             policy_version=spec["policy_version"])
+        obs = next_obs
+        total_reward += float(reward)
+        steps += 1
+        n_intervention += is_intervention
+        n_recovery += is_recovery
+        if frames:
+            frames.append(tile_cameras(obs["images"]))
+        sub = info.get("subtask")
+        if sub is not None and (not subtasks or subtasks[-1] != sub):
+            subtasks.append(str(sub))
+        rac_over = intervener is not None and intervener.episode_done
+        done = bool(terminated or truncated or info.get("success") or rac_over)
     success = bool(info.get("success", False))
-    done = [str(s) for s in info.get("subtasks_done", subtasks[:-1] if not success else subtasks)]
+    finished = [str(s) for s in info.get("subtasks_done", subtasks if success else subtasks[:-1])]
     result = EpisodeResult(seed=seed, success=success, length=steps, reward=total_reward, subtasks=subtasks,
-                           subtasks_done=done, seconds=time.perf_counter() - t0)
+                           subtasks_done=finished, seconds=time.perf_counter() - t0,
+                           intervention_steps=n_intervention, recovery_steps=n_recovery,
+                           takeovers=len(intervener.takeovers) if intervener is not None else 0)
     return result, builder, frames
 
 
@@ -64,12 +84,19 @@ def main(spec_path: str) -> None:
     env = TASKS.make(spec["task"], **env_kwargs(spec))
     policy = load_policy(spec["policy"], env, noise=spec["noise"], skill=spec["skill"],
                          seed=spec["seeds"][0] if spec["seeds"] else 0)
+    intervener = None
+    if spec["intervener"]:
+        from sim.intervener import ExpertIntervener
+        from sim.policies import make_expert
+
+        intervener = ExpertIntervener(env, make_expert(env, seed=spec["seeds"][0] if spec["seeds"] else 0),
+                                      mode=spec["intervener"])
     episode_dir = Path(spec["episode_dir"]) if spec["episode_dir"] else None
     if episode_dir is not None:
         episode_dir.mkdir(parents=True, exist_ok=True)
     for seed in spec["seeds"]:
         video = seed in spec["video_seeds"]
-        result, builder, frames = run_episode(env, policy, seed, spec, episode_dir is not None, video)
+        result, builder, frames = run_episode(env, policy, seed, spec, episode_dir is not None, video, intervener)
         if frames:
             result.video = str(write_mp4(Path(spec["video_dir"]) / f"{spec['task']}_seed{seed}.mp4", frames))
         if builder is not None and episode_dir is not None:

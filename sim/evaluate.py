@@ -25,7 +25,9 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from vla.data.schema import Episode
+from vla.data.schema import Episode, closest
+
+INTERVENERS = ("", "rac", "hg_dagger")
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
@@ -60,11 +62,14 @@ class EvalConfig:
     skill: float = 1.0  # expert only: 1 = perfect, lower = hesitant / misgrasps
     out_dir: str = "runs/eval"
     policy_version: int = 0
+    intervener: str = ""  # "" (none), "rac" (rewind + correct, episode ends) or "hg_dagger"
 
     def validate(self) -> None:
         if self.episodes < 1 or self.workers < 1 or self.n_action_steps < 1:
             raise ValueError("episodes, workers and n_action_steps must be >= 1, got "
                              f"{self.episodes}, {self.workers}, {self.n_action_steps}")
+        if self.intervener not in INTERVENERS:
+            raise ValueError(f"unknown intervener '{self.intervener}'" + closest(self.intervener, INTERVENERS))
 
 
 @dataclass
@@ -77,6 +82,9 @@ class EpisodeResult:
     subtasks_done: list[str] = field(default_factory=list)
     seconds: float = 0.0
     video: str = ""
+    intervention_steps: int = 0
+    recovery_steps: int = 0
+    takeovers: int = 0
 
 
 def summarise(results: list[EpisodeResult], config: EvalConfig) -> dict[str, Any]:
@@ -98,6 +106,9 @@ def summarise(results: list[EpisodeResult], config: EvalConfig) -> dict[str, Any
         "length_mean": float(lengths.mean()), "length_median": float(np.median(lengths)),
         "length_success_mean": float(lengths[[r.success for r in results]].mean()) if k else None,
         "subtask_success": per_subtask, "seeds": [r.seed for r in results],
+        "intervention_steps": sum(r.intervention_steps for r in results),
+        "recovery_steps": sum(r.recovery_steps for r in results),
+        "episodes_with_takeover": sum(r.takeovers > 0 for r in results),
         "env_steps_per_s_per_worker": steps / seconds if seconds else None,
         "config": asdict(config), "episodes_detail": [asdict(r) for r in results],
     }

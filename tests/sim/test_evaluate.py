@@ -65,3 +65,30 @@ def test_bad_task_and_config(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="neither a built-in"):
         run_evaluation(EvalConfig(policy="no/such/ckpt", episodes=1, workers=1, out_dir=str(tmp_path)),
                        progress=False)
+
+
+@pytest.mark.parametrize("mode", ["rac", "hg_dagger"])
+def test_intervened_rollouts_are_flagged(tmp_path: Path, mode: str) -> None:
+    """A policy that holds still times out in its sub-task; the scripted intervener takes over. RaC
+    rewinds first (recovery steps) and ends the episode after the correction; HG-DAgger hands back."""
+    # A random policy wanders off the plan: the intervener takes over, RaC rewinds first.
+    config = EvalConfig(task="pick_place", policy="random", episodes=2, workers=1, horizon=200, videos=0,
+                        out_dir=str(tmp_path / "eval"), record=str(tmp_path / "r.zarr"), intervener=mode)
+    summary = run_evaluation(config, progress=False)
+    assert summary["episodes_with_takeover"] == 2
+    store = EpisodeStore.open(tmp_path / "r.zarr")
+    assert store.n_episodes == 2 and list(store.select(intervention=True)) == [0, 1]
+    for i in range(2):
+        ep = store.episode(i, ["is_intervention", "is_recovery"])
+        flags, recovery = ep.steps["is_intervention"], ep.steps["is_recovery"]
+        assert not recovery[~flags].any()  # recovery steps are always intervention steps
+        first = int(np.argmax(flags))
+        assert first > 0 and not flags[:first].any()  # the policy acted first
+        if mode == "rac":
+            assert flags[first:].all()  # the episode ends with the intervention
+            n_rec = int(recovery.sum())
+            assert n_rec > 0 and recovery[first:first + n_rec].all()  # rewind first, then correction
+            assert not recovery[first + n_rec:].any()
+        else:
+            assert not recovery.any()
+    assert summary["intervention_steps"] > summary["recovery_steps"]
