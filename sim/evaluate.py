@@ -209,12 +209,16 @@ def _open_record_store(config: EvalConfig) -> Any:
     path = Path(config.record)
     if (path / "zarr.json").exists():
         return EpisodeStore.open(path, mode="a")
-    from sim.rollout import schema_for_env
+    from vla.data.schema import StoreSchema
     from vla.registry import TASKS
 
     env = TASKS.make(config.task, **env_kwargs(config))
     try:
-        return EpisodeStore.create(path, schema_for_env(env))
+        obs, _ = env.reset(seed=config.seed_start)  # the schema is what the env really returns
+        schema = StoreSchema(cameras={c: img.shape[:2] for c, img in obs["images"].items()},
+                             state_dim=int(obs["state"].shape[0]), action_dim=int(env.action_space.shape[0]),
+                             fps=float(env.metadata.get("render_fps", 20.0)))
+        return EpisodeStore.create(path, schema)
     finally:
         env.close()
 
