@@ -156,7 +156,7 @@ def run_evaluation(config: EvalConfig, progress: bool = True) -> dict[str, Any]:
     workers = min(config.workers, len(seeds))
     store = _open_record_store(config) if config.record else None
     with tempfile.TemporaryDirectory(prefix="vla_eval_") as tmp:
-        procs, result_files = [], []
+        procs, result_files, logs = [], [], []
         for w in range(workers):
             spec = {**asdict(config), "seeds": seeds[w::workers], "video_seeds": sorted(video_seeds),
                     "results": str(Path(tmp) / f"worker{w}.jsonl"),
@@ -165,10 +165,23 @@ def run_evaluation(config: EvalConfig, progress: bool = True) -> dict[str, Any]:
             spec_path = Path(tmp) / f"worker{w}.json"
             spec_path.write_text(json.dumps(spec))
             result_files.append(Path(spec["results"]))
-            env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+            # One thread per worker: K workers on K cores, no oversubscription (llvmpipe renders too).
+            env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "LP_NUM_THREADS": "1"}
+            # stderr goes to a file: a pipe nobody reads while waiting would block a chatty worker.
+            log = open(Path(tmp) / f"worker{w}.log", "w")  # noqa: SIM115 - closed after the worker exits
+            logs.append(log)
             procs.append(subprocess.Popen([sys.executable, "-m", "sim.eval_worker", str(spec_path)], env=env,
-                                          stderr=subprocess.PIPE, text=True))
-        results = _wait(procs, result_files, len(seeds), progress, desc=f"{config.task} / {Path(config.policy).name}")
+                                          stderr=log, stdout=subprocess.DEVNULL))
+        try:
+            results = _wait(procs, result_files, len(seeds), progress,
+                            desc=f"{config.task} / {Path(config.policy).name}")
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+            for log in logs:
+                log.close()
         if store is not None:
             _record(store, Path(tmp) / "episodes", results, config)
     summary = summarise(sorted(results, key=lambda r: r.seed), config)
@@ -190,13 +203,11 @@ def _wait(procs: list[subprocess.Popen], files: list[Path], total: int, progress
             break
         time.sleep(0.2)
     bar.close()
-    for p in procs:
+    for i, p in enumerate(procs):
         if p.returncode != 0:
-            err = p.stderr.read() if p.stderr else ""
-            raise RuntimeError(f"evaluation worker failed (exit {p.returncode}):\n{err[-3000:]}")
-    for p in procs:
-        if p.stderr:
-            p.stderr.close()
+            log = files[i].with_suffix(".log")
+            err = log.read_text() if log.exists() else ""
+            raise RuntimeError(f"evaluation worker {i} failed (exit {p.returncode}):\n{err[-3000:]}")
     results = [EpisodeResult(**json.loads(line)) for line in lines]
     if len(results) != total:
         raise RuntimeError(f"expected {total} episode results, got {len(results)}")

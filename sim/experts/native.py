@@ -1,0 +1,166 @@
+"""Scripted pick-and-place expert for the native tasks (pick_place, stack3).
+
+Reactive over privileged state: each step it reads the task's active object and goal from
+`env.privileged()` and decides from the current state (held or not, gripper open or closed, where
+the end effector is) what to do, so it can take over from any reachable state (after a policy, a
+drop, a failed grasp). The only memory is the gripper command and a few counters.
+
+Mixed-quality demos: `noise` adds Gaussian noise to the motion part of each action; `skill` in
+[0, 1] (1 = expert) lowers speed, adds hesitations (a few motionless steps) and sometimes misses the
+first grasp of an object on purpose (lands beside it, closes on nothing, then retries).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from sim.tasks.native.base import POS_SCALE, ROT_SCALE, NativeArmEnv
+
+HOVER = 0.10  # approach height above the object's centre
+CARRY = 0.09  # clearance of the held object's centre above its goal while carrying
+GRASP_DZ = 0.008  # grip site above the object's centre at the grasp (keeps the pads off the table)
+CLOSE_STEPS = 6  # steps the fingers get to close before a missing grasp is declared
+
+
+def _rot_x_pi_then_yaw(yaw: float) -> np.ndarray:
+    """Gripper pointing down (hand z = -world z) with its x axis at `yaw` in the table plane."""
+    c, s = np.cos(yaw), np.sin(yaw)
+    return np.array([[c, s, 0.0], [s, -c, 0.0], [0.0, 0.0, -1.0]])
+
+
+def _rotvec(r: np.ndarray) -> np.ndarray:
+    """Axis-angle vector of a rotation matrix."""
+    cos = np.clip((np.trace(r) - 1.0) / 2.0, -1.0, 1.0)
+    angle = np.arccos(cos)
+    if angle < 1e-6:
+        return np.zeros(3)
+    axis = np.array([r[2, 1] - r[1, 2], r[0, 2] - r[2, 0], r[1, 0] - r[0, 1]])
+    n = np.linalg.norm(axis)
+    if n < 1e-6:  # angle ~ pi: take the axis from the symmetric part
+        axis = np.sqrt(np.clip((np.diag(r) + 1.0) / 2.0, 0.0, None))
+        n = np.linalg.norm(axis)
+    return axis / n * angle
+
+
+def _quat_yaw(q_wxyz: np.ndarray) -> float:
+    w, x, y, z = q_wxyz
+    return float(np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z)))
+
+
+class NativePickPlaceExpert:
+    """Scripted expert for any native task whose `privileged()` names an active object and goal."""
+
+    def __init__(self, env: Any, noise: float = 0.0, skill: float = 1.0, seed: int | None = None) -> None:
+        if not 0.0 <= skill <= 1.0:
+            raise ValueError(f"skill must be in [0, 1], got {skill}")
+        if noise < 0.0:
+            raise ValueError(f"noise must be >= 0, got {noise}")
+        self.env: NativeArmEnv = env.unwrapped
+        self.noise, self.skill = float(noise), float(skill)
+        self.reset(seed)
+
+    def reset(self, seed: int | None = None) -> None:
+        self._rng = np.random.default_rng(seed)
+        self._grip = -1.0
+        self._close_steps = 0
+        self._pause = 0
+        self._offsets: dict[str, np.ndarray] = {}
+        self._target = self.env.eef_pos()
+
+    @property
+    def target(self) -> np.ndarray:
+        """The end-effector position the expert is currently heading for (its plan)."""
+        return self._target.copy()
+
+    def sync(self) -> None:
+        """Re-derive the gripper memory from the state, before taking over from someone else."""
+        p = self.env.privileged()
+        obj = p["objects"][p["active_object"]]
+        held = self.env.is_grasped(obj["geom"])
+        self._grip, self._close_steps, self._pause = (1.0 if held else -1.0), CLOSE_STEPS, 0
+
+    def _misgrasp_offset(self, name: str, yaw: float) -> np.ndarray:
+        if name not in self._offsets:
+            miss = self._rng.random() < 0.6 * (1.0 - self.skill)
+            # Along the pads' width (hand x): the fingers come down beside the object.
+            self._offsets[name] = 0.045 * np.array([np.cos(yaw), np.sin(yaw)]) * miss
+        return self._offsets[name]
+
+    def _in_hand(self, opos: np.ndarray, half: float) -> bool:
+        """Object between the closed pads (geometric), so one contact-free physics step during a
+        firm grasp is not taken for a drop."""
+        local = self.env.eef_mat().T @ (opos - self.env.eef_pos())
+        return bool(abs(local[0]) < half + 0.01 and abs(local[1]) < 0.015 and abs(local[2]) < half + 0.015
+                    and self.env.gripper_opening() < 2 * half + 0.006)
+
+    def _plan(self) -> tuple[np.ndarray, float | None]:
+        """(target eef position, target yaw or None to keep) and updates the gripper command."""
+        env = self.env
+        p = env.privileged()
+        name = p["active_object"]
+        obj = p["objects"][name]
+        opos, half = obj["pos"], obj["half"]
+        eef = env.eef_pos()
+        if env.is_grasped(obj["geom"]) or (self._grip > 0 and self._in_hand(opos, half)):
+            self._grip, self._close_steps = 1.0, CLOSE_STEPS
+            goal = p["goal_pos"]
+            offset = eef - opos  # keep the grasp offset: we steer the object, not the hand
+            dxy = np.linalg.norm(opos[:2] - goal[:2])
+            if dxy > 0.008:
+                carry_z = goal[2] + CARRY + offset[2]
+                if eef[2] < carry_z - 0.03 and dxy > 0.03:
+                    return np.array([eef[0], eef[1], carry_z]), None
+                return np.array([goal[0] + offset[0], goal[1] + offset[1], carry_z]), None
+            if opos[2] - goal[2] < 0.006:
+                self._grip = -1.0
+            return np.array([goal[0] + offset[0], goal[1] + offset[1], goal[2] + offset[2] - 0.004]), None
+
+        if self._grip > 0:
+            if self._close_steps < CLOSE_STEPS:
+                self._close_steps += 1
+                return eef, None
+            # Closed without holding anything: a miss (or a release); open, forget the planned miss.
+            self._grip = -1.0
+            self._offsets[name] = np.zeros(2)
+        cur_yaw = np.arctan2(env.eef_mat()[1, 0], env.eef_mat()[0, 0])
+        obj_yaw = _quat_yaw(obj["quat"])
+        yaw = obj_yaw + np.round((cur_yaw - obj_yaw) / (np.pi / 2)) * (np.pi / 2)
+        aim = opos[:2] + self._misgrasp_offset(name, yaw)
+        xy_err = np.linalg.norm(eef[:2] - aim)
+        yaw_err = abs(np.angle(np.exp(1j * (cur_yaw - yaw))))
+        ready = xy_err < 0.012 and yaw_err < 0.12 and env.gripper_opening() > 2 * half + 0.02
+        if not ready:
+            if eef[2] < opos[2] + HOVER - 0.04 and xy_err > 0.03:
+                return np.array([eef[0], eef[1], opos[2] + HOVER]), yaw
+            return np.array([aim[0], aim[1], opos[2] + HOVER]), yaw
+        target = np.array([aim[0], aim[1], opos[2] + GRASP_DZ])
+        if eef[2] - target[2] < 0.008:
+            self._grip, self._close_steps = 1.0, 0
+        return target, yaw
+
+    def act(self, obs: Any = None) -> np.ndarray:
+        """One action float32[7]; `obs` is unused (the expert reads privileged state)."""
+        env = self.env
+        target, yaw = self._plan()
+        self._target = target
+        speed = 0.4 + 0.6 * self.skill
+        if self._pause > 0:
+            self._pause -= 1
+            return np.array([0, 0, 0, 0, 0, 0, self._grip], dtype=np.float32)
+        if self._rng.random() < 0.12 * (1.0 - self.skill):
+            self._pause = int(self._rng.integers(2, 7))
+        dpos = np.clip((target - env.eef_pos()) / POS_SCALE * 1.5, -speed, speed)
+        r = env.eef_mat()
+        if yaw is None:
+            cur_yaw = np.arctan2(r[1, 0], r[0, 0])
+            yaw = cur_yaw
+        drot = np.clip(_rotvec(_rot_x_pi_then_yaw(yaw) @ r.T) / ROT_SCALE * 1.5, -speed, speed)
+        motion = np.concatenate([dpos, drot])
+        if self.noise > 0:
+            # Half as much on rotation: rotation noise shakes a held cube loose far more than
+            # translation noise, and we want sloppy demos, not mostly dropped ones.
+            scale = np.array([1, 1, 1, 0.5, 0.5, 0.5]) * self.noise
+            motion = np.clip(motion + self._rng.normal(0.0, 1.0, 6) * scale, -1.0, 1.0)
+        return np.concatenate([motion, [self._grip]]).astype(np.float32)

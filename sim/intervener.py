@@ -1,0 +1,260 @@
+"""The simulated person of RaC / HABC / HG-DAgger sessions: a scripted expert behind the Intervener
+protocol (vla.interfaces.Intervener).
+
+While the policy acts, `wants_control` records the end-effector path and watches for imminent
+failure:
+- `regressed`: the sub-task went backwards (object dropped, tower knocked over);
+- `timeout`: too many steps in one sub-task;
+- `off_plan`: the gripper wandered far (xy) from the corridor between the active object and its goal;
+- `disagreement`: the policy's action (put in `info["policy_action"]` by the session loop) differs
+  from the expert's by more than a threshold, averaged over a short window;
+- `requested`: `request_takeover()` was called (a test, or a person's button in a UI).
+
+Then, in RaC mode (arXiv 2509.07953), it first *rewinds*: drives the end effector back along the
+recorded path to the latest earlier state that looked in-distribution (no failure sign, on plan),
+those steps are returned with is_recovery=True; then it *corrects*: the expert finishes the
+sub-task that was current at takeover (is_recovery=False). RaC ends the episode after that
+(`episode_done`); HG-DAgger mode skips the rewind and hands control back after the correction.
+
+Task-generic: it needs `eef_pos()`, `eef_quat()` (x, y, z, w) and `privileged()` from the env (see
+`task_view`) and an expert with `act`, `reset` and `sync`; native and robosuite tasks qualify.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import deque
+from typing import Any
+
+import numpy as np
+
+from sim.experts.native import NativePickPlaceExpert, _rotvec
+
+# robosuite OSC_POSE and the native tasks share these action scales.
+POS_SCALE, ROT_SCALE = 0.05, 0.5
+
+MODES = ("rac", "hg_dagger")
+
+
+def quat_xyzw_to_mat(q: np.ndarray) -> np.ndarray:
+    x, y, z, w = np.asarray(q, dtype=np.float64) / np.linalg.norm(q)
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+def task_view(env: Any) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(active object position, its goal position, whether it is held) from `env.privileged()`,
+    for native tasks (`objects`/`active_object`/`goal_pos`/`held`) and robosuite ones
+    (`object_pos`/`target_pos`/`grasped`; lift has no target: the goal is above the object)."""
+    p = env.privileged()
+    if "active_object" in p:
+        return p["objects"][p["active_object"]]["pos"], p["goal_pos"], bool(p["held"])
+    obj = np.asarray(p["object_pos"], dtype=np.float64)
+    goal = np.asarray(p["target_pos"], dtype=np.float64) if "target_pos" in p else obj
+    return obj, goal, bool(p.get("grasped", False))
+
+
+class ExpertIntervener:
+    """Intervener on a task's scripted expert (native or robosuite). Session loop per step: set
+    `info["policy_action"]` (optional), call `wants_control(obs, info)`; if True execute
+    `act(obs, info)`, else the policy's action. Stop the episode when `episode_done`."""
+
+    def __init__(self, env: Any, expert: Any = None, mode: str = "rac", *,
+                 subtask_timeout: int = 120, max_off_plan: float = 0.15,
+                 disagreement_threshold: float | None = None, disagreement_window: int = 5,
+                 min_rewind: int = 5, max_rewind_steps: int = 40, max_correction_steps: int = 200) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown intervener mode '{mode}' (valid: {', '.join(MODES)})")
+        self.env = env.unwrapped
+        # Default: the native tasks' expert; pass a robosuite expert for robosuite tasks.
+        self.expert = expert if expert is not None else NativePickPlaceExpert(self.env)
+        self.mode = mode
+        self.subtask_timeout, self.max_off_plan = subtask_timeout, max_off_plan
+        self.disagreement_threshold = disagreement_threshold
+        self.disagreement_window = disagreement_window
+        self.min_rewind, self.max_rewind_steps = min_rewind, max_rewind_steps
+        self.max_correction_steps = max_correction_steps
+        self.reset()
+
+    def reset(self) -> None:
+        self.phase = "policy"  # policy | rewind | correct | done
+        self.reason: str | None = None
+        self.takeovers: list[tuple[int, str]] = []  # (step, reason)
+        self.correction_failed = False
+        self._history: list[tuple[np.ndarray, np.ndarray, bool]] = []  # eef pos, eef mat, in-distribution
+        self._disagree: deque[float] = deque(maxlen=self.disagreement_window)
+        self._last_stage = -1
+        self._takeover_stage = 0
+        self._seen_subtasks: list[str] = []
+        self._was_held = False
+        self._stage_steps = 0
+        self._requested: str | None = None
+        self._waypoints: list[tuple[np.ndarray, np.ndarray]] = []
+        self._phase_steps = 0
+        self.target_subtask = ""
+        self._step = 0
+
+    @property
+    def episode_done(self) -> bool:
+        """RaC: the intervention (rewind + correction) is over and the episode should end."""
+        return self.phase == "done"
+
+    def request_takeover(self, reason: str = "requested") -> None:
+        self._requested = reason
+
+    # ---- failure detection ------------------------------------------------------------------------
+    def _stage_index(self, info: dict[str, Any]) -> int:
+        """Progress through the task: finished sub-tasks where the env reports them, else the
+        order in which sub-task names first appeared this episode."""
+        if "subtasks_done" in info:
+            return len(info["subtasks_done"])
+        sub = str(info.get("subtask", ""))
+        if sub not in self._seen_subtasks:
+            self._seen_subtasks.append(sub)
+        return self._seen_subtasks.index(sub)
+
+    def _eef_mat(self) -> np.ndarray:
+        return quat_xyzw_to_mat(self.env.eef_quat())
+
+    def _off_plan(self) -> float:
+        """xy distance of the gripper from the segment active object -> goal."""
+        obj, goal, _ = task_view(self.env)
+        a, b = obj[:2], goal[:2]
+        e = self.env.eef_pos()[:2]
+        ab = b - a
+        t = np.clip(np.dot(e - a, ab) / max(np.dot(ab, ab), 1e-9), 0.0, 1.0)
+        return float(np.linalg.norm(e - (a + t * ab)))
+
+    def _expert_action(self, obs: Any, info: dict[str, Any]) -> np.ndarray:
+        try:
+            out = self.expert.act(obs, info)
+        except TypeError:  # native experts take only obs
+            out = self.expert.act(obs)
+        return np.asarray(out[0] if isinstance(out, tuple) else out, dtype=np.float32)
+
+    def _expert_action_peek(self, obs: Any, info: dict[str, Any]) -> np.ndarray:
+        """The expert's action now, without disturbing its memory (counters, random state)."""
+        saved: dict[str, Any] = {}
+        for key, value in vars(self.expert).items():
+            if isinstance(value, np.random.Generator):
+                saved[key] = ("rng", value.bit_generator.state)
+            elif key != "env":
+                saved[key] = ("value", copy.deepcopy(value))
+        try:
+            return self._expert_action(obs, info)
+        finally:
+            for key, (kind, value) in saved.items():
+                if kind == "rng":
+                    getattr(self.expert, key).bit_generator.state = value
+                else:
+                    setattr(self.expert, key, value)
+
+    def _failure_reason(self, obs: Any, info: dict[str, Any]) -> str | None:
+        if self._requested:
+            return self._requested
+        stage = self._stage_index(info)
+        _, _, held = task_view(self.env)
+        # Without an env-reported list of finished sub-tasks, names can flicker (reach/grasp): only
+        # a fall back after the object had been held counts as regression there.
+        exact = "subtasks_done" in info
+        if (stage < self._last_stage and not info.get("success", False)
+                and (exact or (self._was_held and not held))):
+            return "regressed"
+        if self._stage_steps > self.subtask_timeout:
+            return "timeout"
+        if self._off_plan() > self.max_off_plan:
+            return "off_plan"
+        if self.disagreement_threshold is not None and "policy_action" in info:
+            pa = np.asarray(info["policy_action"], dtype=np.float64)
+            ea = self._expert_action_peek(obs, info).astype(np.float64)
+            self._disagree.append(float(np.linalg.norm(pa[:3] - ea[:3])))
+            if (len(self._disagree) == self.disagreement_window
+                    and np.mean(self._disagree) > self.disagreement_threshold):
+                return "disagreement"
+        return None
+
+    # ---- protocol ---------------------------------------------------------------------------------
+    def wants_control(self, obs: Any, info: dict[str, Any]) -> bool:
+        self._step += 1
+        stage = self._stage_index(info)
+        if self.phase in ("rewind", "correct"):
+            done = stage > self._takeover_stage or info.get("success", False)
+            if self.phase == "correct" and (done or self._phase_steps >= self.max_correction_steps):
+                self.correction_failed = not done
+                self._hand_back(stage)
+                return False
+            return True
+        if self.phase == "done":
+            return False
+        self._stage_steps = self._stage_steps + 1 if stage == self._last_stage else 0
+        reason = self._failure_reason(obs, info)
+        if reason is None:
+            self._last_stage = max(self._last_stage, stage)
+            self._was_held = self._was_held or task_view(self.env)[2]
+            self._history.append((self.env.eef_pos(), self._eef_mat(), self._off_plan() < self.max_off_plan / 2))
+            return False
+        self._take_over(reason, info, stage)
+        return True
+
+    def _take_over(self, reason: str, info: dict[str, Any], stage: int) -> None:
+        self.reason, self._requested = reason, None
+        self.takeovers.append((self._step, reason))
+        self.target_subtask, self._takeover_stage = str(info.get("subtask", "")), stage
+        self._phase_steps = 0
+        if self.mode == "rac" and self._history:
+            # Latest in-distribution record at least min_rewind steps back, else the oldest one.
+            last = len(self._history) - 1 - self.min_rewind
+            start = 0
+            for i in range(max(last, 0), -1, -1):
+                if self._history[i][2]:
+                    start = i
+                    break
+            self._waypoints = [(p, r) for p, r, _ in self._history[start:]][::-1]
+            self.phase = "rewind"
+        else:
+            self._begin_correction()
+
+    def _begin_correction(self) -> None:
+        self.phase, self._phase_steps = "correct", 0
+        self.expert.sync()
+
+    def _hand_back(self, stage: int) -> None:
+        if self.mode == "rac":
+            self.phase = "done"
+            return
+        self.phase = "policy"
+        self._history.clear()
+        self._disagree.clear()
+        self._last_stage, self._stage_steps, self._was_held = stage, 0, False
+
+    def act(self, obs: Any, info: dict[str, Any]) -> tuple[np.ndarray, bool]:
+        self._phase_steps += 1
+        if self.phase == "rewind":
+            action = self._rewind_action()
+            if action is not None:
+                return action, True
+            self._begin_correction()
+        if self.phase != "correct":
+            raise RuntimeError(f"act() called while the intervener does not hold control (phase '{self.phase}')")
+        return self._expert_action(obs, info), False
+
+    def _rewind_action(self) -> np.ndarray | None:
+        """Next step back along the recorded path, or None once the rewind target is reached."""
+        eef = self.env.eef_pos()
+        # Skip waypoints already within one step's reach, so the rewind runs at full speed.
+        while len(self._waypoints) > 1 and np.linalg.norm(self._waypoints[0][0] - eef) < 0.6 * POS_SCALE:
+            self._waypoints.pop(0)
+        if not self._waypoints or self._phase_steps > self.max_rewind_steps:
+            return None
+        pos, mat = self._waypoints[0]
+        if len(self._waypoints) == 1 and np.linalg.norm(pos - eef) < 0.01:
+            return None
+        dpos = np.clip((pos - eef) / POS_SCALE * 1.5, -1.0, 1.0)
+        drot = np.clip(_rotvec(mat @ self._eef_mat().T) / ROT_SCALE * 1.5, -1.0, 1.0)
+        held = task_view(self.env)[2]
+        # Keep a held object (do not add a drop to the failure); otherwise open, as on approach.
+        return np.concatenate([dpos, drot, [1.0 if held else -1.0]]).astype(np.float32)
+

@@ -1,0 +1,75 @@
+import numpy as np
+import pytest
+
+from sim.experts.native import NativePickPlaceExpert
+from vla.registry import TASKS
+
+
+def run(env, expert, seed):
+    obs, info = env.reset(seed=seed)
+    expert.reset(seed)
+    for t in range(env.horizon):
+        obs, _, term, trunc, info = env.step(expert.act(obs))
+        if term or trunc:
+            return info["success"], t + 1
+    return info["success"], env.horizon
+
+
+@pytest.mark.parametrize("task", ["pick_place", "stack3"])
+def test_expert_succeeds_on_ten_seeds(task):
+    env = TASKS.make(task, cameras=(), obs_mode="state")
+    expert = NativePickPlaceExpert(env)
+    results = [run(env, expert, s) for s in range(100, 110)]
+    assert sum(ok for ok, _ in results) >= 9
+
+
+def test_low_skill_is_slower_but_still_mostly_succeeds():
+    env = TASKS.make("pick_place", cameras=(), obs_mode="state")
+    good = [run(env, NativePickPlaceExpert(env), s) for s in range(8)]
+    sloppy = [run(env, NativePickPlaceExpert(env, skill=0.3, noise=0.1), s) for s in range(8)]
+    assert np.mean([n for _, n in sloppy]) > 1.3 * np.mean([n for _, n in good])
+    assert sum(ok for ok, _ in sloppy) >= 5
+
+
+def test_expert_takes_over_from_a_disturbed_state():
+    env = TASKS.make("pick_place", cameras=(), obs_mode="state")
+    obs, _ = env.reset(seed=5)
+    rng = np.random.default_rng(0)
+    for _ in range(20):  # a random policy wanders off and closes the gripper
+        env.step(np.concatenate([rng.uniform(-1, 1, 6), [1.0]]).astype(np.float32))
+    expert = NativePickPlaceExpert(env)
+    expert.sync()
+    for _ in range(180):
+        obs, _, term, _, info = env.step(expert.act(obs))
+        if term:
+            break
+    assert info["success"]
+
+
+def test_bad_parameters_raise():
+    env = TASKS.make("pick_place", cameras=())
+    with pytest.raises(ValueError, match="skill"):
+        NativePickPlaceExpert(env, skill=1.5)
+    with pytest.raises(ValueError, match="noise"):
+        NativePickPlaceExpert(env, noise=-0.1)
+
+
+def test_unskilled_expert_misses_grasps_and_retries():
+    env = TASKS.make("pick_place", cameras=(), obs_mode="state")
+    expert = NativePickPlaceExpert(env, skill=0.0)
+    closes, wins = [], 0
+    for seed in range(6):
+        obs, info = env.reset(seed=seed)
+        expert.reset(seed)
+        n_close, last = 0, -1.0
+        for _ in range(env.horizon):
+            action = expert.act(obs)
+            n_close += int(action[6] > 0 and last <= 0)
+            last = action[6]
+            obs, _, term, trunc, info = env.step(action)
+            if term or trunc:
+                break
+        closes.append(n_close)
+        wins += info["success"]
+    assert max(closes) >= 2  # at least one grasp attempt missed and was retried
+    assert wins >= 4

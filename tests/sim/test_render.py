@@ -1,0 +1,59 @@
+import mujoco
+import numpy as np
+import pytest
+
+from sim.render import MultiCameraRenderer, make_fast
+from sim.tasks.native.base import build_model
+
+
+def test_make_fast_turns_off_shadows_and_multisampling():
+    m = build_model("")
+    m.vis.quality.shadowsize = 4096
+    m.vis.quality.offsamples = 4
+    m.light_castshadow[:] = 1
+    make_fast(m, 64, 48)
+    assert m.vis.quality.shadowsize == 0 and m.vis.quality.offsamples == 0
+    assert not m.light_castshadow.any()
+    assert (m.vis.global_.offwidth, m.vis.global_.offheight) == (64, 48)
+
+
+def test_renders_each_camera_upright_at_the_requested_size():
+    m = build_model("")
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    r = MultiCameraRenderer(m, ("agentview", "birdview"), 48, 64)
+    imgs = r.render(d)
+    assert set(imgs) == {"agentview", "birdview"}
+    for img in imgs.values():
+        assert img.shape == (48, 64, 3) and img.dtype == np.uint8
+    assert not np.array_equal(imgs["agentview"], imgs["birdview"])
+    # agentview looks down at the table from above: the bottom rows see the table (brown), the top
+    # rows the empty background (black) -- so the image is not flipped.
+    top, bottom = imgs["agentview"][:4].mean(), imgs["agentview"][-4:].mean()
+    assert bottom > top + 20
+    # The returned arrays are copies: a second render does not overwrite the first.
+    first = imgs["agentview"].copy()
+    d.qpos[:7] += 0.5
+    mujoco.mj_forward(m, d)
+    r.render(d)
+    np.testing.assert_array_equal(imgs["agentview"], first)
+    r.close()
+
+
+def test_side_by_side_matches_rendering_each_camera_alone():
+    m = build_model("")
+    make_fast(m, 84, 84)
+    d = mujoco.MjData(m)
+    d.qpos[:7] = [0.3, 0.5, 0.0, 1.5, 0.0, 1.0, 0.0]
+    mujoco.mj_forward(m, d)
+    cams = ("agentview", "robot0_eye_in_hand", "birdview")
+    together = MultiCameraRenderer(m, cams, 84).render(d)
+    for cam in cams:
+        alone = MultiCameraRenderer(m, (cam,), 84).render(d)[cam]
+        # Exactly equal: each view gets its own headlight, nothing bleeds across the viewports.
+        np.testing.assert_array_equal(together[cam], alone)
+
+
+def test_unknown_camera_names_the_valid_ones():
+    with pytest.raises(ValueError, match=r"unknown camera 'top'.*agentview"):
+        MultiCameraRenderer(build_model(""), ("top",), 32)
