@@ -329,7 +329,7 @@ def export_lerobot(
 
         for cam, video in videos.items():
             assert video.first_path is not None
-            features[camera_key(cam)]["info"] = video_info(video.first_path)
+            features[camera_key(cam)]["info"] = video_info(video.first_path, gop=gop, crf=crf)
         episodes_path = tmp / EPISODES_PATH.format(chunk_index=0, file_index=0)
         episodes_path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.Table.from_pylist(rows), episodes_path, compression="snappy")

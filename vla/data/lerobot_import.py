@@ -52,7 +52,8 @@ def schema_from_meta(meta: LeRobotMeta) -> StoreSchema:
     for key in meta.video_keys:
         if not key.startswith(IMAGE_FEATURE_PREFIX):
             raise LeRobotFormatError(f"{where}: video feature '{key}' is not under '{IMAGE_FEATURE_PREFIX}'")
-        if (feats[key].get("info") or {}).get("video.is_depth_map"):
+        info = feats[key].get("info") or {}
+        if info.get("is_depth_map") or info.get("video.is_depth_map"):  # new key, and LeRobot's older one
             raise LeRobotFormatError(f"{where}: video feature '{key}' is a depth map; depth is not supported")
         h, w, _ = video_hwc(key, feats[key])
         cameras[key[len(IMAGE_FEATURE_PREFIX) :]] = (h, w)

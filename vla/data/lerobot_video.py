@@ -35,6 +35,10 @@ class VideoEpisodeWriter:
     ) -> None:
         self.root, self.key, self.fps, self.codec = root, key, fps, codec
         self.options = {"g": str(gop), "crf": str(crf)}
+        if codec == "hevc":
+            # x265 writes B-frames by default; LeRobot's torchcodec path (seek_mode="approximate")
+            # then returns the frame 1/fps late. No B-frames, no error (checked with lerobot 0.6.1).
+            self.options["bf"] = "0"
         self.limit, self.chunks_size = limit_mb * _MB, chunks_size
         self.chunk = self.file = 0
         self.container: Any = None
@@ -90,21 +94,30 @@ class VideoEpisodeWriter:
         }
 
 
-def video_info(path: Path) -> dict[str, Any]:
+def video_info(path: Path, gop: int | None = None, crf: int | None = None) -> dict[str, Any]:
+    """The `info` block of a video feature, with the encoder settings LeRobot's editing tools
+    reuse when they re-encode (without them they fall back to their defaults)."""
     import av
 
     with av.open(str(path)) as c:
         s = c.streams.video[0]
-        return {
+        info: dict[str, Any] = {
             "video.height": s.height,
             "video.width": s.width,
             "video.codec": s.codec_context.codec.canonical_name,
             "video.pix_fmt": s.pix_fmt,
-            "video.is_depth_map": False,
+            "is_depth_map": False,
             "video.fps": int(s.base_rate) if float(s.base_rate).is_integer() else float(s.base_rate),
             "video.channels": 3,
             "has_audio": False,
         }
+    if gop is not None:
+        info["video.g"] = gop
+    if crf is not None:
+        info["video.crf"] = crf
+    info.update({"video.preset": None, "video.fast_decode": 0, "video.video_backend": "pyav",
+                 "video.extra_options": {}})
+    return info
 
 
 class VideoFrameReader:

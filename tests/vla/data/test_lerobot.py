@@ -173,10 +173,16 @@ def test_info_json_follows_v3(store: EpisodeStore, export: Path) -> None:
             "video.width": 32,
             "video.codec": "h264",
             "video.pix_fmt": "yuv420p",
-            "video.is_depth_map": False,
+            "is_depth_map": False,
             "video.fps": 20,
             "video.channels": 3,
             "has_audio": False,
+            "video.g": 2,
+            "video.crf": 30,
+            "video.preset": None,
+            "video.fast_decode": 0,
+            "video.video_backend": "pyav",
+            "video.extra_options": {},
         }
     assert all("/" not in key for key in f)  # LeRobot rejects '/' in feature names
 
