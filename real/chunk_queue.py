@@ -1,0 +1,125 @@
+"""Action queue indexed by absolute control tick, and the alignment arithmetic of async chunking.
+
+Every action in the queue belongs to one control tick (tick k runs at `t0 + k / f`). A chunk that
+was requested at tick `k` (after tick k's command went out) holds the actions for ticks
+`k + 1 ... k + H`. If it arrives at tick `a > k + 1`, its first `a - k - 1` actions belong to ticks
+that have already run: they are stale and are dropped, and the rest continues at the right time
+(timestep alignment, as in Black et al. 2025, arXiv 2506.07339, Sec. 4).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """Where a chunk lands in the timeline once stale actions are dropped."""
+
+    kept: np.ndarray  # float[N, A]: the actions for ticks first_tick ... first_tick + N - 1
+    first_tick: int
+    n_dropped: int
+
+
+def align_chunk(chunk: np.ndarray, chunk_first_tick: int, arrival_tick: int) -> Alignment:
+    """Drop the actions of `chunk` whose tick is before `arrival_tick`.
+
+    `chunk[i]` belongs to tick `chunk_first_tick + i`. Returns the actions still in the future
+    (possibly none, when the whole chunk arrived too late).
+    """
+    chunk = _check_chunk(chunk)
+    n_dropped = int(np.clip(arrival_tick - chunk_first_tick, 0, len(chunk)))
+    return Alignment(kept=chunk[n_dropped:], first_tick=chunk_first_tick + n_dropped, n_dropped=n_dropped)
+
+
+def _check_chunk(chunk: np.ndarray) -> np.ndarray:
+    chunk = np.asarray(chunk)
+    if chunk.ndim != 2:
+        raise ValueError(f"an action chunk must be 2-D [H, A], got shape {chunk.shape}")
+    if chunk.dtype.kind != "f":
+        raise ValueError(f"an action chunk must be floating point, got dtype {chunk.dtype}")
+    return chunk
+
+
+class ChunkQueue:
+    """Actions for consecutive ticks `[start_tick, start_tick + len)`, plus which chunk each came from.
+
+    Not thread-safe on purpose: only the control loop touches it (the inference worker hands
+    chunks over through the executor, which merges them on the control thread).
+    """
+
+    def __init__(self, action_dim: int) -> None:
+        if action_dim <= 0:
+            raise ValueError(f"action_dim must be positive, got {action_dim}")
+        self.action_dim = action_dim
+        self.start_tick = 0
+        self._actions = np.zeros((0, action_dim), dtype=np.float64)
+        self._chunk_ids = np.zeros(0, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self._actions)
+
+    @property
+    def end_tick(self) -> int:
+        """One past the last tick that has an action."""
+        return self.start_tick + len(self._actions)
+
+    def remaining_after(self, tick: int) -> int:
+        """Number of queued actions for ticks strictly after `tick`."""
+        return max(0, self.end_tick - max(tick + 1, self.start_tick))
+
+    def actions_between(self, first_tick: int, stop_tick: int) -> np.ndarray:
+        """The queued actions for ticks in `[first_tick, stop_tick)`; stops early at a gap."""
+        lo = max(first_tick, self.start_tick) - self.start_tick
+        hi = min(stop_tick, self.end_tick) - self.start_tick
+        if first_tick < self.start_tick or hi <= lo:
+            return np.zeros((0, self.action_dim), dtype=self._actions.dtype)
+        return self._actions[lo:hi].copy()
+
+    def pop(self, tick: int) -> tuple[np.ndarray, int] | None:
+        """Return (action, chunk_id) for `tick` and forget every earlier tick; None if there is none."""
+        self.drop_before(tick)
+        if tick < self.start_tick or len(self._actions) == 0:
+            return None
+        action, chunk_id = self._actions[0].copy(), int(self._chunk_ids[0])
+        self.drop_before(tick + 1)
+        return action, chunk_id
+
+    def drop_before(self, tick: int) -> int:
+        """Forget actions for ticks before `tick`; returns how many were dropped."""
+        n = int(np.clip(tick - self.start_tick, 0, len(self._actions)))
+        if n:
+            self._actions = self._actions[n:]
+            self._chunk_ids = self._chunk_ids[n:]
+        self.start_tick = max(self.start_tick, tick) if len(self._actions) == 0 else self.start_tick + n
+        return n
+
+    def replace(self, actions: np.ndarray, first_tick: int, chunk_id: int) -> None:
+        """Throw the queue away and queue `actions` from `first_tick` on."""
+        actions = _check_chunk(actions)
+        if actions.shape[1] != self.action_dim:
+            raise ValueError(f"chunk action dim {actions.shape[1]} != queue action dim {self.action_dim}")
+        self._actions = actions.astype(np.float64, copy=True)
+        self._chunk_ids = np.full(len(actions), chunk_id, dtype=np.int64)
+        self.start_tick = first_tick
+
+    def merge(self, actions: np.ndarray, first_tick: int, chunk_id: int, keep_until_tick: int) -> None:
+        """Keep the queued actions for ticks before `keep_until_tick` (committed), then `actions`.
+
+        `actions[i]` belongs to tick `first_tick + i`. Used by `aligned` and `rtc`: the committed
+        prefix the policy was shown keeps running exactly, the new chunk takes over after it.
+        """
+        actions = _check_chunk(actions)
+        if actions.shape[1] != self.action_dim:
+            raise ValueError(f"chunk action dim {actions.shape[1]} != queue action dim {self.action_dim}")
+        n_keep = 0
+        if self.start_tick <= first_tick:
+            n_keep = int(np.clip(min(keep_until_tick, self.end_tick) - first_tick, 0, len(actions)))
+        lo = first_tick - self.start_tick
+        kept, kept_ids = self._actions[lo:lo + n_keep], self._chunk_ids[lo:lo + n_keep]
+        self._actions = np.concatenate([kept, actions[n_keep:].astype(np.float64)])
+        self._chunk_ids = np.concatenate(
+            [kept_ids, np.full(len(actions) - n_keep, chunk_id, dtype=np.int64)])
+        self.start_tick = first_tick

@@ -1,0 +1,111 @@
+"""Deployment configuration (`configs/deploy/*.yaml`): executor, joint limits, cameras, topics, policy.
+
+Plain YAML read with `yaml.safe_load` (never pickle); unknown keys are errors so a typo in a
+safety-relevant setting cannot silently fall back to a default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from real.executor import ExecutorConfig
+from real.safety import JointLimits
+from vla.interfaces import Policy
+
+COMMAND_INTERFACES = ("forward", "trajectory")
+
+
+@dataclass(frozen=True)
+class CameraConfig:
+    name: str
+    topic: str
+    height: int
+    width: int
+
+    def __post_init__(self) -> None:
+        if self.height <= 0 or self.width <= 0:
+            raise ValueError(f"camera {self.name!r}: height and width must be positive")
+
+
+@dataclass
+class DeployConfig:
+    executor: ExecutorConfig
+    limits: JointLimits
+    policy: dict[str, Any]
+    cameras: list[CameraConfig] = field(default_factory=list)
+    joint_states_topic: str = "/joint_states"
+    instruction_topic: str = "/instruction"
+    command_topic: str = "/forward_position_controller/commands"
+    diagnostics_topic: str = "/diagnostics"
+    command_interface: str = "forward"  # forward -> Float64MultiArray, trajectory -> JointTrajectory
+    default_instruction: str = ""
+    max_instruction_chars: int = 1000
+    diagnostics_hz: float = 1.0
+    ros_domain_id: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.command_interface not in COMMAND_INTERFACES:
+            raise ValueError(f"command_interface must be one of {COMMAND_INTERFACES}, got {self.command_interface!r}")
+        if self.ros_domain_id is not None and not 0 <= self.ros_domain_id <= 232:
+            raise ValueError(f"ros_domain_id must be in [0, 232], got {self.ros_domain_id}")
+        names = [c.name for c in self.cameras]
+        if len(set(names)) != len(names):
+            raise ValueError(f"camera names must be unique, got {names}")
+
+
+def _strict(cls: type, data: dict[str, Any], where: str) -> dict[str, Any]:
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ValueError(f"{where}: unknown keys {unknown} (known: {sorted(known)})")
+    return data
+
+
+def deploy_config_from_dict(raw: dict[str, Any]) -> DeployConfig:
+    if not isinstance(raw, dict):
+        raise ValueError(f"deploy config must be a mapping, got {type(raw).__name__}")
+    raw = dict(_strict(DeployConfig, raw, "deploy config"))
+    for key in ("executor", "limits", "policy"):
+        if key not in raw:
+            raise ValueError(f"deploy config lacks the {key!r} section")
+    executor = ExecutorConfig(**_strict(ExecutorConfig, raw.pop("executor") or {}, "executor"))
+    limits_raw = raw.pop("limits")
+    if "urdf" in limits_raw:
+        limits = JointLimits.from_urdf(limits_raw["urdf"], list(limits_raw["names"]), limits_raw["max_acceleration"])
+    else:
+        limits = JointLimits.from_config(limits_raw)
+    cameras = [CameraConfig(**_strict(CameraConfig, c, "camera")) for c in raw.pop("cameras", None) or []]
+    return DeployConfig(executor=executor, limits=limits, cameras=cameras, **raw)
+
+
+def load_deploy_config(path: str | Path) -> DeployConfig:
+    with open(path) as f:
+        return deploy_config_from_dict(yaml.safe_load(f))
+
+
+def make_policy(spec: dict[str, Any], dt: float, action_dim: int) -> Policy:
+    """Build the policy named by `spec`.
+
+    `{kind: synthetic, ...}` -> the stand-in `real.testing.SyntheticPolicy` (tests, dry runs);
+    `{factory: "package.module:function", ...}` -> `function(**rest, dt=dt, action_dim=action_dim)`,
+    which is how the exported VLA (ONNX / safetensors loader) plugs in without touching this file.
+    """
+    spec = dict(spec)
+    if spec.pop("kind", None) == "synthetic":
+        from real.testing import SyntheticPolicy
+
+        return SyntheticPolicy(action_dim=action_dim, dt=dt, **spec)
+    factory = spec.pop("factory", None)
+    if not factory or ":" not in factory:
+        raise ValueError(f"policy spec needs kind: synthetic or factory: 'module:function', got {spec}")
+    module, func = factory.split(":", 1)
+    policy = getattr(importlib.import_module(module), func)(dt=dt, action_dim=action_dim, **spec)
+    if not isinstance(policy, Policy):
+        raise TypeError(f"{factory} returned {type(policy).__name__}, which is not a vla.interfaces.Policy")
+    return policy

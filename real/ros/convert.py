@@ -1,0 +1,75 @@
+"""Validation and numpy conversion of incoming ROS messages (no cv_bridge, no rclpy import).
+
+Functions take the message objects duck-typed (attributes of sensor_msgs/Image and
+sensor_msgs/JointState), so they are unit-testable without ROS. Every check raises
+`MessageError` naming what is wrong; the node drops such messages and counts them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+RGB_ENCODINGS = {"rgb8": False, "bgr8": True}  # encoding -> needs channel swap
+
+
+class MessageError(ValueError):
+    """An incoming message failed validation."""
+
+
+def image_to_rgb(msg: Any, height: int, width: int) -> np.ndarray:
+    """sensor_msgs/Image (rgb8 or bgr8, exactly height x width) -> uint8 [H, W, 3] RGB copy."""
+    enc = str(msg.encoding).lower()
+    if enc not in RGB_ENCODINGS:
+        raise MessageError(f"image encoding {msg.encoding!r} not supported (use one of {sorted(RGB_ENCODINGS)})")
+    if (msg.height, msg.width) != (height, width):
+        raise MessageError(f"image is {msg.height}x{msg.width}, expected {height}x{width}")
+    row = width * 3
+    if msg.step < row:
+        raise MessageError(f"image step {msg.step} < width * 3 = {row}")
+    data = np.frombuffer(bytes(msg.data), dtype=np.uint8) if not isinstance(msg.data, np.ndarray) \
+        else np.asarray(msg.data, dtype=np.uint8).ravel()
+    if data.size != msg.step * height:
+        raise MessageError(f"image data has {data.size} bytes, expected step * height = {msg.step * height}")
+    img = data.reshape(height, msg.step)[:, :row].reshape(height, width, 3)
+    return np.ascontiguousarray(img[..., ::-1] if RGB_ENCODINGS[enc] else img)
+
+
+def joint_positions(msg: Any, joint_names: tuple[str, ...]) -> np.ndarray:
+    """sensor_msgs/JointState -> float64 positions in the order of `joint_names`.
+
+    Extra joints are ignored (a robot publishes grippers, wheels...); missing or duplicated names,
+    mismatched lengths and non-finite positions are errors.
+    """
+    names = list(msg.name)
+    if len(set(names)) != len(names):
+        raise MessageError(f"joint state has duplicated names {names}")
+    if len(msg.position) != len(names):
+        raise MessageError(f"joint state has {len(names)} names but {len(msg.position)} positions")
+    index = {n: i for i, n in enumerate(names)}
+    missing = [n for n in joint_names if n not in index]
+    if missing:
+        raise MessageError(f"joint state lacks joints {missing} (got {names})")
+    q = np.array([float(msg.position[index[n]]) for n in joint_names])
+    if not np.all(np.isfinite(q)):
+        raise MessageError(f"joint state positions not finite: {q}")
+    return q
+
+
+def instruction_text(msg: Any, max_chars: int) -> str:
+    text = str(msg.data)
+    if len(text) > max_chars:
+        raise MessageError(f"instruction has {len(text)} characters, limit {max_chars}")
+    if not text.isprintable():
+        raise MessageError("instruction contains non-printable characters")
+    return text
+
+
+def duration_parts(seconds: float) -> tuple[int, int]:
+    """Seconds -> (sec, nanosec) for builtin_interfaces/Duration."""
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"duration must be finite and >= 0, got {seconds}")
+    sec, nanosec = divmod(round(seconds * 1e9), 1_000_000_000)
+    return int(sec), int(nanosec)

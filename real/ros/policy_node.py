@@ -1,0 +1,232 @@
+"""ROS 2 policy node: wraps `ChunkExecutor` (async chunk execution + safety layer) for a ros2_control arm.
+
+Subscribes `sensor_msgs/JointState` (the configured joints, by name), one `sensor_msgs/Image` per
+camera (rgb8/bgr8, exact size) and an instruction `std_msgs/String`; publishes
+`std_msgs/Float64MultiArray` (forward_command_controller) or `trajectory_msgs/JointTrajectory`
+(joint_trajectory_controller: the current command, then the remaining queued actions passed
+through a preview of the safety filter, `time_from_start` = (i + 1) / rate), and
+`diagnostic_msgs/DiagnosticArray` (latency, queue depth, jitter, starved ticks, rejects).
+Service `~/emergency_stop` (std_srvs/SetBool): true latches a hold, false clears it.
+
+Threads: rclpy spins the subscriptions on one thread; the control clock runs on its own thread
+(ROS timers would share the executor with callbacks and add jitter); inference on a third.
+No joint state or camera image for `max_observation_age_s` -> the stale-observation watchdog holds.
+
+Run:  ROS_DOMAIN_ID=7 python -m real.ros.policy_node --config configs/deploy/policy_node.yaml
+Works with the pip-wheel rclpy and with a sourced system ROS 2 (only rclpy + message packages).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+# DDS multicasts discovery off the machine unless told otherwise; must be set before rclpy loads rmw.
+os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from sensor_msgs.msg import Image, JointState
+from std_msgs.msg import Float64MultiArray, String
+from std_srvs.srv import SetBool
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from real.config import DeployConfig, load_deploy_config, make_policy
+from real.executor import ChunkExecutor
+from real.ros.convert import MessageError, duration_parts, image_to_rgb, instruction_text, joint_positions
+from real.safety import SafetyFilter
+from real.worker import MonotonicClock, ThreadWorker
+from vla.interfaces import Observation, Policy
+
+log = logging.getLogger(__name__)
+
+
+class PolicyNode:
+    """Owns an rclpy node, the executor and the control thread. `start()` / `stop()`."""
+
+    def __init__(self, cfg: DeployConfig, policy: Policy, context: rclpy.context.Context | None = None,
+                 name: str = "vla_policy") -> None:
+        self.cfg = cfg
+        self.clock = MonotonicClock()
+        self.node = rclpy.create_node(name, context=context)
+        self._lock = threading.Lock()
+        self._q: np.ndarray | None = None
+        self._q_time = -np.inf
+        self._images: dict[str, np.ndarray] = {}
+        self._image_times: dict[str, float] = {}
+        self._instruction = cfg.default_instruction
+        self.rejected: dict[str, int] = {"joint_states": 0, "image": 0, "instruction": 0}
+        self._stop = threading.Event()
+        self.control_error: str | None = None
+
+        cmd_qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
+        self.node.create_subscription(JointState, cfg.joint_states_topic, self._on_joint_state,
+                                      qos_profile_sensor_data)
+        for cam in cfg.cameras:
+            self.node.create_subscription(Image, cam.topic, lambda m, c=cam: self._on_image(m, c),
+                                          qos_profile_sensor_data)
+        self.node.create_subscription(String, cfg.instruction_topic, self._on_instruction, 10)
+        msg_type = Float64MultiArray if cfg.command_interface == "forward" else JointTrajectory
+        self.pub_cmd = self.node.create_publisher(msg_type, cfg.command_topic, cmd_qos)
+        self.pub_diag = self.node.create_publisher(DiagnosticArray, cfg.diagnostics_topic, 10)
+        self.node.create_timer(1.0 / cfg.diagnostics_hz, self._publish_diagnostics)
+        self.node.create_service(SetBool, "~/emergency_stop", self._on_estop)
+
+        self.safety = SafetyFilter(cfg.limits, 1.0 / cfg.executor.rate_hz)
+        self.worker = ThreadWorker(policy, self.clock)
+        self.executor = ChunkExecutor(self.worker, self._observation, self._send, self.safety, cfg.executor,
+                                      self.clock)
+        self._spin_exec = SingleThreadedExecutor(context=context)
+        self._spin_exec.add_node(self.node)
+        self._threads = [threading.Thread(target=self._spin, name="ros-spin", daemon=True),
+                         threading.Thread(target=self._control, name="control", daemon=True)]
+
+    # ---- incoming ------------------------------------------------------------------------------
+    def _reject(self, kind: str, err: MessageError) -> None:
+        self.rejected[kind] += 1
+        self.node.get_logger().warning(f"dropped {kind} message: {err}", throttle_duration_sec=1.0)
+
+    def _on_joint_state(self, msg: JointState) -> None:
+        try:
+            q = joint_positions(msg, self.cfg.limits.names)
+        except MessageError as err:
+            return self._reject("joint_states", err)
+        with self._lock:
+            self._q, self._q_time = q, self.clock.now()
+
+    def _on_image(self, msg: Image, cam) -> None:
+        try:
+            img = image_to_rgb(msg, cam.height, cam.width)
+        except MessageError as err:
+            return self._reject("image", err)
+        with self._lock:
+            self._images[cam.name] = img
+            self._image_times[cam.name] = self.clock.now()
+
+    def _on_instruction(self, msg: String) -> None:
+        try:
+            text = instruction_text(msg, self.cfg.max_instruction_chars)
+        except MessageError as err:
+            return self._reject("instruction", err)
+        with self._lock:
+            self._instruction = text
+
+    def _on_estop(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
+        if request.data:
+            self.safety.emergency_stop("emergency_stop service")
+        else:
+            self.safety.clear_emergency_stop()
+        response.success, response.message = True, "stopped" if request.data else "cleared"
+        return response
+
+    def _observation(self) -> Observation | None:
+        with self._lock:
+            if self._q is None or len(self._images) < len(self.cfg.cameras):
+                return None
+            # Stamped with the oldest receipt time (joints or any camera) on the executor's clock:
+            # a dead camera holds the robot like dead joint states, and no clock sync is needed.
+            stamp = min([self._q_time, *self._image_times.values()])
+            return {"images": dict(self._images), "state": self._q.astype(np.float32),
+                    "instruction": self._instruction, "timestamp": stamp}
+
+    # ---- outgoing ------------------------------------------------------------------------------
+    def _send(self, command: np.ndarray) -> None:
+        if self.cfg.command_interface == "forward":
+            self.pub_cmd.publish(Float64MultiArray(data=[float(x) for x in command]))
+            return
+        q = self.executor.queue
+        future = self.safety.preview(q.actions_between(q.start_tick, q.end_tick))
+        dt = 1.0 / self.cfg.executor.rate_hz
+        msg = JointTrajectory(joint_names=list(self.cfg.limits.names))
+        for i, point in enumerate([command, *future]):
+            sec, nanosec = duration_parts((i + 1) * dt)
+            p = JointTrajectoryPoint(positions=[float(x) for x in point])
+            p.time_from_start.sec, p.time_from_start.nanosec = sec, nanosec
+            msg.points.append(p)
+        self.pub_cmd.publish(msg)
+
+    def _publish_diagnostics(self) -> None:
+        st = self.executor.stats(window=int(10 * self.cfg.executor.rate_hz))
+        st.update({f"rejected_{k}": float(v) for k, v in self.rejected.items()})
+        hold = self.safety.hold_kind
+        level = DiagnosticStatus.ERROR if self.control_error else DiagnosticStatus.WARN if hold else DiagnosticStatus.OK
+        message = (f"control loop died: {self.control_error}" if self.control_error
+                   else f"holding: {hold}" if hold else "running")
+        status = DiagnosticStatus(level=level, name=f"{self.node.get_name()}: chunk executor", message=message,
+                                  hardware_id=self.cfg.executor.mode)
+        status.values = [KeyValue(key=k, value=f"{v:.6g}") for k, v in st.items()]
+        msg = DiagnosticArray(status=[status])
+        msg.header.stamp = self.node.get_clock().now().to_msg()
+        self.pub_diag.publish(msg)
+
+    # ---- lifecycle -----------------------------------------------------------------------------
+    def _spin(self) -> None:
+        while not self._stop.is_set():
+            self._spin_exec.spin_once(timeout_sec=0.05)
+
+    def _control(self) -> None:
+        # Wait for the robot's position before commanding anything.
+        while not self._stop.is_set():
+            with self._lock:
+                q = None if self._q is None else self._q.copy()
+            if q is not None:
+                try:
+                    self.safety.reset(q)
+                    break
+                except ValueError as err:
+                    self.node.get_logger().error(f"not starting: {err}", throttle_duration_sec=5.0)
+            time.sleep(0.01)
+        if not self._stop.is_set():
+            self.node.get_logger().info(f"control loop started at {self.cfg.executor.rate_hz:g} Hz, "
+                                        f"mode {self.cfg.executor.mode}")
+            try:
+                self.executor.run(should_stop=self._stop.is_set)
+            except Exception as exc:  # no more commands: the controller keeps the last (safe) one
+                self.control_error = f"{type(exc).__name__}: {exc}"
+                self.node.get_logger().fatal(f"control loop died: {self.control_error}")
+
+    def start(self) -> None:
+        for t in self._threads:
+            t.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout=5.0)
+        self.worker.close()
+        self._spin_exec.shutdown()
+        self.node.destroy_node()
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description="VLA policy node (async chunk executor + safety layer)")
+    ap.add_argument("--config", type=Path, required=True, help="configs/deploy/*.yaml")
+    ap.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
+    args, ros_args = ap.parse_known_args(argv)
+    logging.basicConfig(level=logging.INFO)
+    cfg = load_deploy_config(args.config)
+    policy = make_policy(cfg.policy, 1.0 / cfg.executor.rate_hz, len(cfg.limits.names))
+    rclpy.init(args=ros_args, domain_id=cfg.ros_domain_id)
+    node = PolicyNode(cfg, policy)
+    node.start()
+    try:
+        deadline = None if args.duration is None else time.monotonic() + args.duration
+        while rclpy.ok() and (deadline is None or time.monotonic() < deadline):
+            time.sleep(0.1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        node.stop()
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+from types import SimpleNamespace as Msg
+
+import numpy as np
+import pytest
+
+from real.ros.convert import MessageError, duration_parts, image_to_rgb, instruction_text, joint_positions
+
+
+def image(h=2, w=3, enc="rgb8", pad=0, data=None):
+    step = w * 3 + pad
+    if data is None:
+        data = bytes(np.arange(h * step, dtype=np.uint8))
+    return Msg(height=h, width=w, encoding=enc, step=step, data=data)
+
+
+def test_image_rgb_and_bgr_with_row_padding():
+    msg = image(pad=2)
+    rgb = image_to_rgb(msg, 2, 3)
+    raw = np.frombuffer(msg.data, np.uint8).reshape(2, 11)
+    np.testing.assert_array_equal(rgb, raw[:, :9].reshape(2, 3, 3))
+    bgr = image_to_rgb(image(pad=2, enc="bgr8"), 2, 3)
+    np.testing.assert_array_equal(bgr, rgb[..., ::-1])
+    assert rgb.dtype == np.uint8 and rgb.flags.c_contiguous
+
+
+@pytest.mark.parametrize(("msg", "match"), [
+    (image(enc="mono16"), "encoding"),
+    (image(h=3), "expected 2x3"),
+    (image(data=bytes(5)), "bytes"),
+    (Msg(height=2, width=3, encoding="rgb8", step=4, data=bytes(8)), "step"),
+])
+def test_image_rejects(msg, match):
+    with pytest.raises(MessageError, match=match):
+        image_to_rgb(msg, 2, 3)
+
+
+def test_joint_positions_reorders_and_ignores_extra_joints():
+    msg = Msg(name=["b", "gripper", "a"], position=[2.0, 9.0, 1.0])
+    np.testing.assert_array_equal(joint_positions(msg, ("a", "b")), [1.0, 2.0])
+
+
+@pytest.mark.parametrize(("msg", "match"), [
+    (Msg(name=["a"], position=[1.0]), "lacks joints"),
+    (Msg(name=["a", "b"], position=[1.0]), "positions"),
+    (Msg(name=["a", "a"], position=[1.0, 1.0]), "duplicated"),
+    (Msg(name=["a", "b"], position=[1.0, float("nan")]), "not finite"),
+])
+def test_joint_positions_rejects(msg, match):
+    with pytest.raises(MessageError, match=match):
+        joint_positions(msg, ("a", "b"))
+
+
+def test_instruction_and_duration():
+    assert instruction_text(Msg(data="pick the cube"), 100) == "pick the cube"
+    with pytest.raises(MessageError, match="characters"):
+        instruction_text(Msg(data="x" * 101), 100)
+    with pytest.raises(MessageError, match="non-printable"):
+        instruction_text(Msg(data="a\x00b"), 100)
+    assert duration_parts(1.25) == (1, 250_000_000)
+    assert duration_parts(0.9999999999) == (1, 0)
+    with pytest.raises(ValueError, match="finite"):
+        duration_parts(float("inf"))

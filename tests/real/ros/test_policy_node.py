@@ -1,0 +1,213 @@
+"""End-to-end over real DDS on localhost: the policy node (subprocess, synthetic stand-in policy)
+against a test robot that publishes joint states and images and follows the commands."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+rclpy = pytest.importorskip("rclpy")
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from sensor_msgs.msg import Image, JointState  # noqa: E402
+from std_msgs.msg import Float64MultiArray, String  # noqa: E402
+from std_srvs.srv import SetBool  # noqa: E402
+from trajectory_msgs.msg import JointTrajectory  # noqa: E402
+
+from real.testing import SyntheticPolicy  # noqa: E402
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(120)]
+
+ROOT = Path(__file__).resolve().parents[3]
+NAMES = [f"j{i}" for i in range(6)]
+LOWER, UPPER, VEL = -1.0, 1.0, 2.0
+H = W = 32
+
+
+@pytest.fixture
+def domain_id(monkeypatch) -> int:
+    d = random.SystemRandom().randint(1, 100)
+    monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    monkeypatch.setenv("ROS_DOMAIN_ID", str(d))
+    return d
+
+
+def write_config(tmp_path: Path, interface: str) -> Path:
+    cfg = yaml.safe_load((ROOT / "configs/deploy/policy_node.yaml").read_text())
+    cfg["executor"].update(max_observation_age_s=0.2, initial_latency_ticks=2)
+    cfg["limits"] = {"names": NAMES, "lower": [LOWER] * 6, "upper": [UPPER] * 6, "max_velocity": [VEL] * 6,
+                     "max_acceleration": [20.0] * 6}
+    cfg["cameras"] = [{"name": "front", "topic": "/test_cam", "height": H, "width": W}]
+    cfg["command_interface"] = interface
+    cfg["command_topic"] = "/test_commands"
+    cfg["diagnostics_hz"] = 4.0
+    cfg["policy"] = {"kind": "synthetic", "horizon": 20, "radius": 0.3, "delay_s": 0.03, "chunk_offset": 0.02}
+    path = tmp_path / "node.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+class FakeArm:
+    """Publishes /joint_states (+ an extra joint) and camera images, follows the node's commands."""
+
+    def __init__(self, interface: str) -> None:
+        self.ctx = rclpy.context.Context()
+        rclpy.init(context=self.ctx)  # domain id and discovery range come from the environment
+        self.node = rclpy.create_node("fake_arm", context=self.ctx)
+        self.q = SyntheticPolicy(6, 20, 0.05).curve(0.0)
+        self.commands: list[np.ndarray] = []
+        self.diag: dict[str, str] = {}
+        self.diag_message = ""
+        self.streaming = True  # joint states
+        self.streaming_images = True
+        self.lock = threading.Lock()
+        self.pub_js = self.node.create_publisher(JointState, "/joint_states", 10)
+        self.pub_img = self.node.create_publisher(Image, "/test_cam", 10)
+        self.pub_ins = self.node.create_publisher(String, "/instruction", 10)
+        msg_type = Float64MultiArray if interface == "forward" else JointTrajectory
+        self.node.create_subscription(msg_type, "/test_commands", self._on_cmd, 10)
+        self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag, 10)
+        self.estop = self.node.create_client(SetBool, "/vla_policy/emergency_stop")
+        self.node.create_timer(0.02, self._tick_js)
+        self.node.create_timer(0.1, self._tick_img)
+        self.exec = SingleThreadedExecutor(context=self.ctx)
+        self.exec.add_node(self.node)
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._spin, daemon=True)
+        self.thread.start()
+
+    def _spin(self) -> None:
+        while not self._stop.is_set():
+            self.exec.spin_once(timeout_sec=0.02)
+
+    def _on_cmd(self, msg) -> None:
+        if isinstance(msg, JointTrajectory):
+            assert msg.joint_names == NAMES
+            pts = np.array([p.positions for p in msg.points])
+            stamps = [p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in msg.points]
+            assert np.all(np.diff(stamps) > 0) and stamps[0] > 0
+            cmd = pts[0]
+            with self.lock:
+                self.trajectories = [*getattr(self, "trajectories", []), pts]
+        else:
+            cmd = np.array(msg.data)
+        with self.lock:
+            self.commands.append(cmd)
+            self.q = cmd.copy()
+
+    def _on_diag(self, msg: DiagnosticArray) -> None:
+        with self.lock:
+            self.diag = {kv.key: kv.value for kv in msg.status[0].values}
+            self.diag_message = msg.status[0].message
+
+    def _tick_js(self) -> None:
+        if self.streaming:
+            with self.lock:
+                q = self.q.copy()
+            self.pub_js.publish(JointState(name=[*NAMES, "gripper"], position=[*map(float, q), 0.0]))
+
+    def _tick_img(self) -> None:
+        if not self.streaming_images:
+            return
+        img = Image(height=H, width=W, encoding="rgb8", step=W * 3, data=bytes(H * W * 3))
+        self.pub_img.publish(img)
+
+    def publish_garbage(self) -> None:
+        self.pub_js.publish(JointState(name=["a", "b"], position=[0.0, 0.0]))
+        self.pub_img.publish(Image(height=H + 1, width=W, encoding="rgb8", step=W * 3, data=bytes((H + 1) * W * 3)))
+        self.pub_img.publish(Image(height=H, width=W, encoding="32FC1", step=W * 4, data=bytes(H * W * 4)))
+        self.pub_ins.publish(String(data="pick up the red cube"))
+
+    def set_estop(self, on: bool) -> None:
+        assert self.estop.wait_for_service(timeout_sec=10)
+        future = self.estop.call_async(SetBool.Request(data=on))
+        wait_for(future.done, 10, "emergency stop service reply")
+        assert future.result().success
+
+    def close(self) -> None:
+        self._stop.set()
+        self.thread.join(5)
+        self.exec.shutdown()
+        self.node.destroy_node()
+        rclpy.shutdown(context=self.ctx)
+
+
+def wait_for(pred, timeout: float, what: str) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.mark.parametrize("interface", ["forward", "trajectory"])
+def test_policy_node_over_dds(tmp_path, domain_id, interface):
+    cfg = write_config(tmp_path, interface)
+    arm = FakeArm(interface)
+    proc = subprocess.Popen([sys.executable, "-m", "real.ros.policy_node", "--config", str(cfg), "--duration", "60"],
+                            cwd=ROOT, env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    try:
+        wait_for(lambda: len(arm.commands) >= 40, 40, "40 commands from the node")
+        arm.publish_garbage()
+        wait_for(lambda: float(arm.diag.get("rejected_joint_states", 0)) >= 1
+                 and float(arm.diag.get("rejected_image", 0)) >= 2, 10, "diagnostics counting rejects")
+        assert float(arm.diag["chunks"]) >= 1 and "latency_p50_s" in arm.diag
+        with arm.lock:
+            moving = np.stack(arm.commands)
+        assert np.ptp(moving, axis=0).max() > 0.05  # the arm follows the policy
+
+        if interface == "forward":  # the emergency stop latches a hold until cleared
+            arm.set_estop(True)
+            wait_for(lambda: "estop" in arm.diag_message, 5, "diagnostics reporting the emergency stop")
+            with arm.lock:
+                n_stop = len(arm.commands)
+            time.sleep(0.5)
+            with arm.lock:
+                stopped = np.stack(arm.commands[n_stop:])
+            np.testing.assert_allclose(stopped, np.broadcast_to(stopped[0], stopped.shape), atol=1e-12)
+            arm.set_estop(False)
+            wait_for(lambda: "running" in arm.diag_message, 5, "running again after clearing")
+
+        # joint states stop (forward) or the camera dies (trajectory): the node must hold
+        if interface == "forward":
+            arm.streaming = False
+        else:
+            arm.streaming_images = False
+        time.sleep(1.5)
+        with arm.lock:
+            n_held = len(arm.commands)
+        time.sleep(0.5)
+        with arm.lock:
+            cmds = np.stack(arm.commands)
+            trajs = list(getattr(arm, "trajectories", []))
+        assert len(cmds) > n_held  # still publishing (holding), not silent
+        np.testing.assert_allclose(cmds[n_held:], np.broadcast_to(cmds[n_held], cmds[n_held:].shape), atol=1e-12)
+        wait_for(lambda: "stale_observation" in arm.diag_message, 5, "diagnostics reporting the hold")
+
+        everything = np.concatenate([cmds, *trajs]) if trajs else cmds
+        assert np.all(np.isfinite(everything))
+        assert np.all(everything >= LOWER) and np.all(everything <= UPPER)
+        assert np.all(np.abs(np.diff(cmds, axis=0)) <= 2 * VEL * 0.05 + 1e-9)  # 2: a lost message
+        if interface == "trajectory":
+            assert max(len(t) for t in trajs) > 1  # the remaining chunk rides along
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            out, _ = proc.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
+        arm.close()
+    assert proc.returncode in (0, -signal.SIGINT), out

@@ -1,0 +1,75 @@
+import numpy as np
+import pytest
+
+from real.chunk_queue import ChunkQueue, align_chunk
+
+
+def chunk(n: int, a: int = 2, start: float = 0.0) -> np.ndarray:
+    return (start + np.arange(n, dtype=np.float64))[:, None] * np.ones(a)
+
+
+@pytest.mark.parametrize(("first", "arrival", "dropped"), [(11, 11, 0), (11, 15, 4), (11, 5, 0), (11, 31, 20),
+                                                          (11, 40, 20)])
+def test_align_chunk_drops_exactly_the_past_ticks(first, arrival, dropped):
+    c = chunk(20)
+    al = align_chunk(c, first, arrival)
+    assert al.n_dropped == dropped
+    assert al.first_tick == first + dropped
+    np.testing.assert_array_equal(al.kept, c[dropped:])
+    # every kept action still sits at its own tick: kept[j] belongs to first + dropped + j
+    for j, act in enumerate(al.kept):
+        assert act[0] == al.first_tick + j - first
+
+
+def test_align_chunk_rejects_bad_input():
+    with pytest.raises(ValueError, match="2-D"):
+        align_chunk(np.zeros(5), 0, 0)
+    with pytest.raises(ValueError, match="floating"):
+        align_chunk(np.zeros((5, 2), dtype=np.int64), 0, 0)
+
+
+def test_pop_returns_action_of_its_tick_and_forgets_older():
+    q = ChunkQueue(2)
+    q.replace(chunk(5), first_tick=10, chunk_id=7)
+    assert q.pop(9) is None
+    act, cid = q.pop(12)  # ticks 10, 11 pass unexecuted: they are dropped
+    assert act[0] == 2 and cid == 7
+    assert q.start_tick == 13 and len(q) == 2
+    assert q.remaining_after(12) == 2 and q.remaining_after(13) == 1
+    assert q.pop(20) is None and len(q) == 0 and q.remaining_after(20) == 0
+
+
+def test_actions_between_and_remaining():
+    q = ChunkQueue(2)
+    q.replace(chunk(5), first_tick=10, chunk_id=0)
+    np.testing.assert_array_equal(q.actions_between(11, 13), chunk(5)[1:3])
+    assert len(q.actions_between(14, 99)) == 1
+    assert len(q.actions_between(5, 12)) == 0  # not covered from the start: nothing
+    assert q.remaining_after(3) == 5
+
+
+def test_merge_keeps_committed_prefix_then_new_chunk():
+    q = ChunkQueue(2)
+    q.replace(chunk(10), first_tick=0, chunk_id=0)  # old actions 0..9 for ticks 0..9
+    q.pop(3)
+    new = chunk(8, start=100.0)  # new chunk for ticks 4..11
+    q.merge(new, first_tick=4, chunk_id=1, keep_until_tick=6)
+    got = [q.pop(t) for t in range(4, 12)]
+    assert [g[1] for g in got] == [0, 0, 1, 1, 1, 1, 1, 1]
+    assert [g[0][0] for g in got] == [4, 5, 102, 103, 104, 105, 106, 107]
+
+
+def test_merge_when_queue_ran_dry_uses_new_chunk_only():
+    q = ChunkQueue(2)
+    q.replace(chunk(2), first_tick=0, chunk_id=0)
+    q.pop(5)
+    q.merge(chunk(3, start=50.0), first_tick=6, chunk_id=1, keep_until_tick=9)
+    assert q.pop(6)[0][0] == 50 and q.pop(6 + 1)[1] == 1
+
+
+def test_queue_rejects_wrong_action_dim():
+    q = ChunkQueue(3)
+    with pytest.raises(ValueError, match="action dim"):
+        q.replace(chunk(4, a=2), 0, 0)
+    with pytest.raises(ValueError, match="positive"):
+        ChunkQueue(0)
