@@ -26,6 +26,10 @@ class ConfigError(ValueError):
     """A preset, key or value that the config does not accept."""
 
 
+class UnknownPresetError(ConfigError, FileNotFoundError):
+    """A preset name or config file that does not exist."""
+
+
 def preset_names(kind: str, config_dir: Path = CONFIG_DIR) -> list[str]:
     return sorted(p.stem for p in (config_dir / kind).glob("*.yaml"))
 
@@ -35,27 +39,30 @@ def preset_path(kind: str, name: str, config_dir: Path = CONFIG_DIR) -> Path:
     candidate = Path(name)
     if candidate.suffix in (".yaml", ".yml"):
         if not candidate.exists():
-            raise ConfigError(f"config file {candidate} does not exist")
+            raise UnknownPresetError(f"config file {candidate} does not exist")
         return candidate
     path = config_dir / kind / f"{name}.yaml"
     if not path.exists():
         valid = preset_names(kind, config_dir)
-        raise ConfigError(f"unknown {kind} preset '{name}'{_suggest(name, valid)}")
+        raise UnknownPresetError(f"unknown {kind} preset '{name}'{_suggest(name, valid)}")
     return path
 
 
-def load_config(cls: type[T], kind: str, preset: str | None = None, overrides: Sequence[str] = (),
-                config_dir: Path = CONFIG_DIR) -> T:
-    """Defaults of `cls`, then the preset (if any), then `key=value` overrides (dotted keys)."""
+def load_config(cls: type[T], kind: str, preset: str | Path | None = None, overrides: Sequence[str] = (),
+                config_dir: Path = CONFIG_DIR, values: dict[str, Any] | None = None) -> T:
+    """Defaults of `cls`, then the preset (if any), then `values` (a dict from Python code), then
+    `key=value` overrides (dotted keys, from the command line)."""
     schema = OmegaConf.structured(cls)
     layers: list[tuple[str, Any]] = []
     if preset is not None:
-        path = preset_path(kind, preset, config_dir)
+        path = preset_path(kind, str(preset), config_dir)
         with open(path) as f:
             data = yaml.safe_load(f) or {}
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: a preset must be a mapping of keys to values, got {type(data).__name__}")
         layers.append((str(path), data))
+    if values:
+        layers.append(("values", dict(values)))
     for item in overrides:
         if "=" not in item:
             raise ConfigError(f"override '{item}' is not of the form key=value")
@@ -126,5 +133,5 @@ def _suggest(name: str, valid: Sequence[str], prefix: str = "") -> str:
     return f" (valid: {listing})"
 
 
-__all__ = ["CONFIG_DIR", "ConfigError", "load_config", "preset_names", "preset_path",
+__all__ = ["CONFIG_DIR", "ConfigError", "UnknownPresetError", "load_config", "preset_names", "preset_path",
            "to_dict", "to_yaml"]

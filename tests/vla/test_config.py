@@ -56,5 +56,5 @@ def test_shipped_job_presets_load() -> None:
     for name in preset_names("job"):
         cfg = load_config(JobConfig, "job", name)
         assert cfg.stages
-    with pytest.raises(ConfigError, match="unknown stage 'stast'.*did you mean 'stats'"):
+    with pytest.raises(ConfigError, match=r"unknown stage 'stast'.*did you mean 'stats'"):
         load_config(JobConfig, "job", "debug", ["stages=[demos,stast]"])

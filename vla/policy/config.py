@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-CONFIG_ROOT = Path(__file__).resolve().parents[2] / "configs"
 VISION_BACKBONES = ("cnn", "torchvision", "hf")
 NORM_MODES = ("mean_std", "quantile")
 
@@ -117,22 +116,8 @@ class PolicyConfig:
 
 
 def load_policy_config(name_or_path: str | Path, **overrides: Any) -> PolicyConfig:
-    """A preset name (`tiny`, `small`, `large`) or a YAML/JSON path, with keyword overrides."""
-    path = Path(name_or_path)
-    if not path.suffix:
-        path = CONFIG_ROOT / "policy" / f"{name_or_path}.yaml"
-        if not path.exists():
-            presets = sorted(p.stem for p in (CONFIG_ROOT / "policy").glob("*.yaml"))
-            raise FileNotFoundError(f"unknown policy preset '{name_or_path}' (valid: {', '.join(presets)})")
-    if not path.exists():
-        raise FileNotFoundError(f"policy config file not found: {path}")
-    text = path.read_text()
-    if path.suffix == ".json":
-        data = json.loads(text)
-    else:
-        from omegaconf import OmegaConf
+    """A preset name (`tiny`, `small`, `large`) or a YAML path, with keyword overrides (through the
+    project's one config loader, `vla.config.load_config`)."""
+    from vla.config import load_config
 
-        data = OmegaConf.to_container(OmegaConf.create(text), resolve=True)
-    if not isinstance(data, dict):
-        raise ValueError(f"policy config {path} must be a mapping, got {type(data).__name__}")
-    return PolicyConfig.from_dict({**data, **overrides})
+    return load_config(PolicyConfig, "policy", name_or_path, values=overrides)

@@ -36,6 +36,9 @@ class SmallCNN(nn.Module):
 
 
 def _torchvision_trunk(arch: str, weights: str) -> nn.Module:
+    path = Path(weights)
+    if not path.is_file():
+        raise FileNotFoundError(f"vision_weights file not found: {path} (a local .safetensors file)")
     try:
         import torchvision
     except ImportError as e:
@@ -46,9 +49,6 @@ def _torchvision_trunk(arch: str, weights: str) -> nn.Module:
     if not hasattr(torchvision.models, arch):
         raise ValueError(f"vision_arch '{arch}' is not a torchvision.models constructor")
     model = getattr(torchvision.models, arch)(weights=None)
-    path = Path(weights)
-    if not path.is_file():
-        raise FileNotFoundError(f"vision_weights file not found: {path} (a local .safetensors file)")
     model.load_state_dict(load_file(str(path)))
     # Keep the convolutional trunk: `.features` (VGG, EfficientNet, ConvNeXt) or all but pool + fc.
     return model.features if hasattr(model, "features") else nn.Sequential(*list(model.children())[:-2])
@@ -57,12 +57,12 @@ def _torchvision_trunk(arch: str, weights: str) -> nn.Module:
 class _HFTrunk(nn.Module):
     def __init__(self, folder: str) -> None:
         super().__init__()
-        from transformers import AutoModel
-
         path = Path(folder)
         if not path.is_dir():
             raise FileNotFoundError(f"vision_weights folder not found: {path} (a local Hugging Face model "
                                     "folder with config.json and model.safetensors)")
+        from transformers import AutoModel
+
         self.model = AutoModel.from_pretrained(str(path), local_files_only=True, use_safetensors=True)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -74,7 +74,7 @@ def target_velocity(x0: torch.Tensor, x1: torch.Tensor) -> torch.Tensor:
 
 
 def clean_estimate(x: Array, v: Array, tau: float) -> Array:
-    return x + (1.0 - tau) * v  # type: ignore[operator]
+    return x + (1.0 - tau) * v  # type: ignore[operator,return-value]
 
 
 def guidance_weight(tau: float, max_weight: float) -> float:

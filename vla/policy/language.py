@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -87,7 +88,7 @@ class MiniLM(nn.Module):
         missing = [v for v in mapping.values() if v not in sd]
         if missing:
             raise ValueError(f"MiniLM weights are missing tensor '{missing[0]}'")
-        self.load_state_dict({k: sd[v] for k, v in mapping.items()}, strict=True)
+        self.load_state_dict({k: sd[v] for k, v in mapping.items()}, strict=True, assign=True)
 
 
 class InstructionEncoder:
@@ -100,7 +101,7 @@ class InstructionEncoder:
     def __init__(self, model_dir: str | Path | None = None) -> None:
         self._dir = Path(model_dir) if model_dir is not None else None
         self._model: MiniLM | None = None
-        self._tokenizer = None
+        self._tokenizer: Any = None
         self._cache: dict[str, np.ndarray] = {}
         self._lock = threading.Lock()
 
@@ -116,7 +117,10 @@ class InstructionEncoder:
         tokenizer = Tokenizer.from_file(str(tok))
         tokenizer.no_padding()
         tokenizer.enable_truncation(MAX_TOKENS)
-        model = MiniLM()
+        # Built on the meta device (no random init: loading must not consume the global RNG,
+        # or a training step that first meets an instruction would change its dropout masks).
+        with torch.device("meta"):
+            model = MiniLM()
         model.load_hf_state(load_file(str(weights)))
         model.eval().requires_grad_(False)
         self._model, self._tokenizer = model, tokenizer

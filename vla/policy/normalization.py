@@ -27,6 +27,14 @@ def center_scale(stats: Stats, mode: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 class PolicyNormalizer(nn.Module):
+    state_center: torch.Tensor
+    state_scale: torch.Tensor
+    action_center: torch.Tensor
+    action_scale: torch.Tensor
+    image_mean: torch.Tensor
+    image_std: torch.Tensor
+    has_stats: torch.Tensor
+
     def __init__(self, cfg: PolicyConfig) -> None:
         super().__init__()
         self.cfg = cfg
@@ -61,8 +69,9 @@ class PolicyNormalizer(nn.Module):
             put(f"{key}_center", c, key)
             put(f"{key}_scale", s, key)
         for i, cam in enumerate(self.cfg.cameras):
-            s = stats[f"images/{cam}"]
-            for name, value in (("mean", s.mean), ("std", np.maximum(np.asarray(s.std), 1.0))):
+            img = stats[f"images/{cam}"]
+            # A floor of one grey level keeps a constant channel from blowing up.
+            for name, value in (("mean", img.mean), ("std", np.maximum(np.asarray(img.std), 1.0))):
                 value = np.asarray(value, np.float32).reshape(-1)
                 if value.shape != (3,):
                     raise ValueError(f"normalisation stats 'images/{cam}' have {value.shape[0]} channels, "

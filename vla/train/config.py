@@ -7,8 +7,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vla.policy.config import CONFIG_ROOT
-
 
 @dataclass
 class TrainConfig:
@@ -26,6 +24,7 @@ class TrainConfig:
     val_every: int = 1000
     val_batches: int = 8
     ckpt_every: int = 5000
+    eval_every: int = 0  # steps between evaluator calls (sim success rate); 0 = never
     keep_checkpoints: int = 2  # most recent step folders kept (0 keeps all)
     num_workers: int = 0
     compile: bool = False
@@ -59,18 +58,8 @@ class TrainConfig:
 
 
 def load_train_config(name_or_path: str | Path, **overrides: Any) -> TrainConfig:
-    """A preset name (`debug`, `default`) or a YAML path, with keyword overrides."""
-    from omegaconf import OmegaConf
+    """A preset name (`debug`, `default`) or a YAML path, with keyword overrides (through the
+    project's one config loader, `vla.config.load_config`)."""
+    from vla.config import load_config
 
-    path = Path(name_or_path)
-    if not path.suffix:
-        path = CONFIG_ROOT / "train" / f"{name_or_path}.yaml"
-        if not path.exists():
-            presets = sorted(p.stem for p in (CONFIG_ROOT / "train").glob("*.yaml"))
-            raise FileNotFoundError(f"unknown train preset '{name_or_path}' (valid: {', '.join(presets)})")
-    if not path.exists():
-        raise FileNotFoundError(f"train config file not found: {path}")
-    data = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
-    if not isinstance(data, dict):
-        raise ValueError(f"train config {path} must be a mapping")
-    return TrainConfig.from_dict({**data, **overrides})
+    return load_config(TrainConfig, "train", name_or_path, values=overrides)

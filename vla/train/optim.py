@@ -15,7 +15,8 @@ from torch import nn
 def make_optimizer(model: nn.Module, lr: float, weight_decay: float, betas: tuple[float, float]
                    ) -> torch.optim.AdamW:
     # No decay on biases, norms and embeddings-like 1-D parameters (common practice since BERT).
-    decay, no_decay = [], []
+    decay: list[nn.Parameter] = []
+    no_decay: list[nn.Parameter] = []
     for _, p in model.named_parameters():
         if p.requires_grad:
             (decay if p.dim() >= 2 else no_decay).append(p)

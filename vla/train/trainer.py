@@ -8,8 +8,10 @@ restored from the checkpoint, and the learning rate is a pure function of the st
 at step s after a resume equals the loss at step s of an uninterrupted run (tested bit-exactly on
 CPU; on GPU non-deterministic kernels may differ in the last bits).
 
-DDP: `rank`/`world_size` already slice each global batch (see the sampler); wrapping the model
-in DistributedDataParallel and reducing the metrics is the remaining step.
+Data parallel (torchrun): pass rank/world_size after `distributed.init_distributed`; each rank
+takes its slice of every global batch, parameters are broadcast once and gradients averaged
+after each backward (see `distributed.py` for why not the DDP wrapper). Rank 0 validates,
+evaluates, logs and writes checkpoints.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import contextlib
 import json
 import math
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +31,7 @@ from torch.utils.data import DataLoader, Dataset
 from vla.data.stats import Stats
 from vla.policy.checkpoint import CheckpointError, load_state_into, load_tensors, save_checkpoint
 from vla.policy.model import VLAModel
+from vla.train import distributed
 from vla.train.config import TrainConfig
 from vla.train.ema import EMA
 from vla.train.optim import lr_at, make_optimizer, optimizer_from_tensors, optimizer_to_tensors
@@ -40,6 +44,7 @@ CKPT_DIR = "checkpoints"
 class TrainResult:
     losses: dict[int, float] = field(default_factory=dict)  # step -> training loss
     val_losses: dict[int, float] = field(default_factory=dict)
+    evals: dict[int, dict[str, float]] = field(default_factory=dict)  # step -> evaluator metrics
     last_checkpoint: Path | None = None
     steps_done: int = 0
 
@@ -63,7 +68,10 @@ def latest_checkpoint(out_dir: str | Path) -> Path | None:
 class Trainer:
     def __init__(self, model: VLAModel, train_data: Dataset, cfg: TrainConfig, out_dir: str | Path,
                  stats: dict[str, Stats], val_data: Dataset | None = None, rank: int = 0,
-                 world_size: int = 1) -> None:
+                 world_size: int = 1, evaluator: Callable[[VLAModel, int], dict[str, float]] | None = None
+                 ) -> None:
+        """`evaluator(model, step) -> metrics` (e.g. sim success rate) runs every `eval_every`
+        steps on rank 0 with the EMA weights loaded; its metrics go to TensorBoard as eval/<name>."""
         self.cfg, self.out_dir, self.stats = cfg, Path(out_dir), stats
         self.device = resolve_device(cfg.device)
         self.model = model.to(self.device)
@@ -71,6 +79,14 @@ class Trainer:
             self.model.normalizer.set_stats(stats)
         self.train_data, self.val_data = train_data, val_data
         self.rank, self.world_size = rank, world_size
+        self.evaluator = evaluator
+        if world_size > 1:
+            if not torch.distributed.is_initialized():
+                raise RuntimeError(f"world_size {world_size} needs an initialised process group "
+                                   "(call vla.train.distributed.init_distributed first)")
+            distributed.broadcast_parameters(self.model)
+        # Rank 0 keeps the single-process streams, so one process reproduces a 1-rank run exactly.
+        self._rank_seed = cfg.seed + 7_777 * rank
         self.opt = make_optimizer(self.model, cfg.lr, cfg.weight_decay, cfg.betas)
         self.ema = EMA(self.model, cfg.ema_decay) if cfg.ema_decay > 0 else None
         self.step = 0
@@ -127,16 +143,19 @@ class Trainer:
     def train_step(self, batch: dict[str, Any]) -> dict[str, float]:
         cfg = self.cfg
         self.model.train()
-        torch.manual_seed(step_seed(cfg.seed, self.step))  # dropout
+        torch.manual_seed(step_seed(self._rank_seed, self.step))  # dropout
         lr = lr_at(self.step, cfg.lr, cfg.warmup_steps, cfg.steps, cfg.min_lr_ratio)
         for g in self.opt.param_groups:
             g["lr"] = lr
         with self._autocast():
-            loss, metrics = self._loss_fn(batch, self._generator(step_seed(cfg.seed + 1, self.step)))
+            loss, metrics = self._loss_fn(batch, self._generator(step_seed(self._rank_seed + 1, self.step)))
         if not torch.isfinite(loss):
             raise FloatingPointError(f"non-finite training loss {float(loss)} at step {self.step}")
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
+        if self.world_size > 1:
+            distributed.average_gradients(self.model, self.world_size)
+            metrics["loss"] = distributed.mean_across_ranks(metrics["loss"], self.device)
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(),
                                                    cfg.grad_clip if cfg.grad_clip > 0 else math.inf)
         self.opt.step()
@@ -150,23 +169,31 @@ class Trainer:
         """Mean loss over `val_batches` held-out batches with fixed noise (comparable across calls);
         uses the EMA weights when EMA is on (those are the weights that get deployed)."""
         assert self.val_data is not None
+        loader = DataLoader(self.val_data, batch_size=self.cfg.batch_size, shuffle=False)
+        gen = self._generator(self.cfg.seed + 12_345)
+        total, n = 0.0, 0
+        with self.ema_weights():
+            for i, batch in enumerate(loader):
+                if i >= self.cfg.val_batches:
+                    break
+                with self._autocast():
+                    loss, _ = self.model.compute_loss(batch, gen)
+                total, n = total + float(loss), n + 1
+        return total / max(n, 1)
+
+    @contextlib.contextmanager
+    def ema_weights(self) -> Any:
+        """Temporarily load the EMA weights (eval mode); restores the training weights exactly."""
         self.model.eval()
         saved = None
         if self.ema is not None:
             saved = {k: v.clone() for k, v in self.model.state_dict().items()}
             self.model.load_state_dict(self.ema.state_for(self.model))
-        loader = DataLoader(self.val_data, batch_size=self.cfg.batch_size, shuffle=False)
-        gen = self._generator(self.cfg.seed + 12_345)
-        total, n = 0.0, 0
-        for i, batch in enumerate(loader):
-            if i >= self.cfg.val_batches:
-                break
-            with self._autocast():
-                loss, _ = self.model.compute_loss(batch, gen)
-            total, n = total + float(loss), n + 1
-        if saved is not None:
-            self.model.load_state_dict(saved)
-        return total / max(n, 1)
+        try:
+            yield self.model
+        finally:
+            if saved is not None:
+                self.model.load_state_dict(saved)
 
     def fit(self, steps: int | None = None) -> TrainResult:
         """Train until `steps` (default cfg.steps) total steps, from the current step."""
@@ -192,16 +219,26 @@ class Trainer:
                     if writer is not None:
                         for k, v in metrics.items():
                             writer.add_scalar(f"train/{k}", v, self.step)
-                if self.val_data is not None and (self.step % cfg.val_every == 0 or self.step == end):
+                if self.val_data is not None and self.rank == 0 and (self.step % cfg.val_every == 0
+                                                                     or self.step == end):
                     result.val_losses[self.step] = val = self.validate()
                     if writer is not None:
                         writer.add_scalar("val/loss", val, self.step)
+                if self.evaluator is not None and self.rank == 0 and cfg.eval_every > 0 and (
+                        self.step % cfg.eval_every == 0 or self.step == end):
+                    with self.ema_weights(), torch.no_grad():
+                        result.evals[self.step] = scores = dict(self.evaluator(self.model, self.step))
+                    if writer is not None:
+                        for k, v in scores.items():
+                            writer.add_scalar(f"eval/{k}", v, self.step)
                 if self.rank == 0 and (self.step % cfg.ckpt_every == 0 or self.step == end):
                     result.last_checkpoint = self.save()
         finally:
             bar.close()
             if writer is not None:
                 writer.close()
+        if self.world_size > 1:
+            torch.distributed.barrier()  # no rank leaves while rank 0 still writes the checkpoint
         result.steps_done = self.step
         return result
 
@@ -216,9 +253,10 @@ class Trainer:
 
 
 def train(model: VLAModel, train_data: Dataset, cfg: TrainConfig, out_dir: str | Path, stats: dict[str, Stats],
-          val_data: Dataset | None = None, resume: bool | str | Path = False) -> TrainResult:
+          val_data: Dataset | None = None, resume: bool | str | Path = False,
+          evaluator: Callable[[VLAModel, int], dict[str, float]] | None = None) -> TrainResult:
     """Convenience entry point for `vla train`: builds a Trainer, resumes if asked, fits."""
-    trainer = Trainer(model, train_data, cfg, out_dir, stats, val_data)
+    trainer = Trainer(model, train_data, cfg, out_dir, stats, val_data, evaluator=evaluator)
     if resume:
         trainer.resume(None if resume is True else resume)
     return trainer.fit()

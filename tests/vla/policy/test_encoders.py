@@ -1,0 +1,53 @@
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.vla.policy.conftest import small_config
+from vla.policy.encoders import SmallCNN, VisionEncoder
+from vla.policy.model import VLAModel
+
+
+def test_cnn_encoder_gives_pooled_tokens_per_image() -> None:
+    cfg = small_config(("cam",), vision_tokens=4, image_size=(32, 24))
+    enc = VisionEncoder(cfg)
+    tokens = enc(torch.randn(5, 3, 32, 24))
+    assert tokens.shape == (5, 4, cfg.d_model)
+    # Tokens are spatial: content in one corner does not change all tokens alike.
+    x = torch.zeros(1, 3, 32, 24)
+    y = x.clone()
+    y[..., :8, :6] = 3.0
+    delta = (enc(y) - enc(x)).norm(dim=-1)[0]
+    assert float(delta.max()) > 0 and float(delta.max() - delta.min()) > 1e-3 * float(delta.max())
+    assert SmallCNN((8, 16, 32)).out_channels == 32
+
+
+def test_missing_backbone_weights_are_named(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="vision_weights folder not found"):
+        VLAModel(small_config(("cam",), vision_backbone="hf", vision_weights=str(tmp_path / "none")))
+    with pytest.raises(FileNotFoundError, match="vision_weights file not found"):
+        VLAModel(small_config(("cam",), vision_backbone="torchvision", vision_arch="resnet18",
+                              vision_weights=str(tmp_path / "r18.safetensors")))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["resnet", "vit"])
+def test_local_hugging_face_backbone(tmp_path: Path, kind: str) -> None:
+    """A pretrained HF backbone loads from a local folder (nothing downloaded) and gives tokens."""
+    transformers = pytest.importorskip("transformers")
+    if kind == "resnet":
+        hf = transformers.ResNetModel(transformers.ResNetConfig(embedding_size=8, hidden_sizes=[8, 16],
+                                                                depths=[1, 1]))
+    else:
+        hf = transformers.ViTModel(transformers.ViTConfig(hidden_size=16, num_hidden_layers=1,
+                                                          num_attention_heads=2, intermediate_size=32,
+                                                          image_size=16, patch_size=4), add_pooling_layer=False)
+    hf.save_pretrained(tmp_path / kind)
+    model = VLAModel(small_config(("cam",), vision_backbone="hf", vision_weights=str(tmp_path / kind),
+                                  image_size=(16, 16)))
+    first = next(iter(hf.state_dict().values()))
+    loaded = next(iter(model.vision["cam"].backbone.model.state_dict().values()))
+    assert torch.equal(first, loaded)  # the saved weights, not a fresh initialisation
+    ctx, mask = model.encode([torch.zeros(2, 1, 16, 16, 3, dtype=torch.uint8)], torch.zeros(2, 1, 3),
+                             torch.ones(2, 1, dtype=torch.bool), torch.zeros(2, 384))
+    assert ctx.shape == (2, 1 + 1 + 4, 32) and bool(mask.all())

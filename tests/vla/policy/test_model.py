@@ -1,0 +1,120 @@
+import pytest
+import torch
+from torch.utils.data import default_collate
+
+from tests.vla.policy.conftest import small_config
+from tests.vla.policy.synthetic_data import LineDataset
+from vla.policy.model import VLAModel
+
+
+def make(cameras: tuple[str, ...] = (), **kw: object) -> tuple[VLAModel, LineDataset]:
+    data = LineDataset(n=16, cameras=cameras, **{k: v for k, v in kw.items() if k == "n_obs_steps"})
+    return VLAModel(small_config(cameras, **kw), data.stats()), data
+
+
+def batch_of(data: LineDataset, n: int = 8) -> dict:
+    return default_collate([data[i] for i in range(n)])
+
+
+@pytest.mark.parametrize("cameras", [(), ("agentview", "wrist")])
+def test_loss_and_gradients_in_both_modes(cameras: tuple[str, ...]) -> None:
+    model, data = make(cameras)
+    loss, metrics = model.compute_loss(batch_of(data), torch.Generator().manual_seed(0))
+    assert loss.ndim == 0 and torch.isfinite(loss) and metrics["loss"] == pytest.approx(float(loss.detach()))
+    loss.backward()
+    grads = {n: p.grad for n, p in model.named_parameters()}
+    assert all(g is not None for n, g in grads.items() if n.startswith(("action_out", "proprio", "lang_proj")))
+    for cam in cameras:  # the vision encoder of each camera learns
+        assert grads[f"vision.{cam}.proj.weight"].abs().sum() > 0
+
+
+@torch.no_grad()
+def test_same_generator_same_loss_and_padding_does_not_count() -> None:
+    model, data = make()
+    batch = batch_of(data)
+    l1, _ = model.compute_loss(batch, torch.Generator().manual_seed(3))
+    l2, _ = model.compute_loss(batch, torch.Generator().manual_seed(3))
+    assert float(l1) == float(l2)
+    # Values past the episode end (action_mask False) must not change the loss.
+    assert not bool(batch["action_mask"].all())
+    changed = dict(batch, action=batch["action"].clone())
+    changed["action"][~batch["action_mask"]] = 1e3
+    l3, _ = model.compute_loss(changed, torch.Generator().manual_seed(3))
+    assert float(l3) == pytest.approx(float(l1), rel=1e-6)
+    # ...whereas a valid position does.
+    changed["action"][0, 0] += 5.0
+    l4, _ = model.compute_loss(changed, torch.Generator().manual_seed(3))
+    assert float(l4) != pytest.approx(float(l1), rel=1e-6)
+
+
+def test_prefix_positions_get_no_loss() -> None:
+    """With every sample given a clean first action, that position's velocity gets no gradient."""
+    model, data = make(max_prefix=1, prefix_prob=1.0)
+    batch = batch_of(data)
+    captured = {}
+    original = model.velocity
+
+    def spy(*args: torch.Tensor) -> torch.Tensor:
+        v = original(*args)
+        v.retain_grad()
+        captured["v"], captured["tau"] = v, args[1]
+        return v
+
+    model.velocity = spy  # type: ignore[method-assign]
+    loss, _ = model.compute_loss(batch, torch.Generator().manual_seed(0))
+    loss.backward()
+    assert bool((captured["tau"][:, 0] == 1.0).all())  # prefix positions have flow time 1 (clean)
+    assert float(captured["v"].grad[:, 0].abs().max()) == 0.0
+    assert float(captured["v"].grad[:, 1].abs().max()) > 0.0
+
+
+def test_bad_batches_are_named() -> None:
+    model, data = make(("agentview",))
+    batch = batch_of(data)
+    with pytest.raises(KeyError, match=r"camera 'front' is not known.*agentview"):
+        model.compute_loss({**batch, "images": {**batch["images"], "front": batch["images"]["agentview"]}})
+    with pytest.raises(KeyError, match="lacks camera 'agentview'"):
+        model.compute_loss({**batch, "images": {}})
+    with pytest.raises(ValueError, match=r"batch\['state'\] has shape"):
+        model.compute_loss({**batch, "state": batch["state"][..., :2]})
+    with pytest.raises(ValueError, match=r"batch\['action'\] has shape"):
+        model.compute_loss({**batch, "action": batch["action"][:, :4]})
+    with pytest.raises(KeyError, match="action_mask"):
+        model.compute_loss({k: v for k, v in batch.items() if k != "action_mask"})
+    with pytest.raises(ValueError, match="instruction is empty"):
+        model.compute_loss({**batch, "instruction": [""] * len(batch["instruction"])})
+
+
+def test_history_padding_is_masked_out() -> None:
+    """Changing a padded (obs_mask False) history frame must not change the context."""
+    model, data = make(("agentview",), n_obs_steps=2)
+    model.eval()
+    batch = batch_of(data, 2)
+    mask = torch.tensor([[False, True], [True, True]])
+    images = [batch["images"]["agentview"]]
+    lang = model.language_embedding(batch["instruction"])
+    ctx, _ = model.encode(images, batch["state"], mask, lang)
+    state2 = batch["state"].clone()
+    state2[:, 0] += 10.0
+    images2 = [images[0].clone()]
+    images2[0][:, 0] = 255 - images2[0][:, 0]
+    ctx2, _ = model.encode(images2, state2, mask, lang)
+    # Sample 0 (padded first frame): the valid tokens do not change; sample 1 does.
+    valid0 = torch.cat([torch.ones(1, dtype=torch.bool), mask[0], mask[0].repeat_interleave(4)])
+    assert torch.allclose(ctx[0, valid0], ctx2[0, valid0], atol=1e-5)
+    assert not torch.allclose(ctx[1], ctx2[1], atol=1e-3)
+
+
+def test_sample_actions_shape_and_exact_prefix() -> None:
+    model, data = make(("agentview",))
+    model.eval()
+    batch = batch_of(data, 3)
+    images = [batch["images"]["agentview"]]
+    lang = model.language_embedding(batch["instruction"])
+    prefix = batch["action"][:, :5]
+    out = model.sample_actions(images, batch["state"], batch["obs_mask"], lang, prefix=prefix,
+                               generator=torch.Generator().manual_seed(0))
+    assert out.shape == (3, 16, 2) and out.dtype == torch.float32
+    assert torch.equal(out[:, :5], prefix)
+    with pytest.raises(ValueError, match="fewer than the chunk size"):
+        model.sample_actions(images, batch["state"], batch["obs_mask"], lang, prefix=batch["action"][:, :16])
