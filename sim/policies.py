@@ -2,8 +2,8 @@
 protocol.
 
 Specs: "zero" (hold still: all-zero deltas, gripper open), "random" (seeded uniform actions),
-"expert" (the task's scripted expert; `noise`/`skill` for mixed-quality demos), or a path to a
-policy checkpoint folder (loaded with `vla.policy.load_policy`).
+"expert" (the task's scripted expert; `noise`/`skill` for mixed-quality demos), a policy checkpoint
+folder (torch, `vla.policy.policy.load_policy`) or an ONNX export folder (`OnnxPolicy`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import numpy as np
 from vla.interfaces import GuidanceFn, Observation
 
 BUILTIN = ("zero", "random", "expert")
+ONNX_META = "runtime.json"  # written by vla.policy.export: the folder is an ONNX export
 
 
 def make_expert(env: Any, noise: float = 0.0, skill: float = 1.0, seed: int | None = None) -> Any:
@@ -98,6 +99,10 @@ def load_policy(spec: str, env: Any, *, noise: float = 0.0, skill: float = 1.0, 
     if not path.exists():
         raise FileNotFoundError(f"policy '{spec}' is neither a built-in ({', '.join(BUILTIN)}) nor an existing "
                                 "checkpoint folder")
-    from vla.policy import load_policy as load_checkpoint
+    if (path / ONNX_META).exists():
+        from vla.policy.export import OnnxPolicy
 
-    return load_checkpoint(path)
+        return OnnxPolicy(path, seed=seed)
+    from vla.policy.policy import load_policy as load_checkpoint
+
+    return load_checkpoint(path, seed=seed)

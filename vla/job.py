@@ -43,12 +43,32 @@ class LoaderStageConfig:
 
 
 @dataclass
+class PretrainStageConfig:
+    policy: str = "tiny"
+    train: str = "default"
+    steps: int = 2000
+    batch_size: int = 32
+    overrides: list[str] = field(default_factory=list)  # e.g. ["policy.d_model=64", "train.lr=1e-3"]
+
+
+@dataclass
+class EvalStageConfig:
+    episodes: int = 20
+    workers: int = 2
+    n_action_steps: int = 8
+    onnx: bool = True  # evaluate the ONNX export as well
+
+
+@dataclass
 class JobConfig:
     out_dir: str = "runs/main"
     overwrite: bool = True
-    stages: list[str] = field(default_factory=lambda: ["sim_demos", "stats", "lerobot", "loader"])
+    stages: list[str] = field(default_factory=lambda: ["sim_demos", "stats", "lerobot", "loader", "pretrain",
+                                                       "export", "eval"])
     demos: DemoStageConfig = field(default_factory=DemoStageConfig)
     loader: LoaderStageConfig = field(default_factory=LoaderStageConfig)
+    pretrain: PretrainStageConfig = field(default_factory=PretrainStageConfig)
+    eval: EvalStageConfig = field(default_factory=EvalStageConfig)
 
     def validate(self) -> None:
         for stage_name in self.stages:
@@ -65,6 +85,14 @@ class JobContext:
     @property
     def store_path(self) -> Path:
         return self.out_dir / "demos.zarr"
+
+    @property
+    def checkpoint(self) -> Path:
+        """The pretrained checkpoint (set by the pretrain stage)."""
+        path = self.results.get("pretrain", {}).get("checkpoint")
+        if not path:
+            raise ConfigError("this stage needs a checkpoint: put 'pretrain' before it in stages")
+        return Path(path)
 
 
 StageFn = Callable[[JobContext], dict[str, Any]]
@@ -149,6 +177,45 @@ def loader_stage(ctx: JobContext) -> dict[str, Any]:
                 break
     return {"windows/s": round(windows / (time.perf_counter() - t0)), "workers": cfg.workers,
             "batch": cfg.batch_size}
+
+
+@stage("pretrain")
+def pretrain_stage(ctx: JobContext) -> dict[str, Any]:
+    from vla.policy.model import count_parameters
+    from vla.train.job import run_training
+
+    cfg = ctx.config.pretrain
+    t0 = time.perf_counter()
+    overrides = [f"train.steps={cfg.steps}", f"train.batch_size={cfg.batch_size}",
+                 f"train.ckpt_every={cfg.steps}", f"train.val_every={max(cfg.steps // 4, 1)}", *cfg.overrides]
+    out = ctx.out_dir / "train"
+    result = run_training(ctx.store_path, out, cfg.policy, cfg.train, overrides)
+    from vla.policy.checkpoint import load_model
+
+    model, _ = load_model(result.last_checkpoint)
+    losses = list(result.losses.values())
+    seconds = time.perf_counter() - t0
+    return {"checkpoint": str(result.last_checkpoint), "policy": cfg.policy,
+            "params": f"{count_parameters(model) / 1e6:.2f}M", "steps": result.steps_done,
+            "loss first/last": f"{losses[0]:.3f}/{losses[-1]:.3f}",
+            "val loss": round(list(result.val_losses.values())[-1], 4) if result.val_losses else None,
+            "samples/s": round(result.steps_done * cfg.batch_size / seconds), "tensorboard": str(out / "tb"),
+            "seconds": round(seconds, 1)}
+
+
+@stage("export")
+def export_stage(ctx: JobContext) -> dict[str, Any]:
+    from vla.data.store import EpisodeStore
+    from vla.policy.checkpoint import load_config as load_policy_config
+    from vla.policy.export import export_onnx
+
+    schema = EpisodeStore.open(ctx.store_path).schema
+    cameras = load_policy_config(ctx.checkpoint).cameras
+    out = ctx.checkpoint / "onnx"
+    t0 = time.perf_counter()
+    export_onnx(ctx.checkpoint, out, camera_sizes={c: schema.cameras[c] for c in cameras})
+    size = sum(p.stat().st_size for p in out.iterdir()) / 1e6
+    return {"onnx": str(out), "MB": round(size, 1), "seconds": round(time.perf_counter() - t0, 1)}
 
 
 def run_job(config: JobConfig) -> dict[str, dict[str, Any]]:

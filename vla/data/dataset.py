@@ -188,7 +188,7 @@ class WindowDataset(Dataset):
         """A DataLoader over whole batches (`get_batch`): the sampler yields index lists."""
         generator = torch.Generator().manual_seed(seed) if seed is not None else None
         base = RandomSampler(self, generator=generator) if shuffle else SequentialSampler(self)
-        return DataLoader(_BatchView(self), batch_size=None, sampler=BatchSampler(base, batch_size, drop_last=False),
+        return DataLoader(BatchView(self), batch_size=None, sampler=BatchSampler(base, batch_size, drop_last=False),
                           num_workers=num_workers, persistent_workers=num_workers > 0, **kwargs)  # type: ignore[arg-type]
 
     def _take_images(self, cam: str, steps: np.ndarray) -> np.ndarray:
@@ -199,7 +199,7 @@ class WindowDataset(Dataset):
         return self._caches[cam].take(steps)
 
 
-class _BatchView(Dataset):
+class BatchView(Dataset):
     """Indexes a WindowDataset by lists of window indices (for a DataLoader with a BatchSampler)."""
 
     def __init__(self, windows: WindowDataset) -> None:

@@ -28,6 +28,7 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from vla.data.dataset import BatchView
 from vla.data.stats import Stats
 from vla.policy.checkpoint import CheckpointError, load_state_into, load_tensors, save_checkpoint
 from vla.policy.model import VLAModel
@@ -202,8 +203,13 @@ class Trainer:
         result = TrainResult()
         sampler = ResumableBatchSampler(len(self.train_data), cfg.batch_size, cfg.seed, self.step,  # type: ignore[arg-type]
                                         self.rank, self.world_size)
-        loader = DataLoader(self.train_data, batch_sampler=sampler, num_workers=cfg.num_workers,
-                            persistent_workers=cfg.num_workers > 0)
+        if hasattr(self.train_data, "get_batch"):
+            # Whole batches in one gather (WindowDataset): the per-item collate costs more than the reads.
+            loader = DataLoader(BatchView(self.train_data), sampler=sampler, batch_size=None,  # type: ignore[arg-type]
+                                num_workers=cfg.num_workers, persistent_workers=cfg.num_workers > 0)
+        else:
+            loader = DataLoader(self.train_data, batch_sampler=sampler, num_workers=cfg.num_workers,
+                                persistent_workers=cfg.num_workers > 0)
         writer = self._writer()
         from tqdm import tqdm
 

@@ -1,0 +1,39 @@
+"""`vla train` composition: override routing, interface from the store, episode selection."""
+
+from pathlib import Path
+
+import pytest
+
+from vla.config import ConfigError
+from vla.data.store import EpisodeStore
+from vla.data.synthetic import default_schema, synthetic_episode
+from vla.train.job import build, split_overrides
+
+
+def test_overrides_are_routed_by_prefix() -> None:
+    routed = split_overrides(["policy.d_model=64", "train.steps=3", "data.tasks=[reach]"])
+    assert routed == {"policy": ["d_model=64"], "train": ["steps=3"], "data": ["tasks=[reach]"]}
+    with pytest.raises(ConfigError, match=r"must start with policy\., train\. or data\."):
+        split_overrides(["steps=3"])
+
+
+def test_build_takes_the_interface_from_the_store(tmp_path: Path) -> None:
+    schema = default_schema(image_size=16, cameras=("agentview",), state_dim=5, action_dim=3)
+    store = EpisodeStore.create(tmp_path / "s.zarr", schema)
+    for seed in range(6):
+        store.append_episode(synthetic_episode(schema, seed))
+    policy, _, train_ds, val_ds, stats = build(store.path, "tiny", "debug",
+                                                   ["data.tasks=[reach]", "data.val_fraction=0.34",
+                                                    "policy.chunk_size=8"])
+    assert policy.cameras == ["agentview"] and policy.state_dim == 5 and policy.action_dim == 3
+    assert train_ds.action_horizon == 8 and train_ds.obs_horizon == policy.n_obs_steps
+    reach = set(store.select(task="reach").tolist())
+    assert set(train_ds.episodes.tolist()) | set(val_ds.episodes.tolist()) == reach
+    assert not set(train_ds.episodes.tolist()) & set(val_ds.episodes.tolist())
+    assert stats["action"].count == sum(len(store.episode(int(e), ["action"])) for e in train_ds.episodes)
+    state_only, *_ = build(store.path, "tiny", "debug", ["policy.cameras=[]"])
+    assert state_only.cameras == []
+    with pytest.raises(ValueError, match="no episodes match"):
+        build(store.path, "tiny", "debug", ["data.tasks=[fly]"])
+    with pytest.raises(ConfigError, match="did you mean 'd_model'"):
+        build(store.path, "tiny", "debug", ["policy.dmodel=3"])

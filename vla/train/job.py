@@ -1,0 +1,93 @@
+"""`vla train`: pretrain a policy on an EpisodeStore (config composition and data selection).
+
+The policy's interface (cameras, state and action sizes) comes from the store's schema unless
+the overrides set it; the observation history and chunk length come from the policy config, so
+the windows always match the model. Episodes are filtered by task / source / success and split
+into train and validation episodes with a seeded random split.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vla.config import ConfigError, load_config
+from vla.data.dataset import WindowDataset, split_episodes
+from vla.data.store import EpisodeStore
+from vla.policy.config import PolicyConfig
+from vla.train.config import TrainConfig
+
+
+@dataclass
+class DataSelection:
+    tasks: list[str] = field(default_factory=list)  # empty: every task
+    sources: list[str] = field(default_factory=list)  # empty: every source
+    success_only: bool = False
+    val_fraction: float = 0.1
+    split_seed: int = 0
+
+
+def split_overrides(overrides: list[str]) -> dict[str, list[str]]:
+    """Route `policy.x=`, `train.x=`, `data.x=` overrides to their config; anything else is an error."""
+    routed: dict[str, list[str]] = {"policy": [], "train": [], "data": []}
+    for item in overrides:
+        head, _, rest = item.partition(".")
+        if head not in routed or not rest:
+            raise ConfigError(f"override '{item}' must start with policy., train. or data. "
+                              "(e.g. policy.d_model=64 train.steps=100 data.tasks=[lift])")
+        routed[head].append(rest)
+    return routed
+
+
+def select_episodes(store: EpisodeStore, sel: DataSelection) -> np.ndarray:
+    episodes = store.select(task=sel.tasks or None, source=sel.sources or None,
+                            success=True if sel.success_only else None)
+    if len(episodes) == 0:
+        raise ValueError(f"{store.path}: no episodes match tasks={sel.tasks or 'any'}, "
+                         f"sources={sel.sources or 'any'}, success_only={sel.success_only}")
+    return episodes
+
+
+def build(store_path: str | Path, policy_preset: str, train_preset: str,
+          overrides: list[str]) -> tuple[PolicyConfig, TrainConfig, WindowDataset, WindowDataset | None, Any]:
+    """Resolved configs, train/val datasets and the store's statistics."""
+    routed = split_overrides(overrides)
+    store = EpisodeStore.open(store_path)
+    schema = store.schema
+    explicit = {o.split("=", 1)[0] for o in routed["policy"]}
+    interface: dict[str, Any] = {}
+    if "cameras" not in explicit:
+        interface["cameras"] = list(schema.cameras)
+    if "state_dim" not in explicit:
+        interface["state_dim"] = schema.state_dim
+    if "action_dim" not in explicit:
+        interface["action_dim"] = schema.action_dim
+    policy_cfg = load_config(PolicyConfig, "policy", policy_preset, routed["policy"], values=interface)
+    train_cfg = load_config(TrainConfig, "train", train_preset, routed["train"])
+    selection = load_config(DataSelection, "data", None, routed["data"])
+    episodes = select_episodes(store, selection)
+    train_eps, val_eps = split_episodes(episodes, selection.val_fraction, selection.split_seed)
+    kw = {"obs_horizon": policy_cfg.n_obs_steps, "action_horizon": policy_cfg.chunk_size,
+          "cameras": policy_cfg.cameras}
+    train_ds = WindowDataset(store, train_eps, **kw)
+    val_ds = WindowDataset(store, val_eps, **kw) if len(val_eps) else None
+    keys = ["state", "action", *(f"images/{c}" for c in policy_cfg.cameras)]
+    stats = store.stats(keys=keys, episodes=train_eps)
+    return policy_cfg, train_cfg, train_ds, val_ds, stats
+
+
+def run_training(store_path: str | Path, out_dir: str | Path, policy_preset: str = "tiny",
+                 train_preset: str = "default", overrides: list[str] | None = None,
+                 resume: bool = False) -> Any:
+    from vla.policy.model import VLAModel
+    from vla.train.trainer import latest_checkpoint, train
+
+    policy_cfg, train_cfg, train_ds, val_ds, stats = build(store_path, policy_preset, train_preset,
+                                                           list(overrides or []))
+    model = VLAModel(policy_cfg, stats)
+    out_dir = Path(out_dir)
+    can_resume = resume and latest_checkpoint(out_dir) is not None
+    return train(model, train_ds, train_cfg, out_dir, stats, val_ds, resume=can_resume)
