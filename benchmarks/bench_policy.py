@@ -164,8 +164,33 @@ def main() -> None:
                 results.append(json.loads(proc.stdout.strip().splitlines()[-1]))
             print(json.dumps(results[-1]), flush=True)
     if args.out:
-        Path(args.out).write_text(json.dumps({"machine": os.uname().nodename, "cpus": os.cpu_count(),
-                                              "load_avg": os.getloadavg(), "results": results}, indent=2))
+        payload = {"machine": os.uname().nodename, "cpus": os.cpu_count(), "load_avg": os.getloadavg(),
+                   "command": "python " + " ".join(["benchmarks/bench_policy.py", *sys.argv[1:]]), "results": results}
+        out = Path(args.out)
+        out.write_text(to_markdown(payload) if out.suffix == ".md" else json.dumps(payload, indent=2))
+
+
+def to_markdown(payload: dict) -> str:
+    """The results file people read: one row per preset and backend, plus the command."""
+    lines = ["# Policy latency, memory and training throughput", "",
+             f"Command: `{payload['command']}`", "",
+             f"Machine: {payload['cpus']} CPUs, load average at the end {payload['load_avg'][0]:.1f} "
+             "(a shared machine: latencies vary between runs). Batch 1, two 84x84 cameras, K=10 Euler "
+             "steps, H=16.", "",
+             "| preset | backend | params (M) | p50 ms | p99 ms | train samples/s | peak RSS MB | note |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in payload["results"]:
+        if "error" in r:
+            lines.append(f"| {r['preset']} | {r['backend']} | | | | | | error: {r['error'].splitlines()[-1][:80]} |")
+            continue
+        params = r.get("params_trainable", r.get("params"))
+        lines.append("| {} | {} | {} | {} | {} | {} | {:.0f} | {} |".format(
+            r["preset"], r["backend"], f"{params / 1e6:.2f}" if params else "",
+            f"{r['latency_ms_p50']:.1f}" if "latency_ms_p50" in r else "",
+            f"{r['latency_ms_p99']:.1f}" if "latency_ms_p99" in r else "",
+            f"{r['train_samples_per_s']:.0f}" if "train_samples_per_s" in r else "",
+            r.get("peak_rss_mb", 0), f"warm-up {r['warmup_s']:.0f} s" if r.get("warmup_s", 0) > 5 else ""))
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
