@@ -83,6 +83,13 @@ def load_config(cls: type[T], kind: str, preset: str | Path | None = None, overr
     return obj  # type: ignore[return-value]
 
 
+def from_dict(cls: type[T], data: dict[str, Any], origin: str | None = None) -> T:
+    """Build a dataclass from a plain dict (e.g. a checkpoint's saved config), rejecting unknown
+    keys with the closest valid name."""
+    _check_keys(cls, data, origin or cls.__name__)
+    return cls(**data)
+
+
 def to_dict(config: Any) -> dict[str, Any]:
     return dataclasses.asdict(config)
 
@@ -133,5 +140,5 @@ def _suggest(name: str, valid: Sequence[str], prefix: str = "") -> str:
     return f" (valid: {listing})"
 
 
-__all__ = ["CONFIG_DIR", "ConfigError", "UnknownPresetError", "load_config", "preset_names", "preset_path",
+__all__ = ["CONFIG_DIR", "ConfigError", "UnknownPresetError", "from_dict", "load_config", "preset_names", "preset_path",
            "to_dict", "to_yaml"]

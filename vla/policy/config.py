@@ -100,13 +100,9 @@ class PolicyConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> PolicyConfig:
-        valid = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(d) - valid)
-        if unknown:
-            from vla.data.schema import closest
+        from vla.config import from_dict
 
-            raise ValueError(f"PolicyConfig: unknown key '{unknown[0]}'" + closest(unknown[0], sorted(valid)))
-        return cls(**d)
+        return from_dict(cls, d)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)

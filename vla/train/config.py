@@ -48,13 +48,9 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TrainConfig:
-        valid = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(d) - valid)
-        if unknown:
-            from vla.data.schema import closest
+        from vla.config import from_dict
 
-            raise ValueError(f"TrainConfig: unknown key '{unknown[0]}'" + closest(unknown[0], sorted(valid)))
-        return cls(**d)
+        return from_dict(cls, d)
 
 
 def load_train_config(name_or_path: str | Path, **overrides: Any) -> TrainConfig:
