@@ -21,6 +21,8 @@ $(VENV)/.installed: pyproject.toml constraints/cpu.txt
 	$(PY) -m pip install -q --upgrade pip
 	$(if $(HAS_GPU),$(PY) -m pip install -q torch,$(PY) -m pip install -q torch==2.13.0)
 	$(PY) -m pip install -q $(CONSTRAINTS) -e ".[$(EXTRAS)]"
+	# robosuite without its numpy<2 pin (mink==0.0.5); its real dependencies are in the sim extra.
+	$(PY) -m pip install -q --no-deps robosuite==1.5.2
 	touch $@
 
 install: $(VENV)/.installed
