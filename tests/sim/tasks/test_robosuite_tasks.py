@@ -31,7 +31,7 @@ def test_reset_and_step_shapes(lift: RobosuiteTask) -> None:
     assert obs["instruction"] in SPECS["lift"].instructions
     assert obs["timestamp"] == 0.0
     assert info["success"] is False and info["subtask"] == "reach"
-    assert lift.observation_space.contains({**obs, "timestamp": np.float64(obs["timestamp"])})
+    assert lift.observation_space.contains({**obs, "timestamp": np.asarray(obs["timestamp"], np.float64)})
     obs, reward, terminated, truncated, info = lift.step(np.zeros(7, np.float32))
     assert obs["timestamp"] == pytest.approx(0.05)
     assert (reward, terminated, truncated) == (0.0, False, False)
