@@ -26,10 +26,12 @@ from vla.data.synthetic import default_schema, synthetic_episode
 RESULTS = Path(__file__).parent / "results" / "data.md"
 
 
-def windows_per_second(ds: Dataset, seconds: float, batch_size: int, workers: int) -> tuple[float, int]:
+def windows_per_second(ds: Dataset, seconds: float, batch_size: int, workers: int,
+                       threads: int = 0) -> tuple[float, int]:
     """WindowDataset through its batched loader; other datasets through a plain per-item DataLoader."""
     if isinstance(ds, WindowDataset):
-        loader = ds.loader(batch_size, shuffle=True, num_workers=workers, seed=0)
+        loader = ds.loader(batch_size, shuffle=True, num_workers=0 if threads else workers, seed=0,
+                           threads=threads)
     else:
         loader = DataLoader(ds, batch_size=batch_size, shuffle=True, num_workers=workers,
                             persistent_workers=workers > 0, generator=torch.Generator().manual_seed(0))
@@ -79,6 +81,7 @@ def main() -> None:
         memory_ds = WindowDataset(store.path, cache="memory", **kw)
         load_s = time.perf_counter() - t0
         store_wps, store_n = windows_per_second(memory_ds, args.seconds, args.batch_size, args.workers)
+        thread_wps, thread_n = windows_per_second(memory_ds, args.seconds, args.batch_size, 0, threads=args.workers)
         del memory_ds
         chunk_wps, chunk_n = windows_per_second(WindowDataset(store.path, cache="chunks", **kw), args.seconds,
                                                 args.batch_size, args.workers)
@@ -97,11 +100,14 @@ def main() -> None:
             "store read (all keys, sequential)": f"{raw_bytes / 1e6 / read_s:.0f} MB/s ({read_s:.1f} s)",
             f"EpisodeStore windows/s, cache=memory (DataLoader, {args.workers} workers, batch {args.batch_size})":
                 f"{store_wps:.0f} ({store_n} windows; images decoded into memory in {load_s:.1f} s first)",
+            f"EpisodeStore windows/s, cache=memory, {args.workers} prefetch threads (`loader(threads=...)`)":
+                f"{thread_wps:.0f} ({thread_n} windows)",
             f"EpisodeStore windows/s, cache=chunks (per-window zarr reads, {args.workers} workers)":
                 f"{chunk_wps:.0f} ({chunk_n} windows)",
             f"LeRobot v3 export windows/s (video decoding, {args.workers} workers)":
                 f"{video_wps:.0f} ({video_n} windows)",
-            "speed-up store (memory) / video": f"{store_wps / max(video_wps, 1e-9):.1f}x",
+            "speed-up store (memory, worker processes) / video": f"{store_wps / max(video_wps, 1e-9):.1f}x",
+            "speed-up store (memory, threads) / video": f"{thread_wps / max(video_wps, 1e-9):.1f}x",
             "speed-up store (chunks) / video": f"{chunk_wps / max(video_wps, 1e-9):.1f}x",
             "LeRobot export time": f"{export_s:.1f} s",
         }
@@ -112,7 +118,10 @@ def main() -> None:
              f"Machine: {platform.machine()}, {torch.get_num_interop_threads()} interop threads, "
              f"{len(os.sched_getaffinity(0))} cores; window = obs history To={args.obs_horizon}, "
              f"action chunk H={args.action_horizon}, two 84x84 cameras + state.",
-             "Targets: >= 1000 windows/s from the store, >= 5x the video-decoding path.", "",
+             "Targets: >= 1000 windows/s from the store, >= 5x the video-decoding path.",
+             "With an in-memory dataset the DataLoader's worker processes are bound by handing each batch "
+             "(~5 MB of images) through shared memory, not by reading: the same gathers in prefetch threads "
+             "of the training process skip that hand-off.", "",
              "| measure | value |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows.items()), ""]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines))

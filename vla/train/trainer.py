@@ -28,7 +28,7 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from vla.data.dataset import BatchView
+from vla.data.dataset import BatchView, ThreadedBatches
 from vla.data.stats import Stats
 from vla.policy.checkpoint import CheckpointError, load_state_into, load_tensors, save_checkpoint
 from vla.policy.model import VLAModel
@@ -203,7 +203,12 @@ class Trainer:
         result = TrainResult()
         sampler = ResumableBatchSampler(len(self.train_data), cfg.batch_size, cfg.seed, self.step,  # type: ignore[arg-type]
                                         self.rank, self.world_size)
-        if hasattr(self.train_data, "get_batch"):
+        loader: Any
+        if getattr(self.train_data, "cache", None) == "memory":
+            # In-memory windows: gather in prefetch threads of this process; worker processes would
+            # spend more handing batches over shared memory than gathering them.
+            loader = ThreadedBatches(self.train_data, sampler, threads=max(1, cfg.num_workers))  # type: ignore[arg-type]
+        elif hasattr(self.train_data, "get_batch"):
             # Whole batches in one gather (WindowDataset): the per-item collate costs more than the reads.
             loader = DataLoader(BatchView(self.train_data), sampler=sampler, batch_size=None,  # type: ignore[arg-type]
                                 num_workers=cfg.num_workers, persistent_workers=cfg.num_workers > 0)

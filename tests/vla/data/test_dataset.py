@@ -69,6 +69,17 @@ def test_batched_fetch_equals_stacked_items(store: EpisodeStore, cache: str) -> 
         assert torch.equal(plain[key], fast[key]), key
 
 
+def test_threaded_batches_equal_the_dataloader_order(store: EpisodeStore) -> None:
+    ds = WindowDataset(store, obs_horizon=2, action_horizon=4, cache="memory")
+    threaded = list(ds.loader(16, shuffle=True, seed=3, threads=2))
+    plain = list(ds.loader(16, shuffle=True, seed=3, num_workers=0))
+    assert len(threaded) == len(plain) == len(ds.loader(16, threads=2)) > 1
+    for a, b in zip(threaded, plain, strict=True):
+        assert torch.equal(a["action"], b["action"]) and torch.equal(a["images"]["agentview"], b["images"]["agentview"])
+    with pytest.raises(ValueError, match="threads > 0 needs cache='memory'"):
+        WindowDataset(store, cache="chunks").loader(4, threads=2)
+
+
 def test_dataloader_batches_with_workers(store: EpisodeStore) -> None:
     ds = WindowDataset(store.path, episodes=[1, 3], obs_horizon=1, action_horizon=8, cameras=["agentview"])
     batch = next(iter(DataLoader(ds, batch_size=7, shuffle=True, num_workers=2)))
