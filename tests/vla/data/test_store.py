@@ -96,8 +96,9 @@ READER = """
 import sys, time
 from vla.data.store import EpisodeStore
 store = EpisodeStore.open(sys.argv[1])
-seen, deadline = [], time.time() + 60
+seen, deadline = [], time.time() + 300
 while time.time() < deadline:
+    time.sleep(0.01)  # poll, do not spin: the writer needs the CPU on a loaded 2-core machine
     n = store.refresh()
     if n:
         ends = store.table().episode_ends
