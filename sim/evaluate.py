@@ -26,6 +26,7 @@ import numpy as np
 from tqdm import tqdm
 
 from vla.data.schema import Episode, closest
+from vla.registry import EVALUATORS
 
 INTERVENERS = ("", "rac", "hg_dagger")
 
@@ -251,3 +252,22 @@ def _record(store: Any, episode_dir: Path, results: list[EpisodeResult], config:
         meta = json.loads((episode_dir / f"{r.seed}.json").read_text())
         store.append_episode(Episode(steps=steps, task=config.task, instruction=meta["instruction"],
                                      success=r.success, source=config.source, seed=r.seed))
+
+
+@EVALUATORS.register("sim")
+def make_training_evaluator(task: str, episodes: int = 10, workers: int = 2, out_dir: str = "runs/train/eval",
+                            n_action_steps: int = 8, image_size: int = 84) -> Any:
+    """`evaluator(model, step) -> metrics` for the trainer: saves the (EMA) weights it is handed as a
+    checkpoint folder and runs the fixed seed list in worker processes."""
+
+    def evaluate(model: Any, step: int) -> dict[str, float]:
+        from vla.policy.checkpoint import save_checkpoint
+
+        folder = Path(out_dir) / f"step_{step:08d}"
+        save_checkpoint(folder / "policy", model, None)
+        s = run_evaluation(EvalConfig(task=task, policy=str(folder / "policy"), episodes=episodes, workers=workers,
+                                      n_action_steps=n_action_steps, image_size=image_size, videos=1,
+                                      out_dir=str(folder)), progress=False)
+        return {"success_rate": s["success_rate"], "length_mean": s["length_mean"]}
+
+    return evaluate

@@ -60,5 +60,7 @@ class Registry(Generic[T]):
 TASKS: Registry[Any] = Registry("task", modules=("sim.tasks",))
 # Stages of the main job (`vla run`): vla/job.py registers the core ones, sim/ and real/ theirs.
 STAGES: Registry[Any] = Registry("stage", modules=("vla.job", "sim.stages", "real.stages"))
+# Periodic evaluators for training (`evaluator(model, step) -> metrics`): sim/ registers "sim".
+EVALUATORS: Registry[Any] = Registry("evaluator", modules=("sim.evaluate",))
 # Refinement algorithms: vla/refine registers them.
 ALGORITHMS: Registry[Any] = Registry("algorithm", modules=("vla.refine",))

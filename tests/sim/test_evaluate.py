@@ -92,3 +92,18 @@ def test_intervened_rollouts_are_flagged(tmp_path: Path, mode: str) -> None:
         else:
             assert not recovery.any()
     assert summary["intervention_steps"] > summary["recovery_steps"]
+
+
+@pytest.mark.slow
+def test_periodic_sim_evaluation_during_training(tmp_path: Path) -> None:
+    from vla.train.job import run_training
+
+    run_evaluation(EvalConfig(task="pick_place", policy="expert", episodes=2, workers=1, videos=0, source="demo",
+                              seed_start=0, out_dir=str(tmp_path / "c"), record=str(tmp_path / "d.zarr")),
+                   progress=False)
+    result = run_training(tmp_path / "d.zarr", tmp_path / "train", "tiny", "debug",
+                          ["train.steps=2", "train.eval_every=2", "train.batch_size=2", "data.val_fraction=0"],
+                          eval_task="pick_place", eval_episodes=2)
+    assert list(result.evals) == [2]
+    assert 0.0 <= result.evals[2]["success_rate"] <= 1.0 and result.evals[2]["length_mean"] > 0
+    assert (tmp_path / "train" / "eval" / "step_00000002" / "summary.json").exists()

@@ -14,12 +14,17 @@ def register(app: typer.Typer) -> None:
                   policy: str = typer.Option("tiny", help="policy preset (configs/policy/) or YAML path"),
                   train: str = typer.Option("default", help="train preset (configs/train/) or YAML path"),
                   resume: bool = typer.Option(False, help="continue from the latest checkpoint in --out"),
+                  eval_task: str = typer.Option("", help="sim task to evaluate on every train.eval_every steps"),
+                  eval_episodes: int = typer.Option(10, help="episodes per periodic evaluation"),
                   overrides: list[str] = typer.Argument(None, help="policy.x=.. train.x=.. data.x=.. overrides"),
                   ) -> None:
         """Pretrain a policy on an EpisodeStore; checkpoints are safetensors folders."""
         from vla.train.job import run_training
 
-        result = run_training(store, out, policy, train, overrides or [], resume=resume)
+        result = run_training(store, out, policy, train, overrides or [], resume=resume, eval_task=eval_task,
+                              eval_episodes=eval_episodes)
+        for step, scores in result.evals.items():
+            typer.echo(f"eval at step {step}: " + ", ".join(f"{k} {v:.3f}" for k, v in scores.items()))
         last = list(result.losses.values())[-1] if result.losses else float("nan")
         typer.echo(f"trained to step {result.steps_done}; last loss {last:.4f}; checkpoint: {result.last_checkpoint}")
 

@@ -81,7 +81,9 @@ def build(store_path: str | Path, policy_preset: str, train_preset: str,
 
 def run_training(store_path: str | Path, out_dir: str | Path, policy_preset: str = "tiny",
                  train_preset: str = "default", overrides: list[str] | None = None,
-                 resume: bool = False) -> Any:
+                 resume: bool = False, eval_task: str = "", eval_episodes: int = 10) -> Any:
+    """Train (or resume); with `eval_task` the sim evaluator runs every `train.eval_every` steps and
+    its success rate goes to TensorBoard (eval/success_rate)."""
     from vla.policy.model import VLAModel
     from vla.train.trainer import latest_checkpoint, train
 
@@ -90,4 +92,11 @@ def run_training(store_path: str | Path, out_dir: str | Path, policy_preset: str
     model = VLAModel(policy_cfg, stats)
     out_dir = Path(out_dir)
     can_resume = resume and latest_checkpoint(out_dir) is not None
-    return train(model, train_ds, train_cfg, out_dir, stats, val_ds, resume=can_resume)
+    evaluator = None
+    if eval_task:
+        from vla.registry import EVALUATORS
+
+        image_size = next(iter(train_ds.store.schema.cameras.values()), (84, 84))[0]
+        evaluator = EVALUATORS.make("sim", task=eval_task, episodes=eval_episodes,
+                                    out_dir=str(out_dir / "eval"), image_size=image_size)
+    return train(model, train_ds, train_cfg, out_dir, stats, val_ds, resume=can_resume, evaluator=evaluator)
