@@ -188,7 +188,7 @@ def to_markdown(payload: dict) -> str:
             r["preset"], r["backend"], f"{params / 1e6:.2f}" if params else "",
             f"{r['latency_ms_p50']:.1f}" if "latency_ms_p50" in r else "",
             f"{r['latency_ms_p99']:.1f}" if "latency_ms_p99" in r else "",
-            f"{r['train_samples_per_s']:.0f}" if "train_samples_per_s" in r else "",
+            f"{r['train_samples_per_s']:.3g}" if "train_samples_per_s" in r else "",
             r.get("peak_rss_mb", 0), f"warm-up {r['warmup_s']:.0f} s" if r.get("warmup_s", 0) > 5 else ""))
     return "\n".join(lines) + "\n"
 
