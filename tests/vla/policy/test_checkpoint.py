@@ -49,7 +49,9 @@ def test_known_instructions_need_no_language_model(saved: tuple[Path, VLAModel, 
     path, _, _ = saved
     encoder = InstructionEncoder(model_dir="/nonexistent")  # fails if the model were loaded
     model, _ = load_model(path, language=encoder)
-    assert set(encoder.cached()) == {"follow the line", "go back"}
+    # The table holds what the process's shared encoder had cached when the model was saved: the
+    # training instructions, plus any other test's in the same worker.
+    assert {"follow the line", "go back"} <= set(encoder.cached())
     assert model.language_embedding(["go back"]).shape == (1, 384)
 
 
