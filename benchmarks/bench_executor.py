@@ -21,12 +21,11 @@ import math
 import os
 import platform
 import time
-from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
 
-from real.executor import MODES, ChunkExecutor, ExecutorConfig
+from real.executor import MODES, ChunkExecutor, ExecutorConfig, action_changes
 from real.safety import JointLimits, SafetyFilter
 from real.testing import FakeRobot, SteppedWorker, SyntheticPolicy
 from real.worker import FakeClock, MonotonicClock, ThreadWorker
@@ -56,15 +55,9 @@ def run_one(mode: str, delay_s: float, rate_hz: float, horizon: int, seconds: fl
     finally:
         worker.close()
     st = ex.stats()
-    recs = [r for r in ex.records if r.action is not None]
-    steps, jumps = [], []
-    for prev, cur in pairwise(recs):
-        d = float(np.linalg.norm(cur.action - prev.action))
-        steps.append(d)
-        if cur.chunk_id != prev.chunk_id:
-            jumps.append(d)
-    med = float(np.median(steps)) if steps else float("nan")
-    jumps_rel = np.asarray(jumps) / med if jumps else np.full(1, np.nan)
+    steps, jumps = action_changes(ex.records)
+    med = float(np.median(steps)) if len(steps) else float("nan")
+    jumps_rel = jumps / med if len(jumps) else np.full(1, np.nan)
     return {**st, "jump_mean": float(jumps_rel.mean()), "jump_max": float(jumps_rel.max()),
             "median_step": med}
 

@@ -31,6 +31,7 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
@@ -90,6 +91,19 @@ class TickRecord:
     starved: bool  # no action although a chunk had already arrived once
     hold: str | None  # safety hold kind, if any
     queue_depth: int
+
+
+def action_changes(records: list[TickRecord]) -> tuple[np.ndarray, np.ndarray]:
+    """(every per-step action change, the changes at chunk switches) over ticks that sent an action:
+    the boundary-jump metric of the tests and the executor benchmark."""
+    recs = [r for r in records if r.action is not None]
+    steps, switches = [], []
+    for prev, cur in pairwise(recs):
+        d = float(np.linalg.norm(cur.action - prev.action))
+        steps.append(d)
+        if cur.chunk_id != prev.chunk_id:
+            switches.append(d)
+    return np.asarray(steps), np.asarray(switches)
 
 
 def rtc_weights(horizon: int, frozen: int, overlap: int) -> np.ndarray:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from itertools import pairwise
-
 import numpy as np
 
-from real.executor import ChunkExecutor, ExecutorConfig
+from real.executor import ChunkExecutor, ExecutorConfig, action_changes
 from real.safety import JointLimits, SafetyFilter
 from real.testing import FakeRobot, SteppedWorker, SyntheticPolicy
 from real.worker import FakeClock
@@ -41,11 +39,4 @@ def executed(ex: ChunkExecutor) -> dict[int, np.ndarray]:
 
 def step_norms(ex: ChunkExecutor) -> tuple[np.ndarray, np.ndarray]:
     """(all per-step action changes, changes at chunk switches) over ticks that had an action."""
-    recs = [r for r in ex.records if r.action is not None]
-    steps, switches = [], []
-    for prev, cur in pairwise(recs):
-        d = float(np.linalg.norm(cur.action - prev.action))
-        steps.append(d)
-        if cur.chunk_id != prev.chunk_id:
-            switches.append(d)
-    return np.asarray(steps), np.asarray(switches)
+    return action_changes(ex.records)
