@@ -22,6 +22,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -402,6 +403,19 @@ def run_backend(backend: str, args, truth: Truth, LeRobotDataset) -> dict:
     return stats
 
 
+def add_episode(ds: Any, truth: Truth, e: int, task: str) -> None:
+    """Record ground-truth episode `e` through LeRobot's own writer (add_frame + save_episode)."""
+    for k in range(truth.lengths[e]):
+        frame = {"task": task}
+        for step_key, feat in truth.feature_of.items():
+            v = np.asarray(truth.step(e, step_key)[k])
+            frame[feat] = v.reshape(1) if v.ndim == 0 else v
+        for cam in truth.cameras:
+            frame[f"observation.images.{cam}"] = truth.step(e, f"images/{cam}")[k]
+        ds.add_frame(frame)
+    ds.save_episode()
+
+
 def native_reference(args, truth: Truth, LeRobotDataset, work: Path) -> None:
     """Record the same episodes with LeRobot's own writer and diff the on-disk layout against our export."""
     import pyarrow.parquet as pq  # a lerobot dependency
@@ -425,16 +439,8 @@ def native_reference(args, truth: Truth, LeRobotDataset, work: Path) -> None:
                                    video_files_size_in_mb=ours_info["video_files_size_in_mb"],
                                    data_files_size_in_mb=ours_info["data_files_size_in_mb"])
         ds.meta.update_chunk_settings(chunks_size=ours_info["chunks_size"])
-        for e, n in enumerate(truth.lengths[:2]):
-            for k in range(n):
-                frame = {"task": truth.meta["instructions"][e]}
-                for step_key, feat in truth.feature_of.items():
-                    v = np.asarray(truth.step(e, step_key)[k])
-                    frame[feat] = v.reshape(1) if v.ndim == 0 else v
-                for cam in truth.cameras:
-                    frame[f"observation.images.{cam}"] = truth.step(e, f"images/{cam}")[k]
-                ds.add_frame(frame)
-            ds.save_episode()
+        for e in range(min(2, len(truth.lengths))):
+            add_episode(ds, truth, e, truth.meta["instructions"][e])
         ds.finalize()
         return ds
     name = (f"LeRobot's own writer records the first 2 episodes (vcodec={vcodec}, its default g/crf, extra options "
@@ -534,16 +540,7 @@ def resume_append(args, truth: Truth, LeRobotDataset, work: Path) -> None:
 
     def go():
         ds = LeRobotDataset.resume(repo_id="local/check", root=root)
-        e = 0
-        for k in range(truth.lengths[e]):
-            frame = {"task": "a brand new task"}
-            for step_key, feat in truth.feature_of.items():
-                v = np.asarray(truth.step(e, step_key)[k])
-                frame[feat] = v.reshape(1) if v.ndim == 0 else v
-            for cam in truth.cameras:
-                frame[f"observation.images.{cam}"] = truth.step(e, f"images/{cam}")[k]
-            ds.add_frame(frame)
-        ds.save_episode()
+        add_episode(ds, truth, 0, "a brand new task")
         ds.finalize()
         re = LeRobotDataset(repo_id="local/check", root=root, video_backend="pyav")
         n_old = sum(truth.lengths)
