@@ -60,6 +60,27 @@ class EvalStageConfig:
 
 
 @dataclass
+class RefineStageConfig:
+    method: str = "habc"  # habc | rac | hg_dagger | sft | filtered_bc | awr
+    iterations: int = 1
+    episodes_per_iteration: int = 10  # rollouts collected with the intervener per iteration
+    eval_episodes: int = 20
+    train_steps: int = 500
+    workers: int = 2
+    overrides: list[str] = field(default_factory=list)  # refine config overrides, e.g. ["habc.beta=0.5"]
+
+
+@dataclass
+class DeployStageConfig:
+    episodes: int = 1  # episodes run over ROS 2 against the MuJoCo robot bridge
+    mode: str = "aligned"  # executor mode: sync | naive_async | aligned | rtc
+    backend: str = "onnx"  # onnx | torch
+    rate_hz: float = 20.0
+    timeout_s: float = 180.0
+    ros_domain_id: int = 77
+
+
+@dataclass
 class JobConfig:
     out_dir: str = "runs/main"
     overwrite: bool = True
@@ -69,6 +90,8 @@ class JobConfig:
     loader: LoaderStageConfig = field(default_factory=LoaderStageConfig)
     pretrain: PretrainStageConfig = field(default_factory=PretrainStageConfig)
     eval: EvalStageConfig = field(default_factory=EvalStageConfig)
+    refine: RefineStageConfig = field(default_factory=RefineStageConfig)
+    deploy: DeployStageConfig = field(default_factory=DeployStageConfig)
 
     def validate(self) -> None:
         for stage_name in self.stages:
