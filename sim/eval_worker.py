@@ -77,6 +77,20 @@ def run_episode(env: Any, policy: Any, seed: int, spec: dict[str, Any], record: 
     return result, builder, frames
 
 
+def intervener_args(spec: dict[str, Any]) -> dict[str, Any]:
+    """The spec's ExpertIntervener keywords (JSON numbers; the counts among them as int)."""
+    import inspect
+
+    from sim.intervener import ExpertIntervener
+
+    valid = inspect.signature(ExpertIntervener).parameters
+    args = dict(spec.get("intervener_args") or {})
+    unknown = sorted(set(args) - set(valid) - {"env", "expert", "mode"})
+    if unknown:
+        raise ValueError(f"unknown intervener_args {unknown} (valid: {sorted(set(valid) - {'env', 'expert', 'mode'})})")
+    return {k: int(v) if isinstance(valid[k].default, int) and float(v).is_integer() else v for k, v in args.items()}
+
+
 def main(spec_path: str) -> None:
     spec = json.loads(Path(spec_path).read_text())
     from vla.registry import TASKS
@@ -90,7 +104,7 @@ def main(spec_path: str) -> None:
         from sim.policies import make_expert
 
         intervener = ExpertIntervener(env, make_expert(env, seed=spec["seeds"][0] if spec["seeds"] else 0),
-                                      mode=spec["intervener"])
+                                      mode=spec["intervener"], **intervener_args(spec))
     episode_dir = Path(spec["episode_dir"]) if spec["episode_dir"] else None
     if episode_dir is not None:
         episode_dir.mkdir(parents=True, exist_ok=True)

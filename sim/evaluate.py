@@ -50,6 +50,7 @@ class EvalConfig:
     policy: str = "expert"  # zero | random | expert | path to a checkpoint folder
     episodes: int = 10
     seed_start: int = 1000  # seeds seed_start .. seed_start + episodes - 1
+    seeds: list[int] | None = None  # an explicit seed list instead (e.g. the missing ones of a resumed run)
     workers: int = 2
     n_action_steps: int = 8  # actions executed from each chunk before the next inference
     cameras: list[str] | None = None  # None: the task's default cameras; []: state only
@@ -64,6 +65,7 @@ class EvalConfig:
     out_dir: str = "runs/eval"
     policy_version: int = 0
     intervener: str = ""  # "" (none), "rac" (rewind + correct, episode ends) or "hg_dagger"
+    intervener_args: dict[str, float] = field(default_factory=dict)  # ExpertIntervener keywords, e.g. subtask_timeout
 
     def validate(self) -> None:
         if self.episodes < 1 or self.workers < 1 or self.n_action_steps < 1:
@@ -71,6 +73,10 @@ class EvalConfig:
                              f"{self.episodes}, {self.workers}, {self.n_action_steps}")
         if self.intervener not in INTERVENERS:
             raise ValueError(f"unknown intervener '{self.intervener}'" + closest(self.intervener, INTERVENERS))
+        if self.intervener_args:
+            from sim.eval_worker import intervener_args
+
+            intervener_args({"intervener_args": self.intervener_args})  # unknown keys fail here, not in a worker
 
 
 @dataclass
@@ -152,7 +158,9 @@ def run_evaluation(config: EvalConfig, progress: bool = True) -> dict[str, Any]:
     TASKS.get(config.task)  # an unknown task fails here, naming the valid ones, before any worker starts
     out_dir = Path(config.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    seeds = [config.seed_start + i for i in range(config.episodes)]
+    seeds = list(config.seeds) if config.seeds is not None else [config.seed_start + i for i in range(config.episodes)]
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError(f"the seed list must be non-empty and without repeats, got {seeds}")
     video_seeds = set(seeds[: config.videos])
     workers = min(config.workers, len(seeds))
     store = _open_record_store(config) if config.record else None
@@ -250,8 +258,16 @@ def _record(store: Any, episode_dir: Path, results: list[EpisodeResult], config:
         with np.load(episode_dir / f"{r.seed}.npz", allow_pickle=False) as z:
             steps = {k: z[k] for k in z.files}
         meta = json.loads((episode_dir / f"{r.seed}.json").read_text())
+        # A rollout that needed a takeover is an intervention episode (vla.data.schema sources).
+        source = "intervention" if config.source == "rollout" and r.intervention_steps else config.source
         store.append_episode(Episode(steps=steps, task=config.task, instruction=meta["instruction"],
-                                     success=r.success, source=config.source, seed=r.seed))
+                                     success=r.success, source=source, seed=r.seed))
+
+
+@EVALUATORS.register("sim_episodes")
+def run_episodes(progress: bool = True, **config: Any) -> dict[str, Any]:
+    """`run_evaluation` by keyword (`EvalConfig` fields), for callers in vla/ that must not import sim/."""
+    return run_evaluation(EvalConfig(**config), progress=progress)
 
 
 @EVALUATORS.register("sim")

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-import av
 import numpy as np
 
 
@@ -22,6 +21,8 @@ def write_mp4(path: str | Path, frames: Sequence[np.ndarray], fps: float = 20.0)
     path.parent.mkdir(parents=True, exist_ok=True)
     h, w = frames[0].shape[:2]
     ph, pw = h + h % 2, w + w % 2
+    import av  # only where videos are written (headless GPU hosts may lack PyAV)
+
     with av.open(str(path), mode="w") as container:
         stream = container.add_stream("libx264", rate=round(fps))
         stream.width, stream.height, stream.pix_fmt = pw, ph, "yuv420p"

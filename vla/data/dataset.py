@@ -103,7 +103,11 @@ class WindowDataset(Dataset):
     def __init__(self, store: EpisodeStore | str, episodes: Sequence[int] | np.ndarray | None = None, *,
                  obs_horizon: int = 1, action_horizon: int = 16, cameras: Sequence[str] | None = None,
                  stride: int = 1, cache: str = "auto", memory_budget_gb: float = 8.0,
-                 cache_chunks: int = 64) -> None:
+                 cache_chunks: int = 64, loss_weights: np.ndarray | None = None,
+                 sample_weights: np.ndarray | None = None) -> None:
+        """`loss_weights` (per global step, refinement): batches gain `loss_weight` [B, H], the
+        weight of each action in the BC loss. `sample_weights` (per global step): the trainer
+        draws windows in proportion to the weight of their first step (`window_weights`)."""
         self.store = EpisodeStore.open(store) if not isinstance(store, EpisodeStore) else store
         if obs_horizon < 1 or action_horizon < 1:
             raise ValueError(f"obs_horizon and action_horizon must be >= 1, got {obs_horizon}, {action_horizon}")
@@ -121,6 +125,11 @@ class WindowDataset(Dataset):
         self.index = build_window_index(table.episode_starts, table.episode_ends, self.episodes, stride)
         self._instruction, self._task = table.instruction, table.task
         n = self.store.n_steps
+        self.loss_weights = _per_step("loss_weights", loss_weights, n, np.float32)
+        sample = _per_step("sample_weights", sample_weights, n, np.float64)
+        self.window_weights = None if sample is None else sample[self.index.step]
+        if self.window_weights is not None and not self.window_weights.sum() > 0:
+            raise ValueError("sample_weights give every window of the selected episodes zero weight")
         self._low_dim = {k: np.asarray(self.store.read(k, 0, n)) for k in LOW_DIM_KEYS}
         self._cache_chunks = cache_chunks
         self._caches: dict[str, _ChunkCache] | None = None  # built lazily in each worker
@@ -154,6 +163,8 @@ class WindowDataset(Dataset):
             "task": str(self._task[ep]),
             "episode_index": ep,
             "step_index": t - int(self.index.start[i]),
+            **({"loss_weight": torch.from_numpy(self.loss_weights[act_idx] * act_mask)}
+               if self.loss_weights is not None else {}),
         }
 
 
@@ -181,6 +192,8 @@ class WindowDataset(Dataset):
             "task": [str(self._task[e]) for e in episodes],
             "episode_index": torch.from_numpy(episodes),
             "step_index": torch.from_numpy(t - start),
+            **({"loss_weight": torch.from_numpy(self.loss_weights[act_idx] * (act < end[:, None]))}
+               if self.loss_weights is not None else {}),
         }
 
     def loader(self, batch_size: int, *, shuffle: bool = True, num_workers: int = 2, seed: int | None = None,
@@ -205,6 +218,17 @@ class WindowDataset(Dataset):
         if self._caches is None:
             self._caches = {c: _ChunkCache(self.store, f"{IMAGE_PREFIX}{c}", self._cache_chunks) for c in self.cameras}
         return self._caches[cam].take(steps)
+
+
+def _per_step(name: str, values: np.ndarray | None, n: int, dtype: type) -> np.ndarray | None:
+    if values is None:
+        return None
+    arr = np.asarray(values, dtype=dtype)
+    if arr.shape != (n,):
+        raise ValueError(f"{name} must have one value per store step, shape ({n},), got {arr.shape}")
+    if not np.all(np.isfinite(arr)) or (arr < 0).any():
+        raise ValueError(f"{name} must be finite and >= 0")
+    return arr
 
 
 class ThreadedBatches:

@@ -170,6 +170,8 @@ class VLAModel(nn.Module):
         x_tau = flow.interpolate(x0, x1, tau_pos)
         v = self.velocity(x_tau, tau_pos, context, cmask)
         weight = (valid & ~clean).float()
+        if "loss_weight" in batch:  # refinement: per-action weights (HABC / AWR), 0 = unsupervised
+            weight = weight * batch["loss_weight"][:, :h].to(device).float()
         loss = flow.masked_mse(v, flow.target_velocity(x0, x1), weight)
         metrics = {"loss": float(loss.detach()), "prefix_len": float(d.float().mean()),
                    "valid_frac": float(weight.mean())}

@@ -80,14 +80,17 @@ def train_critics(features: torch.Tensor, viability: torch.Tensor, viability_mas
         opt.zero_grad()
         loss.backward()
         opt.step()
-        last = {"viability_loss": float(lv), "efficiency_loss": float(le)}
+        last = {"viability_loss": float(lv.detach()), "efficiency_loss": float(le.detach())}
     return critic.eval(), last
 
 
 @torch.no_grad()
 def habc_weights(critic: TwinCritic, features: torch.Tensor, next_index: torch.Tensor, done_success: torch.Tensor,
-                 is_intervention: torch.Tensor, cfg: CriticConfig) -> dict[str, torch.Tensor]:
-    """Per-step BC weights (and the terms behind them) for every row of `features`."""
+                 is_intervention: torch.Tensor, cfg: CriticConfig,
+                 scale_rows: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+    """Per-step BC weights (and the terms behind them) for every row of `features`.
+    `scale_rows` (bool): the rows whose advantage spread sets the scale (the policy's steps:
+    demo rows would otherwise dilute it); default all."""
     x = (features - critic.feature_mean) / critic.feature_std
     logits, eff = critic.forward_heads(x)
     v = torch.sigmoid(logits)
@@ -99,6 +102,9 @@ def habc_weights(critic: TwinCritic, features: torch.Tensor, next_index: torch.T
     g = hm.gate(v, cfg.v_low, cfg.v_high) if cfg.use_gate else torch.full_like(v, 0.5)
     if cfg.single_critic:
         g = torch.zeros_like(v)
-    adv = hm.merged_advantage(a_v, a_e, g)
+    rows = torch.ones_like(v, dtype=torch.bool) if scale_rows is None else scale_rows.bool()
+    if rows.sum() >= 2:
+        a_v, a_e = a_v / (a_v[rows].std() + 1e-6), a_e / (a_e[rows].std() + 1e-6)
+    adv = hm.merged_advantage(a_v, a_e, g, normalise=False)
     w = hm.bc_weights(adv, is_intervention, cfg.beta, cfg.w_max, cfg.demo_weight)
     return {"weight": w, "advantage": adv, "gate": g, "viability": v, "efficiency": eff}

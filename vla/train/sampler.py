@@ -16,7 +16,9 @@ import torch
 
 class ResumableBatchSampler:
     def __init__(self, n: int, batch_size: int, seed: int = 0, start_step: int = 0, rank: int = 0,
-                 world_size: int = 1) -> None:
+                 world_size: int = 1, weights: torch.Tensor | None = None) -> None:
+        """`weights` (one per sample): draw each batch with replacement in proportion to them,
+        from a generator seeded by (seed, step), so resuming stays exact."""
         if n < batch_size:
             raise ValueError(f"dataset has {n} samples, fewer than one batch of {batch_size}")
         if batch_size % world_size:
@@ -24,9 +26,19 @@ class ResumableBatchSampler:
         self.n, self.batch_size, self.seed, self.start_step = n, batch_size, seed, start_step
         self.rank, self.world_size = rank, world_size
         self.per_epoch = n // batch_size
+        if weights is not None:
+            weights = torch.as_tensor(weights, dtype=torch.float64)
+            if weights.shape != (n,) or not torch.isfinite(weights).all() or (weights < 0).any() or weights.sum() <= 0:
+                raise ValueError(f"weights must be {n} finite values >= 0 with a positive sum")
+        self.weights = weights
         self._perm_epoch, self._perm = -1, torch.empty(0, dtype=torch.long)
 
     def batch_at(self, step: int) -> list[int]:
+        if self.weights is not None:
+            gen = torch.Generator().manual_seed((self.seed * 1_000_003 + step * 7_919) % (2**63 - 1))
+            batch = torch.multinomial(self.weights, self.batch_size, replacement=True, generator=gen)
+            local = self.batch_size // self.world_size
+            return batch[self.rank * local : (self.rank + 1) * local].tolist()
         epoch, i = divmod(step, self.per_epoch)
         if epoch != self._perm_epoch:
             self._perm = torch.randperm(self.n, generator=torch.Generator().manual_seed(self.seed + epoch))

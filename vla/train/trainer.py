@@ -201,8 +201,10 @@ class Trainer:
         cfg = self.cfg
         end = cfg.steps if steps is None else steps
         result = TrainResult()
+        weights = getattr(self.train_data, "window_weights", None)
         sampler = ResumableBatchSampler(len(self.train_data), cfg.batch_size, cfg.seed, self.step,  # type: ignore[arg-type]
-                                        self.rank, self.world_size)
+                                        self.rank, self.world_size,
+                                        None if weights is None else torch.from_numpy(weights))
         loader: Any
         if getattr(self.train_data, "cache", None) == "memory":
             # In-memory windows: gather in prefetch threads of this process; worker processes would

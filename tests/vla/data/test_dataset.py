@@ -106,3 +106,22 @@ def test_split_episodes_is_seeded_and_disjoint() -> None:
     train, val = split_episodes(np.arange(20), 0.2, seed=3)
     assert len(val) == 4 and not set(train) & set(val) and len(train) + len(val) == 20
     assert np.array_equal(split_episodes(np.arange(20), 0.2, seed=3)[1], val)
+
+
+def test_loss_and_sample_weights_follow_the_action_steps(store: EpisodeStore) -> None:
+    n = store.n_steps
+    loss_w = np.arange(n, dtype=np.float32)
+    sample_w = np.zeros(n)
+    sample_w[5] = 1.0
+    ds = WindowDataset(store, obs_horizon=1, action_horizon=4, loss_weights=loss_w, sample_weights=sample_w)
+    batch = ds.get_batch(np.arange(len(ds)))
+    item = ds[3]
+    t = int(ds.index.step[3])
+    expected = np.where(item["action_mask"].numpy(), loss_w[np.minimum(t + np.arange(4), int(ds.index.end[3]) - 1)], 0)
+    np.testing.assert_allclose(item["loss_weight"].numpy(), expected)
+    np.testing.assert_allclose(batch["loss_weight"][3].numpy(), expected)
+    assert np.flatnonzero(ds.window_weights).tolist() == [int(np.flatnonzero(ds.index.step == 5)[0])]
+    with pytest.raises(ValueError, match="loss_weights must have one value per store step"):
+        WindowDataset(store, loss_weights=np.ones(n + 1))
+    with pytest.raises(ValueError, match="zero weight"):
+        WindowDataset(store, sample_weights=np.zeros(n))

@@ -47,6 +47,25 @@ def test_same_generator_same_loss_and_padding_does_not_count() -> None:
     assert float(l4) != pytest.approx(float(l1), rel=1e-6)
 
 
+@torch.no_grad()
+def test_loss_weights_scale_samples_and_zero_excludes_them() -> None:
+    model, data = make()
+    batch = batch_of(data)
+    base, _ = model.compute_loss(batch, torch.Generator().manual_seed(3))
+    uniform = dict(batch, loss_weight=torch.full(batch["action_mask"].shape, 2.0))
+    same, _ = model.compute_loss(uniform, torch.Generator().manual_seed(3))
+    assert float(same) == pytest.approx(float(base), rel=1e-5)
+    weights = torch.ones(batch["action_mask"].shape)
+    weights[:4] = 0.0  # the first half of the batch is not supervised
+    weighted = dict(batch, loss_weight=weights)
+    l1, _ = model.compute_loss(weighted, torch.Generator().manual_seed(3))
+    changed = dict(weighted, action=batch["action"].clone())
+    changed["action"][:4] += 7.0
+    assert float(model.compute_loss(changed, torch.Generator().manual_seed(3))[0]) == pytest.approx(float(l1), rel=1e-6)
+    changed["action"][5] += 7.0
+    assert float(model.compute_loss(changed, torch.Generator().manual_seed(3))[0]) != pytest.approx(float(l1), rel=1e-6)
+
+
 def test_prefix_positions_get_no_loss() -> None:
     """With every sample given a clean first action, that position's velocity gets no gradient."""
     model, data = make(max_prefix=1, prefix_prob=1.0)

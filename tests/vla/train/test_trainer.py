@@ -116,3 +116,14 @@ def test_evaluator_runs_on_ema_weights_and_restores(tmp_path: Path) -> None:
     # After evaluation the training weights are back (they differ from the EMA weights).
     ema = trainer.ema.state_for(trainer.model)
     assert not all(torch.equal(v, ema[k]) for k, v in trainer.model.state_dict().items())
+
+
+def test_weighted_sampler_draws_only_weighted_samples_and_resumes_exactly() -> None:
+    w = torch.tensor([0.0, 1.0, 0.0, 3.0])
+    a = ResumableBatchSampler(4, 2, seed=5, weights=w)
+    drawn = [i for s in range(500) for i in a.batch_at(s)]
+    assert set(drawn) == {1, 3}
+    assert 0.7 < drawn.count(3) / len(drawn) < 0.8  # 3:1
+    assert ResumableBatchSampler(4, 2, seed=5, start_step=7, weights=w).batch_at(7) == a.batch_at(7)
+    with pytest.raises(ValueError, match="weights"):
+        ResumableBatchSampler(4, 2, weights=torch.zeros(4))

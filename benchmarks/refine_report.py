@@ -1,0 +1,136 @@
+"""Markdown tables and PNG learning curves from bench_refine.py's results.json files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+# Two-sided 95% Student t quantiles by sample size (n - 1 degrees of freedom).
+T95 = {2: 12.706, 3: 4.303, 4: 3.182, 5: 2.776, 6: 2.571, 7: 2.447, 8: 2.365, 9: 2.306, 10: 2.262}
+
+
+def mean_ci(values: list[float]) -> tuple[float, float]:
+    """Mean and the half-width of its 95% t interval over seeds (0 for a single seed)."""
+    n = len(values)
+    m = sum(values) / n
+    if n < 2:
+        return m, 0.0
+    sd = math.sqrt(sum((v - m) ** 2 for v in values) / (n - 1))
+    return m, T95.get(n, 1.96) * sd / math.sqrt(n)
+
+
+def curves(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[int, list[dict[str, Any]]]]]:
+    """task -> method -> version -> the seeds' records."""
+    out: dict[str, Any] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    for r in rows:
+        out[r["task"]][r["method"]][r["version"]].append(r)
+    return out
+
+
+def summary_rows(by_version: dict[int, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    rows = []
+    for v in sorted(by_version):
+        recs = by_version[v]
+        m, h = mean_ci([r["success_rate"] for r in recs])
+        rows.append({"version": v, "seeds": len(recs), "success": m, "ci": h,
+                     "pooled": f"{sum(r['successes'] for r in recs)}/{sum(r['episodes'] for r in recs)}",
+                     "env_episodes": sum(r["env_episodes"] for r in recs) / len(recs),
+                     "intervention_steps": sum(r["intervention_steps"] for r in recs) / len(recs)})
+    return rows
+
+
+def plot(task: str, methods: dict[str, dict[int, list[dict[str, Any]]]], path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    for method, by_version in sorted(methods.items()):
+        rows = summary_rows(by_version)
+        y = [r["success"] for r in rows]
+        ci = [r["ci"] for r in rows]
+        style = "-" if "_no_" not in method and "single" not in method else ":"
+        for ax, key in ((axes[0], "env_episodes"), (axes[1], "intervention_steps")):
+            x = [r[key] for r in rows]
+            ax.plot(x, y, style, marker="o", label=method)
+            ax.fill_between(x, [a - b for a, b in zip(y, ci, strict=True)], [a + b for a, b in zip(y, ci, strict=True)],
+                            alpha=0.12)
+    axes[0].set_xlabel("env episodes collected")
+    axes[1].set_xlabel("intervention steps (mean over seeds)")
+    axes[0].set_ylabel("success rate (mean over seeds, 95% t band)")
+    for ax in axes:
+        ax.set_ylim(0, 1)
+        ax.grid(alpha=0.3)
+    axes[1].legend(fontsize=8)
+    fig.suptitle(f"refinement on {task}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def targets(methods: dict[str, dict[int, list[dict[str, Any]]]]) -> list[str]:
+    lines = []
+
+    def final(name: str) -> dict[str, Any] | None:
+        return summary_rows(methods[name])[-1] if name in methods else None
+
+    habc, sft = final("habc"), final("sft")
+    if habc and sft:
+        ok = habc["success"] >= 2 * sft["success"] or habc["success"] - sft["success"] >= 0.30
+        lines.append(f"- HABC final {habc['success']:.0%} vs SFT {sft['success']:.0%} "
+                     f"(target: >= 2x or >= +30 points): **{'met' if ok else 'not met'}**")
+    rac, dag = final("rac"), final("hg_dagger")
+    if rac and dag and "rac" in methods:
+        reach = [r for r in summary_rows(methods["rac"]) if r["success"] >= dag["success"]]
+        if reach and dag["intervention_steps"] > 0:
+            ratio = reach[0]["intervention_steps"] / dag["intervention_steps"]
+            lines.append(f"- RaC reaches HG-DAgger's final {dag['success']:.0%} at version {reach[0]['version']} with "
+                         f"{reach[0]['intervention_steps']:.0f} intervention steps vs HG-DAgger's "
+                         f"{dag['intervention_steps']:.0f} ({ratio:.2f}x; target <= 1/3): "
+                         f"**{'met' if ratio <= 1 / 3 else 'not met'}**")
+        else:
+            lines.append(f"- RaC final {rac['success']:.0%} does not reach HG-DAgger's final {dag['success']:.0%} "
+                         "(target: reach it with <= 1/3 of its intervention steps): **not met**")
+    return lines
+
+
+def report(args: argparse.Namespace) -> None:
+    results = [json.loads(Path(f).read_text()) for f in args.results]
+    rows = [r for res in results for r in res["records"]]
+    png_dir = Path(args.png_dir)
+    png_dir.mkdir(parents=True, exist_ok=True)
+    lines = ["# Refinement benchmark (issue 6)", "",
+             f"Command: `{args.command or 'python benchmarks/bench_refine.py run ...'}` then "
+             f"`python benchmarks/bench_refine.py report --results {' '.join(args.results)}`  ",
+             f"Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", ""]
+    for res in results:
+        s = res["settings"]
+        lines += [f"Run on {res['machine']['cpus']} CPUs, GPU {res['machine']['gpu']}, {res['seconds'] / 60:.1f} min: "
+                  f"tasks {s['tasks']}, seeds {s['seeds']}, {s['iterations']} iterations x {s['episodes']} supervised "
+                  f"rollouts, {s['train_steps']} fine-tuning steps per iteration, {s['eval_episodes']} evaluation "
+                  f"episodes per version (fixed seeds), pretraining {s['pretrain_steps']} steps.", "",
+                  "Pretrained candidates (success on the evaluation seeds): "
+                  + ", ".join(f"{k} {v:.0%}" for k, v in sorted(res["candidates"].items()))
+                  + "; chosen: " + ", ".join(f"{t}: {c['candidate']}" for t, c in res["chosen"].items()), ""]
+        failed = {k: v for k, v in res["exit_codes"].items() if v != 0}
+        if failed:
+            lines += [f"Runs that did not finish (exit code; -9 = stopped at the deadline, -1 = not started): "
+                      f"{json.dumps(failed)}", ""]
+    for task, methods in sorted(curves(rows).items()):
+        lines += [f"## {task}", "", "| method | version | seeds | success (mean ± 95% t) | pooled | env episodes | "
+                  "intervention steps |", "|---|---|---|---|---|---|---|"]
+        for method, by_version in sorted(methods.items()):
+            for r in summary_rows(by_version):
+                lines.append(f"| {method} | {r['version']} | {r['seeds']} | {r['success']:.0%} ± {r['ci']:.0%} | "
+                             f"{r['pooled']} | {r['env_episodes']:.0f} | {r['intervention_steps']:.0f} |")
+        png = plot(task, methods, png_dir / f"refine_{task}.png")
+        lines += ["", f"![{task}]({png.name})", "", "Targets:", *targets(methods), ""]
+    Path(args.md).write_text("\n".join(lines) + "\n")
+    print(f"wrote {args.md}")

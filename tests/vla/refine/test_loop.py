@@ -1,0 +1,94 @@
+"""A tiny refinement iteration on a real environment (native pick_place, state observations):
+evaluate, collect with the scripted intervener, fit the critics, fine-tune, resume."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vla.config import load_config
+from vla.data.store import EpisodeStore
+from vla.refine.config import RefineConfig
+from vla.refine.loop import RefineRun
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+
+
+@pytest.fixture(scope="module")
+def pretrained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Two expert demos and a tiny state-only policy with their statistics (fresh weights: the
+    loop's mechanics are under test, not the policy's skill)."""
+    from sim.evaluate import EvalConfig, run_evaluation
+    from vla.policy.checkpoint import save_checkpoint
+    from vla.policy.config import PolicyConfig
+    from vla.policy.model import VLAModel
+
+    root = tmp_path_factory.mktemp("refine")
+    demos = root / "demos.zarr"
+    run_evaluation(EvalConfig(task="pick_place", policy="expert", episodes=2, seed_start=0, workers=1, videos=0,
+                              obs_mode="state", cameras=[], record=str(demos), source="demo",
+                              out_dir=str(root / "collect")), progress=False)
+    store = EpisodeStore.open(demos)
+    stats = store.stats(keys=["state", "action"])
+    cfg = load_config(PolicyConfig, "policy", "tiny", ["d_model=32", "n_heads=2", "trunk_layers=1", "expert_layers=1"],
+                      values={"cameras": [], "state_dim": store.schema.state_dim, "action_dim": 7})
+    ckpt = save_checkpoint(root / "policy", VLAModel(cfg, stats), stats)
+    return ckpt, demos
+
+
+def config(tmp_path: Path, pretrained: tuple[Path, Path], method: str, *overrides: str) -> RefineConfig:
+    ckpt, demos = pretrained
+    return load_config(RefineConfig, "refine", "debug", list(overrides),
+                       values={"method": method, "ckpt": str(ckpt), "demos": str(demos),
+                               "out_dir": str(tmp_path / method), "horizon": 40, "episodes_per_iteration": 2})
+
+
+@pytest.mark.parametrize("method", ["habc", "rac"])
+def test_one_iteration_collects_flags_trains_and_records(tmp_path: Path, pretrained: tuple[Path, Path],
+                                                         method: str) -> None:
+    # A short sub-task timeout makes the simulated person take over within the 40-step horizon.
+    cfg = config(tmp_path, pretrained, method, "intervener_args={subtask_timeout: 8}")
+    run = RefineRun(cfg, progress=False)
+    rows = run.run()
+    assert [r["version"] for r in rows] == [0, 1]
+    assert rows[1]["env_episodes"] == 2 and rows[0]["env_episodes"] == 0
+    store = EpisodeStore.open(cfg.out_dir + "/store.zarr")
+    table = store.table()
+    rollouts = np.flatnonzero(table.source != "demo")
+    assert len(rollouts) == 2 and set(table.seed[rollouts]) == set(run.collect_seeds(0))
+    n = store.n_steps
+    version = np.asarray(store.read("policy_version", 0, n))
+    start = int(table.episode_starts[rollouts[0]])
+    assert (version[start:] == 0).all()
+    flags = np.asarray(store.read("is_intervention", 0, n))[start:]
+    recovery = np.asarray(store.read("is_recovery", 0, n))[start:]
+    assert not (recovery & ~flags).any()  # recovery steps are intervention steps
+    assert rows[1]["intervention_steps"] == int(flags.sum()) > 0
+    if method == "rac":
+        assert recovery.any()  # RaC rewinds before it corrects
+    info = json.loads((Path(cfg.out_dir) / "iter_01" / "train_info.json").read_text())
+    assert info["supervised_steps"] > 0 and np.isfinite(info["train_loss_last"])
+    if method == "habc":
+        assert "viability_loss" in info
+    assert run.policy_path(1).is_dir() and (Path(cfg.out_dir) / "curves.png").exists()
+
+
+def test_resume_skips_finished_work_and_continues(tmp_path: Path, pretrained: tuple[Path, Path]) -> None:
+    cfg = config(tmp_path, pretrained, "hg_dagger")
+    RefineRun(cfg, progress=False).run()
+    summary = Path(cfg.out_dir) / "iter_00" / "eval" / "summary.json"
+    stamp = summary.stat().st_mtime_ns
+    longer = config(tmp_path, pretrained, "hg_dagger", "iterations=2")
+    rows = RefineRun(longer, progress=False).run()
+    assert summary.stat().st_mtime_ns == stamp  # version 0 was not evaluated again
+    assert [r["version"] for r in rows] == [0, 1, 2] and rows[2]["env_episodes"] == 4
+    table = EpisodeStore.open(Path(cfg.out_dir) / "store.zarr").table()
+    assert (table.source != "demo").sum() == 4  # no duplicate rollouts
+
+
+def test_bad_config_is_named(tmp_path: Path, pretrained: tuple[Path, Path]) -> None:
+    with pytest.raises(ValueError, match="unknown refinement method 'habcc'"):
+        RefineRun(config(tmp_path, pretrained, "habcc"))
+    with pytest.raises(ValueError, match=r"habc\.features"):
+        RefineRun(config(tmp_path, pretrained, "habc", "habc.features=pixels"))

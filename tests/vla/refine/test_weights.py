@@ -1,0 +1,93 @@
+"""Which steps each refinement method supervises, over a real store with known flags."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vla.data.store import EpisodeStore
+from vla.refine import weights as rw
+from vla.refine.labels import build_step_labels
+
+from .test_labels import SCHEMA, make
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> EpisodeStore:
+    s = EpisodeStore.create(tmp_path / "s.zarr", SCHEMA)
+    s.append_episode(make(0, "demo", True, [0, 0, 0]))                    # 0-2 demo
+    s.append_episode(make(1, "rollout", False, [0, 0, 0, 0]))             # 3-6 own failure
+    s.append_episode(make(2, "intervention", True, [0, 0, 1, 1, 0, 0]))   # 7-12 takeover, hand back, success
+    s.append_episode(make(3, "intervention", True, [1, 1]))               # 13-14 takeover from the start
+    return s
+
+
+def weights_for(store: EpisodeStore, method: str, critic: np.ndarray | None = None,
+                share: float | None = None) -> rw.StepWeights:
+    table = store.table()
+    return rw.method_weights(method, build_step_labels(store), table.success, table.source == "demo",
+                             critic_weight=critic, demo_share=share)
+
+
+def supervised(w: rw.StepWeights) -> list[int]:
+    return np.flatnonzero(w.loss > 0).tolist()
+
+
+def test_each_method_supervises_its_steps(store: EpisodeStore) -> None:
+    assert supervised(weights_for(store, "sft")) == list(range(15))
+    assert supervised(weights_for(store, "filtered_bc")) == [0, 1, 2, *range(7, 15)]
+    # corrections only: an all-intervention episode is a correction, not a demo
+    assert supervised(weights_for(store, "hg_dagger")) == [0, 1, 2, 9, 10, 13, 14]
+    assert supervised(weights_for(store, "rac")) == [0, 1, 2, 9, 10, 13, 14]
+    critic = np.linspace(0.1, 2.0, 15).astype(np.float32)
+    habc = weights_for(store, "habc", critic)
+    np.testing.assert_allclose(habc.loss[[0, 1, 2, 9, 10, 13, 14]], 1.0)  # demos and corrections
+    np.testing.assert_allclose(habc.loss[[3, 4, 5, 6, 7, 8, 11, 12]], critic[[3, 4, 5, 6, 7, 8, 11, 12]])
+    awr = weights_for(store, "awr", critic)
+    np.testing.assert_allclose(awr.loss[:3], 1.0)
+    np.testing.assert_allclose(awr.loss[3:], critic[3:])  # interventions weighted like any rollout step
+
+
+def test_sampling_is_uniform_over_supervised_steps_unless_a_demo_share_is_set(store: EpisodeStore) -> None:
+    w = weights_for(store, "hg_dagger")
+    np.testing.assert_allclose(w.sample[supervised(w)], 1 / 7)
+    assert w.sample.sum() == pytest.approx(1.0) and (w.sample[w.loss == 0] == 0).all()
+    half = weights_for(store, "rac", share=0.5)
+    assert half.sample[:3].sum() == pytest.approx(0.5) and half.sample[[9, 10, 13, 14]].sum() == pytest.approx(0.5)
+    # critic weights act through the loss only, never twice through sampling as well
+    critic = np.linspace(0.1, 2.0, 15).astype(np.float32)
+    habc = weights_for(store, "habc", critic)
+    np.testing.assert_allclose(habc.sample, 1 / 15)
+
+
+def test_mc_returns_and_awr_weights() -> None:
+    from vla.refine.labels import StepLabels
+
+    episode = np.array([0, 0, 0, 1, 1])
+    lab = StepLabels(*(np.zeros(5, np.float32) for _ in range(2)), np.zeros(5, np.float32), np.zeros(5, bool),
+                     np.zeros(5, bool), np.zeros(5, bool), np.arange(5), np.zeros(5, bool), episode)
+    g = rw.mc_returns(lab, np.array([True, False]), gamma=0.5)
+    np.testing.assert_allclose(g, [0.25, 0.5, 1.0, 0.0, 0.0])
+    w = rw.awr_weights(g, np.full(5, 0.5, np.float32), beta=0.25, w_max=3.0)
+    np.testing.assert_allclose(w, [np.exp(-1), 1.0, 3.0, np.exp(-2), np.exp(-2)], rtol=1e-6)
+    with pytest.raises(ValueError, match="beta"):
+        rw.awr_weights(g, g, beta=0.0, w_max=1.0)
+
+
+def test_outcome_only_ablation_labels_interventions_with_the_episode_outcome(store: EpisodeStore) -> None:
+    table = store.table()
+    lab = rw.outcome_only_labels(build_step_labels(store, gamma=0.5), table.success, table.source == "demo", 0.5)
+    assert lab.viability_mask.tolist() == [False] * 3 + [True] * 12
+    np.testing.assert_array_equal(lab.viability[3:7], 0)
+    np.testing.assert_array_equal(lab.viability[7:15], 1)  # takeover steps now count as the policy's success
+    assert lab.policy_step[9] and not lab.demo[9]
+    np.testing.assert_allclose(lab.efficiency[7:13], 0.5 ** np.arange(5, -1, -1))
+
+
+def test_bad_input_is_named(store: EpisodeStore) -> None:
+    with pytest.raises(ValueError, match="unknown refinement method 'habcc'"):
+        weights_for(store, "habcc")
+    with pytest.raises(ValueError, match="needs critic_weight"):
+        weights_for(store, "habc")
+    with pytest.raises(ValueError, match="demo_share"):
+        weights_for(store, "rac", share=1.5)

@@ -1,0 +1,71 @@
+"""Typed configuration of a refinement run (`vla refine`), loaded from `configs/refine/*.yaml`
+presets with `key=value` overrides through the project's one loader (`vla.config.load_config`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from vla.refine.critics import CriticConfig
+from vla.refine.weights import METHODS
+from vla.train.config import TrainConfig
+
+FEATURES = ("state", "encoder")
+
+
+@dataclass
+class HabcConfig(CriticConfig):
+    features: str = "state"  # critic input: state vector, or the frozen policy encoder's mean token + state
+    current_version_only: bool = True  # outcome labels only on the current policy's own segments (the paper)
+
+
+@dataclass
+class AwrConfig(CriticConfig):
+    beta: float = 0.25  # temperature on G - V, with G in [0, 1]
+    features: str = "state"
+
+
+@dataclass
+class RefineConfig:
+    method: str = "habc"  # habc | rac | hg_dagger | sft | filtered_bc | awr
+    task: str = "pick_place"
+    ckpt: str = ""  # the pretrained checkpoint folder (policy version 0)
+    demos: str = ""  # EpisodeStore of demonstrations, copied into the run's own store
+    out_dir: str = "runs/refine"
+    iterations: int = 4  # collect -> train rounds; iteration k evaluates policy version k
+    episodes_per_iteration: int = 20  # rollouts collected with the intervener per iteration
+    eval_episodes: int = 50
+    eval_seed_start: int = 100_000  # the same seed list evaluates every version
+    collect_seed_start: int = 200_000  # iteration k collects seeds start + k * episodes_per_iteration + i
+    workers: int = 2
+    n_action_steps: int = 8
+    obs_mode: str = "image"  # image | state (state: object poses in the state vector, no cameras)
+    cameras: list[str] | None = None  # None: the task's default cameras; []: none
+    image_size: int = 84
+    horizon: int | None = None
+    intervener_args: dict[str, float] = field(default_factory=dict)  # when the simulated person steps in
+    demo_share: float | None = None  # share of sampled windows from demos; None: rac 0.5, others proportional
+    seed: int = 0
+    videos: int = 1  # MP4s per evaluation
+    train: TrainConfig = field(default_factory=TrainConfig)
+    habc: HabcConfig = field(default_factory=HabcConfig)
+    awr: AwrConfig = field(default_factory=AwrConfig)
+
+    def validate(self) -> None:
+        from vla.data.schema import closest
+
+        if self.method not in METHODS:
+            raise ValueError(f"unknown refinement method '{self.method}'" + closest(self.method, METHODS))
+        if not self.ckpt:
+            raise ValueError("refine needs ckpt= (the pretrained checkpoint folder)")
+        if not self.demos:
+            raise ValueError("refine needs demos= (the EpisodeStore the policy was pretrained on)")
+        if self.iterations < 1 or self.episodes_per_iteration < 1 or self.eval_episodes < 1:
+            raise ValueError("iterations, episodes_per_iteration and eval_episodes must be >= 1")
+        for name, feat in (("habc", self.habc.features), ("awr", self.awr.features)):
+            if feat not in FEATURES:
+                raise ValueError(f"{name}.features must be one of {FEATURES}, got '{feat}'")
+
+    def share(self) -> float | None:
+        if self.demo_share is not None:
+            return self.demo_share
+        return 0.5 if self.method == "rac" else None

@@ -1,0 +1,125 @@
+"""Which steps each refinement method trains on, and with what weight: pure functions over the
+per-step label table (`vla.refine.labels.StepLabels`).
+
+Every method reduces to two arrays over the store's global step indices:
+- `loss`: the weight of that step's action in the BC (flow-matching) loss, 0 = not supervised;
+- `sample`: the probability mass of drawing a training window that starts at that step.
+
+Methods (same rollouts for sft / filtered_bc / awr / habc; rac and hg_dagger collect their own):
+- `sft`: plain BC on every step: demos, the policy's own actions and the interventions.
+- `filtered_bc`: demos and every step of successful episodes.
+- `awr`: every step, weighted exp(A / beta) with one critic: A = G_t - V(s_t), G_t the discounted
+  Monte-Carlo return success * gamma^(steps to go) (Peng et al. 2019, arXiv 1910.00177); demos 1.
+- `habc`: demos and intervention steps as demonstrations, the policy's steps weighted by the
+  two-critic advantage (`vla.refine.critics.habc_weights`).
+- `rac` (arXiv 2509.07953): demos + intervention steps (recovery and correction), mixed with a
+  configurable share of demos (`demo_share`, 0.5 by default: the paper trains on both).
+- `hg_dagger` (arXiv 1810.02890): demos + intervention steps, aggregated uniformly.
+
+With `demo_share = s`, a fraction s of the sampled windows start at demo steps and 1 - s at the
+method's other supervised steps (uniform within each group); `None` samples every supervised step
+alike. Critic weights enter the loss only (self-normalised per batch by `flow.masked_mse`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from vla.refine.labels import StepLabels
+
+METHODS = ("habc", "rac", "hg_dagger", "sft", "filtered_bc", "awr")
+# The intervener each method collects its rollouts with: HABC and its baselines share one
+# protocol (take over, hand back: the policy's own segments exist before and after a takeover).
+COLLECTION_MODE = {"habc": "hg_dagger", "sft": "hg_dagger", "filtered_bc": "hg_dagger", "awr": "hg_dagger",
+                   "hg_dagger": "hg_dagger", "rac": "rac"}
+
+
+@dataclass(frozen=True)
+class StepWeights:
+    loss: np.ndarray  # float32 [n_steps], 0 = not supervised
+    sample: np.ndarray  # float64 [n_steps], sums to 1 over the selected steps
+
+
+def mc_returns(labels: StepLabels, episode_success: np.ndarray, gamma: float) -> np.ndarray:
+    """success * gamma^(steps to the episode's end) for every step (0 outside the selection)."""
+    n = len(labels.episode)
+    out = np.zeros(n, np.float32)
+    for ep in np.unique(labels.episode[labels.episode >= 0]):
+        idx = np.flatnonzero(labels.episode == ep)
+        to_go = np.arange(len(idx) - 1, -1, -1)
+        out[idx] = float(episode_success[ep]) * gamma ** to_go
+    return out
+
+
+def awr_weights(returns: np.ndarray, values: np.ndarray, beta: float, w_max: float) -> np.ndarray:
+    """exp((G - V) / beta), clipped to w_max (advantage-weighted regression)."""
+    if beta <= 0:
+        raise ValueError(f"beta must be > 0, got {beta}")
+    return np.minimum(np.exp((returns - values) / beta), w_max).astype(np.float32)
+
+
+def sample_distribution(loss: np.ndarray, demo: np.ndarray, demo_share: float | None) -> np.ndarray:
+    """Window-start probabilities: uniform over supervised steps (the critics' weights act through
+    the loss only, so they are not applied twice), with demos rescaled to `demo_share` of the mass
+    when both groups are present."""
+    w = (loss > 0).astype(np.float64)
+    if w.sum() <= 0:
+        raise ValueError("no step is supervised: the selection has no data for this method")
+    if demo_share is not None:
+        if not 0.0 <= demo_share <= 1.0:
+            raise ValueError(f"demo_share must be in [0, 1], got {demo_share}")
+        d, o = w * demo, w * ~demo
+        if d.sum() > 0 and o.sum() > 0:
+            w = demo_share * d / d.sum() + (1 - demo_share) * o / o.sum()
+    return w / w.sum()
+
+
+def method_weights(method: str, labels: StepLabels, episode_success: np.ndarray, episode_is_demo: np.ndarray, *,
+                   critic_weight: np.ndarray | None = None, demo_share: float | None = None) -> StepWeights:
+    """Loss and sampling weights of `method` (see the module docstring).
+
+    `episode_success`, `episode_is_demo`: per episode of the store. `critic_weight`: per-step
+    weights from a critic, required by `habc` (the policy's steps) and `awr` (non-demo steps).
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown refinement method '{method}' (valid: {', '.join(METHODS)})")
+    if method in ("habc", "awr") and critic_weight is None:
+        raise ValueError(f"method '{method}' needs critic_weight")
+    selected = labels.episode >= 0
+    ep = np.where(selected, labels.episode, 0)
+    demo_step = selected & np.asarray(episode_is_demo, bool)[ep]
+    correction = labels.demo & ~demo_step  # intervention (recovery + correction) steps of rollouts
+    loss = np.zeros(len(selected), np.float32)
+    if method == "sft":
+        loss[selected] = 1.0
+    elif method == "filtered_bc":
+        loss[demo_step | (selected & np.asarray(episode_success, bool)[ep])] = 1.0
+    elif method == "awr":
+        assert critic_weight is not None
+        loss[selected] = np.where(demo_step[selected], 1.0, critic_weight[selected])
+    elif method == "habc":
+        assert critic_weight is not None
+        loss[labels.demo] = 1.0
+        loss[labels.policy_step] = critic_weight[labels.policy_step]
+    else:  # rac, hg_dagger: demonstrations and corrections only
+        loss[demo_step | correction] = 1.0
+    return StepWeights(loss=loss, sample=sample_distribution(loss, demo_step, demo_share))
+
+
+def outcome_only_labels(labels: StepLabels, episode_success: np.ndarray, episode_is_demo: np.ndarray,
+                        gamma: float) -> StepLabels:
+    """The `mask_interventions=False` ablation of HABC: every rollout step (interventions
+    included) is treated as the policy's and labelled with its episode's outcome; only demo
+    episodes stay demonstrations."""
+    selected = labels.episode >= 0
+    ep = np.where(selected, labels.episode, 0)
+    demo_step = selected & np.asarray(episode_is_demo, bool)[ep]
+    rollout = selected & ~demo_step
+    success = np.asarray(episode_success, bool)[ep]
+    returns = mc_returns(labels, np.asarray(episode_success, bool), gamma)
+    return StepLabels(viability=np.where(rollout, success, 0).astype(np.float32), viability_mask=rollout,
+                      efficiency=np.where(rollout & success, returns, 0).astype(np.float32),
+                      efficiency_mask=rollout & success, demo=demo_step, policy_step=rollout,
+                      next_index=labels.next_index, done_success=labels.done_success, episode=labels.episode)
