@@ -75,24 +75,7 @@ def _pretrain(args: argparse.Namespace) -> None:
     run_training(args.store, args.out, "tiny", "default",
                  [f"train.steps={args.steps}", "train.batch_size=64", "train.warmup_steps=100",
                   f"train.ckpt_every={args.steps}", "train.progress=false", "train.val_every=100000",
-                  "train.keep_checkpoints=1"])
-
-
-def _wait_all(procs: dict[str, subprocess.Popen], deadline: float, what: str) -> dict[str, int]:
-    codes: dict[str, int] = {}
-    while len(codes) < len(procs):
-        for name, p in procs.items():
-            if name not in codes and p.poll() is not None:
-                codes[name] = p.returncode
-                print(f"[{time.strftime('%H:%M:%S')}] {what} {name}: exit {p.returncode}", flush=True)
-        if time.time() > deadline:
-            for name, p in procs.items():
-                if name not in codes:
-                    p.kill()
-                    codes[name] = -9
-                    print(f"{what} {name}: stopped at the deadline", flush=True)
-        time.sleep(1.0)
-    return codes
+                  "train.keep_checkpoints=1"], resume=True)  # a finished pretraining is not repeated
 
 
 def _run_limited(jobs: list[tuple[str, list[str], Path]], parallel: int, deadline: float, what: str,
@@ -133,7 +116,9 @@ def run(args: argparse.Namespace) -> None:
     # 1. pretrain every (task, budget) candidate
     stores = {p.name[:-5]: p for p in sorted((inputs / "demos").glob("*.zarr")) if p.name.split("_")[0] in
               {t.split("_")[0] for t in tasks}}
-    stores = {k: v for k, v in stores.items() if k.rsplit("_", 1)[0] in tasks}
+    budgets = set(args.budgets.split(",")) if args.budgets else None
+    stores = {k: v for k, v in stores.items()
+              if k.rsplit("_", 1)[0] in tasks and (budgets is None or k.rsplit("_", 1)[1] in budgets)}
     jobs = [(name, [sys.executable, __file__, "_pretrain", "--inputs", str(inputs), "--store", str(store),
                     "--out", str(out / "pretrain" / name), "--steps", str(args.pretrain_steps)],
              out / "logs" / f"pretrain_{name}.log") for name, store in stores.items()]
@@ -144,7 +129,8 @@ def run(args: argparse.Namespace) -> None:
     cands = {name: latest_checkpoint(out / "pretrain" / name) for name in stores}
     jobs = [(name, vla("eval", str(ck), f"task={name.rsplit('_', 1)[0]}", f"episodes={args.eval_episodes}",
                        "seed_start=100000", "workers=1", "videos=0", f"out_dir={out / 'pretrain' / name / 'eval'}",
-                       *STATE_MODE), out / "logs" / f"eval_{name}.log") for name, ck in cands.items() if ck]
+                       *STATE_MODE), out / "logs" / f"eval_{name}.log") for name, ck in cands.items()
+            if ck and not (out / "pretrain" / name / "eval" / "summary.json").exists()]
     _run_limited(jobs, args.parallel, deadline, "eval", env)
     chosen: dict[str, dict[str, Any]] = {}
     for name in cands:
@@ -160,22 +146,30 @@ def run(args: argparse.Namespace) -> None:
     candidates = {name: json.loads((out / "pretrain" / name / "eval" / "summary.json").read_text())["success_rate"]
                   for name in cands if (out / "pretrain" / name / "eval" / "summary.json").exists()}
     print("pretrained candidates:", json.dumps(candidates), "chosen:", json.dumps(chosen), flush=True)
+    for task, c in chosen.items():  # the starting policies travel back with the results (no optimizer state)
+        keep = out / "chosen" / task
+        if not keep.exists():
+            shutil.copytree(c["ckpt"], keep, ignore=shutil.ignore_patterns("optimizer.safetensors"))
     # 3. every (task, method, seed) refinement run; version 0's evaluation is shared
+    seeds = [int(x) for x in args.seeds.split(",")]
+    methods = args.methods.split(",")
+    ablation_tasks = args.ablation_tasks.split(",") if args.ablation_tasks else list(chosen)
+    # Every method's seed 0 on every task first, so a deadline cuts seeds, not whole methods.
+    order = [(task, method, seed) for seed in seeds for method in methods for task in chosen
+             if method not in VARIANTS or task in ablation_tasks]
     jobs = []
-    for task, c in chosen.items():
-        for method in args.methods.split(","):
-            for seed in (int(s) for s in args.seeds.split(",")):
-                run_dir = out / "runs" / task / method / f"seed{seed}"
-                (run_dir / "iter_00" / "eval").mkdir(parents=True, exist_ok=True)
-                shutil.copy(c["summary"], run_dir / "iter_00" / "eval" / "summary.json")
-                algo, extra = VARIANTS.get(method, (method, []))
-                cmd = vla("refine", algo, "--ckpt", c["ckpt"], "--demos", c["demos"], "--task", task,
-                          "--out", str(run_dir), "--resume", *STATE_MODE, f"seed={seed}",
-                          f"iterations={args.iterations}", f"episodes_per_iteration={args.episodes}",
-                          f"eval_episodes={args.eval_episodes}", f"train.steps={args.train_steps}",
-                          f"train.ckpt_every={args.train_steps}", "workers=1", "videos=0", "train.progress=false",
-                          *extra)
-                jobs.append((f"{task}/{method}/seed{seed}", cmd, out / "logs" / f"{task}_{method}_{seed}.log"))
+    for task, method, seed in order:
+        c = chosen[task]
+        run_dir = out / "runs" / task / method / f"seed{seed}"
+        (run_dir / "iter_00" / "eval").mkdir(parents=True, exist_ok=True)
+        shutil.copy(c["summary"], run_dir / "iter_00" / "eval" / "summary.json")
+        algo, extra = VARIANTS.get(method, (method, []))
+        cmd = vla("refine", algo, "--ckpt", c["ckpt"], "--demos", c["demos"], "--task", task,
+                  "--out", str(run_dir), "--resume", *STATE_MODE, f"seed={seed}",
+                  f"iterations={args.iterations}", f"episodes_per_iteration={args.episodes}",
+                  f"eval_episodes={args.eval_episodes}", f"train.steps={args.train_steps}",
+                  f"train.ckpt_every={args.train_steps}", "workers=1", "videos=0", "train.progress=false", *extra)
+        jobs.append((f"{task}/{method}/seed{seed}", cmd, out / "logs" / f"{task}_{method}_{seed}.log"))
     codes = _run_limited(jobs, args.parallel, deadline, "refine", env)
     # 4. collect the records
     rows = []
@@ -216,14 +210,16 @@ def main() -> None:
     p.add_argument("--inputs", default="runs/bench_refine/inputs")
     p.add_argument("--out", default="runs/bench_refine/run")
     p.add_argument("--tasks", default="pick_place,stack3")
-    p.add_argument("--methods", default=",".join(METHODS),
+    p.add_argument("--methods", default=",".join([*METHODS, *VARIANTS]),
                    help=f"methods and HABC ablations ({', '.join(VARIANTS)})")
     p.add_argument("--seeds", default="0,1,2")
+    p.add_argument("--ablation-tasks", default="pick_place", help="tasks the HABC ablations run on")
     p.add_argument("--iterations", type=int, default=3)
     p.add_argument("--episodes", type=int, default=20)
     p.add_argument("--eval-episodes", type=int, default=30)
     p.add_argument("--train-steps", type=int, default=500)
     p.add_argument("--pretrain-steps", type=int, default=2000)
+    p.add_argument("--budgets", default="", help="demo budgets to pretrain on (default: every prepared one)")
     p.add_argument("--parallel", type=int, default=14)
     p.add_argument("--minutes", type=float, default=9.0)
     p = sub.add_parser("report")

@@ -102,35 +102,38 @@ def targets(methods: dict[str, dict[int, list[dict[str, Any]]]]) -> list[str]:
 
 
 def report(args: argparse.Namespace) -> None:
-    results = [json.loads(Path(f).read_text()) for f in args.results]
-    rows = [r for res in results for r in res["records"]]
+    """One section per results file: each is its own pretraining, so their seeds are not pooled."""
     png_dir = Path(args.png_dir)
     png_dir.mkdir(parents=True, exist_ok=True)
     lines = ["# Refinement benchmark (issue 6)", "",
-             f"Command: `{args.command or 'python benchmarks/bench_refine.py run ...'}` then "
+             f"Commands: {args.command or '`python benchmarks/bench_refine.py run ...`'}, then "
              f"`python benchmarks/bench_refine.py report --results {' '.join(args.results)}`  ",
-             f"Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", ""]
-    for res in results:
+             f"Report written: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", ""]
+    for i, f in enumerate(args.results, 1):
+        res = json.loads(Path(f).read_text())
         s = res["settings"]
-        lines += [f"Run on {res['machine']['cpus']} CPUs, GPU {res['machine']['gpu']}, {res['seconds'] / 60:.1f} min: "
-                  f"tasks {s['tasks']}, seeds {s['seeds']}, {s['iterations']} iterations x {s['episodes']} supervised "
-                  f"rollouts, {s['train_steps']} fine-tuning steps per iteration, {s['eval_episodes']} evaluation "
-                  f"episodes per version (fixed seeds), pretraining {s['pretrain_steps']} steps.", "",
+        lines += [f"## Run {i}: tasks {s['tasks']}, seeds {s['seeds']}", "",
+                  f"{res['machine']['cpus']} CPUs, GPU {res['machine']['gpu']}, {res['seconds'] / 60:.1f} min. "
+                  f"{s['iterations']} iterations x {s['episodes']} supervised rollouts, {s['train_steps']} fine-tuning "
+                  f"steps per iteration, {s['eval_episodes']} evaluation episodes per version (fixed seeds), "
+                  f"pretraining {s['pretrain_steps']} steps.", "",
                   "Pretrained candidates (success on the evaluation seeds): "
                   + ", ".join(f"{k} {v:.0%}" for k, v in sorted(res["candidates"].items()))
                   + "; chosen: " + ", ".join(f"{t}: {c['candidate']}" for t, c in res["chosen"].items()), ""]
         failed = {k: v for k, v in res["exit_codes"].items() if v != 0}
         if failed:
-            lines += [f"Runs that did not finish (exit code; -9 = stopped at the deadline, -1 = not started): "
-                      f"{json.dumps(failed)}", ""]
-    for task, methods in sorted(curves(rows).items()):
-        lines += [f"## {task}", "", "| method | version | seeds | success (mean ± 95% t) | pooled | env episodes | "
-                  "intervention steps |", "|---|---|---|---|---|---|---|"]
-        for method, by_version in sorted(methods.items()):
-            for r in summary_rows(by_version):
-                lines.append(f"| {method} | {r['version']} | {r['seeds']} | {r['success']:.0%} ± {r['ci']:.0%} | "
-                             f"{r['pooled']} | {r['env_episodes']:.0f} | {r['intervention_steps']:.0f} |")
-        png = plot(task, methods, png_dir / f"refine_{task}.png")
-        lines += ["", f"![{task}]({png.name})", "", "Targets:", *targets(methods), ""]
+            lines += ["Runs cut short (exit code; -9 = stopped at the deadline with the versions evaluated so far, "
+                      f"-1 = not started): {json.dumps(failed)}", ""]
+        for task, methods in sorted(curves(res["records"]).items()):
+            lines += [f"### Run {i}, {task}", "",
+                      "| method | version | seeds | success (mean ± 95% t) | pooled | env episodes "
+                      "| intervention steps |",
+                      "|---|---|---|---|---|---|---|"]
+            for method, by_version in sorted(methods.items()):
+                for r in summary_rows(by_version):
+                    lines.append(f"| {method} | {r['version']} | {r['seeds']} | {r['success']:.0%} ± {r['ci']:.0%} | "
+                                 f"{r['pooled']} | {r['env_episodes']:.0f} | {r['intervention_steps']:.0f} |")
+            png = plot(task, methods, png_dir / f"refine_run{i}_{task}.png")
+            lines += ["", f"![{task}]({png.name})", "", "Targets:", *targets(methods), ""]
     Path(args.md).write_text("\n".join(lines) + "\n")
     print(f"wrote {args.md}")

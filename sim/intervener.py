@@ -243,18 +243,32 @@ class ExpertIntervener:
 
     def _rewind_action(self) -> np.ndarray | None:
         """Next step back along the recorded path, or None once the rewind target is reached."""
-        eef = self.env.eef_pos()
-        # Skip waypoints already within one step's reach, so the rewind runs at full speed.
-        while len(self._waypoints) > 1 and np.linalg.norm(self._waypoints[0][0] - eef) < 0.6 * POS_SCALE:
-            self._waypoints.pop(0)
-        if not self._waypoints or self._phase_steps > self.max_rewind_steps:
+        if self._phase_steps > self.max_rewind_steps:
             return None
-        pos, mat = self._waypoints[0]
-        if len(self._waypoints) == 1 and np.linalg.norm(pos - eef) < 0.01:
-            return None
-        dpos = np.clip((pos - eef) / POS_SCALE * 1.5, -1.0, 1.0)
-        drot = np.clip(_rotvec(mat @ self._eef_mat().T) / ROT_SCALE * 1.5, -1.0, 1.0)
-        held = task_view(self.env)[2]
         # Keep a held object (do not add a drop to the failure); otherwise open, as on approach.
-        return np.concatenate([dpos, drot, [1.0 if held else -1.0]]).astype(np.float32)
+        gripper = 1.0 if task_view(self.env)[2] else -1.0
+        return rewind_step(self._waypoints, self.env.eef_pos(), self._eef_mat(), gripper)
+
+
+def rewind_step(waypoints: list[tuple[np.ndarray, np.ndarray]], eef_pos: np.ndarray, eef_mat: np.ndarray,
+                gripper: float) -> np.ndarray | None:
+    """One EE-delta action back along a recorded path, or None once its last waypoint is reached.
+
+    `waypoints` are (position, rotation matrix), the next target first (the recorded path
+    reversed); reached ones are popped from the list, so successive calls walk the path and a
+    caller can stop and resume a rewind. Shared by the scripted intervener and a person's
+    on-demand rewind (real.session.HumanIntervener) so both drive back the same way.
+    """
+    # Skip waypoints already within one step's reach, so the rewind runs at full speed.
+    while len(waypoints) > 1 and np.linalg.norm(waypoints[0][0] - eef_pos) < 0.6 * POS_SCALE:
+        waypoints.pop(0)
+    if not waypoints:
+        return None
+    pos, mat = waypoints[0]
+    if len(waypoints) == 1 and np.linalg.norm(pos - eef_pos) < 0.01:
+        waypoints.pop(0)
+        return None
+    dpos = np.clip((pos - eef_pos) / POS_SCALE * 1.5, -1.0, 1.0)
+    drot = np.clip(_rotvec(mat @ np.asarray(eef_mat).T) / ROT_SCALE * 1.5, -1.0, 1.0)
+    return np.concatenate([dpos, drot, [gripper]]).astype(np.float32)
 

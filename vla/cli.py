@@ -20,8 +20,10 @@ config_app = typer.Typer(help="Inspect config presets.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
 
 # Modules that define `register(app)` to add their subcommands, imported when present.
-PLUGIN_MODULES = ("vla.data.cli", "vla.job", "vla.policy.cli", "vla.train.cli", "sim.cli", "real.cli")
-CONFIG_KINDS = {"job": "vla.job:JobConfig", "eval": "sim.evaluate:EvalConfig"}
+PLUGIN_MODULES = ("vla.data.cli", "vla.job", "vla.policy.cli", "vla.train.cli", "vla.refine.cli", "sim.cli", "real.cli",
+                  "real.session.cli")
+CONFIG_KINDS = {"job": "vla.job:JobConfig", "eval": "sim.evaluate:EvalConfig",
+                "refine": "vla.refine.config:RefineConfig", "session": "real.session.runner:SessionConfig"}
 
 
 @config_app.command("list")

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from vla.refine.weights import METHODS
 from vla.registry import ALGORITHMS
+
+# Kept here (not in weights.py) so that registering the CLI command imports nothing heavy.
+METHODS = ("habc", "rac", "hg_dagger", "sft", "filtered_bc", "awr")
 
 
 def _factory(method: str) -> Any:

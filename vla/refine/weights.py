@@ -27,9 +27,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from vla.refine import METHODS
 from vla.refine.labels import StepLabels
 
-METHODS = ("habc", "rac", "hg_dagger", "sft", "filtered_bc", "awr")
+__all__ = ["COLLECTION_MODE", "METHODS", "StepWeights", "awr_weights", "mc_returns", "method_weights",
+           "outcome_only_labels", "sample_distribution"]
+
 # The intervener each method collects its rollouts with: HABC and its baselines share one
 # protocol (take over, hand back: the policy's own segments exist before and after a takeover).
 COLLECTION_MODE = {"habc": "hg_dagger", "sft": "hg_dagger", "filtered_bc": "hg_dagger", "awr": "hg_dagger",
