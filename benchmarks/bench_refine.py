@@ -227,6 +227,7 @@ def main() -> None:
     p.add_argument("--md", default=str(ROOT / "benchmarks/results/refine.md"))
     p.add_argument("--png-dir", default=str(ROOT / "benchmarks/results"))
     p.add_argument("--command", default="")
+    p.add_argument("--notes", default="", help="markdown inserted after the header (findings, limits)")
     args = ap.parse_args()
     if args.cmd == "prepare":
         prepare(args)

@@ -109,6 +109,8 @@ def report(args: argparse.Namespace) -> None:
              f"Commands: {args.command or '`python benchmarks/bench_refine.py run ...`'}, then "
              f"`python benchmarks/bench_refine.py report --results {' '.join(args.results)}`  ",
              f"Report written: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", ""]
+    if args.notes:
+        lines += [Path(args.notes).read_text().strip(), ""]
     for i, f in enumerate(args.results, 1):
         res = json.loads(Path(f).read_text())
         s = res["settings"]

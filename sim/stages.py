@@ -47,3 +47,30 @@ def eval_stage(ctx: JobContext) -> dict[str, Any]:
     out["videos"] = str(ctx.out_dir / "eval_torch" / "videos")
     out["seconds"] = round(time.perf_counter() - t0, 1)
     return out
+
+
+@stage("refine")
+def refine_stage(ctx: JobContext) -> dict[str, Any]:
+    """A short refinement of the pretrained policy (`refine.method`, the scripted intervener standing
+    in for the person) on the demo task; reports success before and after."""
+    from vla.config import load_config
+    from vla.refine.config import RefineConfig
+    from vla.refine.loop import RefineRun
+
+    cfg, task = ctx.config.refine, ctx.config.demos.task
+    values = {"method": cfg.method, "task": task, "ckpt": str(ctx.checkpoint), "demos": str(ctx.store_path),
+              "out_dir": str(ctx.out_dir / "refine"), "iterations": cfg.iterations,
+              "episodes_per_iteration": cfg.episodes_per_iteration, "eval_episodes": cfg.eval_episodes,
+              "workers": cfg.workers, "image_size": ctx.config.demos.image_size,
+              "train": {"steps": cfg.train_steps, "ckpt_every": cfg.train_steps}}
+    t0 = time.perf_counter()
+    rows = RefineRun(load_config(RefineConfig, "refine", "default", cfg.overrides, values=values)).run()
+    before, after = rows[0], rows[-1]
+
+    def rate(r: dict[str, Any]) -> str:
+        lo, hi = r["wilson95"]
+        return f"{r['successes']}/{r['episodes']} [{lo:.0%}, {hi:.0%}]"
+
+    return {"method": cfg.method, "task": task, "success before": rate(before), "success after": rate(after),
+            "env episodes": after["env_episodes"], "intervention steps": after["intervention_steps"],
+            "records": str(ctx.out_dir / "refine" / "records.json"), "seconds": round(time.perf_counter() - t0, 1)}
