@@ -2,7 +2,7 @@
 
 robosuite renders with 4096-px shadow maps, 4x multisampling, a reflective floor and a 640x480
 offscreen buffer; with software GL that costs ~0.1 s of CPU for two 84x84 cameras. Here one
-`mujoco.Renderer` per env renders the same cameras at the same resolution with:
+`sim.render.MultiCameraRenderer` per env renders the same cameras at the same resolution with:
 
 - no shadow map (`vis.quality.shadowsize = 0`, lights `castshadow = 0`),
 - no multisampling (`vis.quality.offsamples = 0`),
@@ -10,17 +10,22 @@ offscreen buffer; with software GL that costs ~0.1 s of CPU for two 84x84 camera
 - an offscreen buffer exactly the image size (`vis.global_.offwidth/offheight`),
 - the GL context and uploaded meshes/textures created once and reused across steps and resets,
 - robosuite's geom-group visibility (visual meshes shown, collision meshes hidden),
+- built-in cylinders drawn with 2 rings along their axis instead of 16 (`coarsen_tessellation`),
+- both cameras side by side in one buffer, read back once; geoms outside a camera's view frustum
+  left out of its scene; no skybox where static geoms cover the whole view (no pixel changes),
 - optionally (`decimate_visual_meshes`), visual-only meshes simplified by vertex clustering: the
-  Panda's visual meshes have 167k triangles (45k after 8 mm clustering), and vertex processing in
-  llvmpipe then dominates the frame time.
+  Panda's and its pedestal's visual meshes have 167k triangles (24k with robosuite_tasks' settings:
+  8 mm, 3% of a mesh's size for large ones, 4 mm for the gripper), and vertex processing in
+  llvmpipe otherwise dominates the frame time (image size hardly matters: 42, 84 and 168 px cost
+  about the same).
   Visual-only geoms (contype = conaffinity = 0, outside the inertia group range) take no part in
   contacts or inertia, so the physics is unchanged (tests/sim/tasks check trajectories are equal).
 
 Visually: no soft shadows under the arm and objects, no floor reflection, slightly harder
 (aliased) edges; with decimation, the arm's and pedestal's curved surfaces are slightly faceted
-(vertices merged within the voxel size; the gripper, seen up close by the wrist camera, and
-textured meshes are left as they are). Camera poses, field of view, materials, textures and
-lighting are unchanged.
+and the gripper's fine detail a little blockier (vertices merged within the voxel size; textured
+meshes are left as they are). Camera poses, field of view, materials, textures and lighting are
+unchanged; culling and skybox skipping change no pixel.
 """
 
 from __future__ import annotations
@@ -35,55 +40,67 @@ from collections.abc import Sequence
 import mujoco
 import numpy as np
 
+from sim import render
+
 # (mesh file, scale, voxel) -> inline vertex and face strings: the expensive compile and clustering
 # happen once per process, not once per env.
-_DECIMATED: dict[tuple[str, str, str, float], tuple[str, str]] = {}
+_DECIMATED: dict[tuple[str, str, str, float, float, tuple[tuple[str, float], ...]], tuple[str, str]] = {}
 
 
 def make_fast(model: mujoco.MjModel, size: int) -> None:
     """Patch a model's visual settings in place for cheap rendering (physics is untouched)."""
-    model.vis.quality.shadowsize = 0
-    model.vis.quality.offsamples = 0
-    model.light_castshadow[:] = 0
-    model.vis.global_.offwidth = size
-    model.vis.global_.offheight = size
+    render.make_fast(model, size, size)
 
 
 class FastRenderer:
-    """Renders square RGB images of named cameras from a robosuite sim's MjModel/MjData."""
+    """Renders square RGB images of named cameras from a robosuite sim's MjModel/MjData.
 
-    def __init__(self, model: mujoco.MjModel, size: int) -> None:
+    One `sim.render.MultiCameraRenderer` per camera list: one GL context, both views side by side
+    in one buffer read back once, frustum culling per camera (see sim/render.py).
+    """
+
+    def __init__(self, model: mujoco.MjModel, size: int, *, cull: bool = True) -> None:
         self.model = model
         self.size = size
+        self.cull = cull
         make_fast(model, size)
-        self._renderer = mujoco.Renderer(model, size, size)
-        self._renderer.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = 0
+        coarsen_tessellation(model)
         # Same visibility as robosuite's render context: visual meshes (group 1) shown, collision
         # meshes (group 0) hidden; otherwise both would be drawn on top of each other.
         self._option = mujoco.MjvOption()
         self._option.geomgroup[0] = 0
         self._option.geomgroup[1] = 1
-        self._cam_ids: dict[str, int] = {}
-
-    def camera_id(self, name: str) -> int:
-        if name not in self._cam_ids:
-            cam = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_CAMERA, name)
-            if cam < 0:
-                valid = [self.model.camera(i).name for i in range(self.model.ncam)]
-                raise ValueError(f"unknown camera '{name}' (valid: {', '.join(valid)})")
-            self._cam_ids[name] = cam
-        return self._cam_ids[name]
+        self._renderers: dict[tuple[str, ...], render.MultiCameraRenderer] = {}
 
     def render(self, data: mujoco.MjData, cameras: Sequence[str]) -> dict[str, np.ndarray]:
         """Upright uint8 HxWx3 images, one per camera (a fresh array each)."""
-        out = {}
-        for name in cameras:
-            self._renderer.update_scene(data, camera=self.camera_id(name), scene_option=self._option)
-            out[name] = self._renderer.render()
-        return out
+        key = tuple(cameras)
+        r = self._renderers.get(key)
+        if r is None:
+            r = render.MultiCameraRenderer(
+                self.model, key, self.size, option=self._option, cull=self.cull,
+                scene_flags={mujoco.mjtRndFlag.mjRND_REFLECTION: False})
+            self._renderers[key] = r
+        return r.render(data)
 
     def close(self) -> None:
-        self._renderer.close()
+        for r in self._renderers.values():
+            r.close()
+        self._renderers.clear()
+
+
+def coarsen_tessellation(model: mujoco.MjModel, stacks: int = 2) -> None:
+    """Draw built-in primitives with `stacks` rings instead of 16 when only cylinders and boxes are
+    visible (robosuite's table and bin legs, round pegs): MuJoCo draws primitives vertex by vertex,
+    and the table legs alone cost ~1 ms per frame pair in llvmpipe. For a cylinder the rings only
+    sample the lighting along its flat side, so the pixels barely change (none in lift and square, 2
+    of 7056 in can's agentview); spheres, capsules and ellipsoids would lose their shape, so a model
+    showing any keeps the default.
+    """
+    round_types = (mujoco.mjtGeom.mjGEOM_SPHERE, mujoco.mjtGeom.mjGEOM_CAPSULE, mujoco.mjtGeom.mjGEOM_ELLIPSOID)
+    shown = model.geom_group == 1  # robosuite's visual group (collision geoms are hidden)
+    if not np.isin(model.geom_type[shown], [int(t) for t in round_types]).any():
+        model.vis.quality.numstacks = min(int(model.vis.quality.numstacks), stacks)
 
 
 def _cluster(vert: np.ndarray, face: np.ndarray, voxel: float) -> tuple[np.ndarray, np.ndarray]:
@@ -104,7 +121,7 @@ def _cluster(vert: np.ndarray, face: np.ndarray, voxel: float) -> tuple[np.ndarr
     return merged[used], remap[f]
 
 
-def _decimatable(model: mujoco.MjModel, skip_prefixes: tuple[str, ...]) -> list[int]:
+def _decimatable(model: mujoco.MjModel) -> list[int]:
     """Meshes used only by visual geoms without textures (texture coordinates are not clustered)."""
     users: dict[int, list[int]] = {}
     for g in range(model.ngeom):
@@ -112,8 +129,7 @@ def _decimatable(model: mujoco.MjModel, skip_prefixes: tuple[str, ...]) -> list[
             users.setdefault(int(model.geom_dataid[g]), []).append(g)
     out = []
     for mesh, geoms in users.items():
-        name = model.mesh(mesh).name
-        if name.startswith(skip_prefixes) or model.mesh_facenum[mesh] < 200:
+        if model.mesh_facenum[mesh] < 200:
             continue
         visual = all(model.geom_contype[g] == 0 and model.geom_conaffinity[g] == 0 for g in geoms)
         textured = any(model.geom_matid[g] >= 0 and (model.mat_texid[model.geom_matid[g]] >= 0).any()
@@ -123,23 +139,35 @@ def _decimatable(model: mujoco.MjModel, skip_prefixes: tuple[str, ...]) -> list[
     return out
 
 
-def decimate_visual_meshes(xml: str, voxel: float = 0.008,
-                           skip_prefixes: tuple[str, ...] = ("gripper",)) -> str:
-    """Return the MJCF with each visual-only mesh replaced by an inline, vertex-clustered copy."""
-    if voxel <= 0:
-        raise ValueError(f"voxel must be > 0, got {voxel}")
+def decimate_visual_meshes(xml: str, voxel: float = 0.008, relative: float = 0.0,
+                           prefix_voxels: tuple[tuple[str, float], ...] = (("gripper", 0.0),)) -> str:
+    """Return the MJCF with each visual-only mesh replaced by an inline, vertex-clustered copy.
+
+    Each mesh is clustered with voxels of max(`voxel`, `relative` x its bounding-box diagonal): a
+    relative size keeps the same number of cells across small and large parts (the 1.3 m pedestal,
+    seen only from afar, needs no 8 mm detail). Meshes whose name starts with a prefix in
+    `prefix_voxels` use that prefix's voxel instead (0 = keep the mesh as it is): the gripper is
+    seen up close by the wrist camera (~1.3 mm per pixel at 84x84).
+    """
+    if voxel <= 0 or relative < 0 or any(v < 0 for _, v in prefix_voxels):
+        raise ValueError(f"voxels must be > 0 and relative >= 0, got voxel={voxel}, relative={relative}, "
+                         f"prefix_voxels={prefix_voxels}")
     root = ET.fromstring(xml)
     elements = {e.get("name"): e for e in root.iter("mesh") if e.get("file")}
     model: mujoco.MjModel | None = None
 
-    def key(e: ET.Element) -> tuple[str, str, str, float]:
-        return (e.get("name", ""), e.get("file", ""), e.get("scale", ""), voxel)
+    def key(e: ET.Element) -> tuple[str, str, str, float, float, tuple[str, ...]]:
+        return (e.get("name", ""), e.get("file", ""), e.get("scale", ""), voxel, relative, prefix_voxels)
 
     if not all(key(e) in _DECIMATED for e in elements.values()):
         model = mujoco.MjModel.from_xml_string(xml)
-        for mesh in _decimatable(model, skip_prefixes):
-            e = elements.get(model.mesh(mesh).name)
+        for mesh in _decimatable(model):
+            name = model.mesh(mesh).name
+            e = elements.get(name)
             if e is None or key(e) in _DECIMATED:
+                continue
+            size = next((v for prefix, v in prefix_voxels if name.startswith(prefix)), None)
+            if size == 0:
                 continue
             adr, n = model.mesh_vertadr[mesh], model.mesh_vertnum[mesh]
             vert = model.mesh_vert[adr:adr + n].astype(np.float64)
@@ -150,7 +178,9 @@ def decimate_visual_meshes(xml: str, voxel: float = 0.008,
             rot = np.zeros(9)
             mujoco.mju_quat2Mat(rot, model.mesh_quat[mesh])
             vert = vert @ rot.reshape(3, 3).T + model.mesh_pos[mesh]
-            v, f = _cluster(vert, face, voxel)
+            if size is None:
+                size = max(voxel, relative * float(np.linalg.norm(vert.max(axis=0) - vert.min(axis=0))))
+            v, f = _cluster(vert, face, size)
             if len(v) < 4 or len(f) < 4 or len(f) > 0.8 * nf:
                 _DECIMATED[key(e)] = ("", "")  # too small to gain anything: keep the original
                 continue

@@ -3,9 +3,14 @@ settings (Panda, OSC_POSE delta control at 20 Hz, `agentview` + `robot0_eye_in_h
 horizon 400), behind the gymnasium API and the stack's Observation dict.
 
 Rendering: with `fast_render=True` (default) robosuite's own renderer is switched off and each env
-renders its sim with one `mujoco.Renderer` (see sim/tasks/robosuite_render.py): no shadows, no
-multisampling, no reflections, an offscreen buffer of exactly the image size. `fast_render=False`
-keeps robosuite's defaults (and its hard reset) for comparison in benchmarks/bench_sim.py.
+renders its sim with one `sim.render.MultiCameraRenderer` (see sim/tasks/robosuite_render.py): no
+shadows, no multisampling, no reflections, an offscreen buffer of exactly the image size, frustum
+culling, simplified visual meshes. `fast_render=False` keeps robosuite's defaults (its renderer,
+its `env.step` and its hard reset) for comparison in benchmarks/bench_sim.py.
+
+Stepping: with `fast_render=True` and `lean_step=True` (default) a control step runs through
+sim/tasks/robosuite_lean.py, which computes the same OSC torques as robosuite with ~3x less Python
+per physics substep (same dynamics up to float rounding, see that module).
 """
 
 from __future__ import annotations
@@ -35,12 +40,18 @@ logging.getLogger("robosuite_logs").setLevel(logging.ERROR)
 import robosuite  # noqa: E402  (MUJOCO_GL must be set first)
 from robosuite.controllers import load_composite_controller_config  # noqa: E402
 
+from sim.tasks import robosuite_lean  # noqa: E402  (imports robosuite)
+
 DEFAULT_CAMERAS = ("agentview", "robot0_eye_in_hand")
 CONTROL_HZ = 20
 ACTION_DIM = 7
 # Vertex-clustering size for the visual meshes in fast mode: at 84x84 a pixel of agentview spans
 # ~1 cm on the table, so 8 mm changes little (benchmarks/results/sim.md shows the images).
 DEFAULT_MESH_VOXEL = 0.008
+# Large meshes are clustered at 3% of their bounding-box diagonal when that is coarser (the 1.3 m
+# pedestal: 33k -> 3k triangles); the gripper, 5-10 cm from the wrist camera, at 4 mm.
+MESH_RELATIVE_VOXEL = 0.03
+MESH_PREFIX_VOXELS = (("gripper", 0.004),)
 PROPRIO_DIM = 9  # eef_pos 3 + eef_quat 4 + gripper_qpos 2, as robomimic's low-dim proprio
 _TABLE_CAMERAS = ("agentview", "robot0_eye_in_hand", "frontview", "birdview", "sideview", "robot0_robotview")
 _BINS_CAMERAS = ("agentview", "robot0_eye_in_hand", "frontview", "birdview", "robot0_robotview")
@@ -82,14 +93,15 @@ class RobosuiteTask(gym.Env):
     `cameras=None` means the two robomimic cameras in image mode and none in state mode; `()` never
     renders. Image mode state = proprio (9); state mode appends robosuite's `object-state`.
     `mesh_voxel` (fast rendering with cameras only): simplify visual-only meshes to this voxel
-    size in metres; None keeps robosuite's full meshes.
+    size in metres; None keeps robosuite's full meshes. `cull=False` turns frustum culling off and
+    `lean_step=False` keeps robosuite's `env.step` in fast mode (both for benchmarks).
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
 
     def __init__(self, task: str, cameras: tuple[str, ...] | None = None, image_size: int = 84,
                  horizon: int = 400, obs_mode: str = "image", fast_render: bool = True,
-                 mesh_voxel: float | None = DEFAULT_MESH_VOXEL) -> None:
+                 mesh_voxel: float | None = DEFAULT_MESH_VOXEL, cull: bool = True, lean_step: bool = True) -> None:
         if task not in SPECS:
             raise KeyError(f"unknown robosuite task '{task}'" + closest(task, list(SPECS)))
         if obs_mode not in ("image", "state"):
@@ -109,6 +121,7 @@ class RobosuiteTask(gym.Env):
                 raise ValueError(f"unknown camera '{cam}' for task '{task}'" + closest(cam, self.spec_.cameras))
         self.task, self.cameras, self.image_size = task, cameras, int(image_size)
         self.horizon, self.obs_mode, self.fast_render = int(horizon), obs_mode, fast_render
+        self._cull = cull
 
         robosuite_cams = bool(cameras) and not fast_render
         # hard_reset=True (robosuite's default) recompiles the model at every reset; the fast path
@@ -127,11 +140,18 @@ class RobosuiteTask(gym.Env):
             # object sizes (e.g. Lift's cube) at each model load, so that every variant of a task
             # gets the same objects.
             if cameras and mesh_voxel:
-                self._env.set_xml_processor(functools.partial(decimate_visual_meshes, voxel=float(mesh_voxel)))
+                self._env.set_xml_processor(functools.partial(
+                    decimate_visual_meshes, voxel=float(mesh_voxel), relative=MESH_RELATIVE_VOXEL,
+                    prefix_voxels=MESH_PREFIX_VOXELS))
             self._env.hard_reset = True
             self._env.reset()
             self._env.hard_reset = False
         self._renderer: FastRenderer | None = None
+        self._lean_wanted = fast_render and lean_step and robosuite_lean.supported(self._env)
+        self._lean: robosuite_lean.LeanStepper | None = None
+        self._grasp_key: tuple[int, str] | None = None
+        self._grasp_pads: list[list[np.ndarray]] = []
+        self._grasp_object = np.zeros(0, dtype=bool)
         self._raw: dict[str, np.ndarray] = {}
         self._t = 0
         self._seed = 0
@@ -182,7 +202,13 @@ class RobosuiteTask(gym.Env):
             bad = int(np.flatnonzero(~np.isfinite(a))[0])
             raise ValueError(f"action has a non-finite value {a[bad]} at index {bad}")
         self._make_robosuite_context_current()
-        self._raw, reward, _, _ = self._env.step(np.clip(a, -1.0, 1.0))
+        a = np.clip(a, -1.0, 1.0)
+        if self._lean_wanted:
+            if self._lean is None or self._lean.data is not self._env.sim.data._data:
+                self._lean = robosuite_lean.LeanStepper(self._env)
+            self._raw, reward = self._lean.step(a)
+        else:
+            self._raw, reward, _, _ = self._env.step(a)
         self._t += 1
         info = self._info()
         terminated = info["success"]
@@ -224,16 +250,47 @@ class RobosuiteTask(gym.Env):
         return bool(self._env._check_success())
 
     def grasped(self) -> bool:
-        env = self._env
-        return bool(env._check_grasp(gripper=env.robots[0].gripper, object_geoms=self._target_object()))
+        """robosuite's `_check_grasp` (both finger pads touch the target object) on geom ids: its
+        own loops over contacts by geom name cost ~0.2 ms per call, and this runs every step."""
+        model = self._env.sim.model._model
+        target = self._target_object()
+        key = (id(model), target.name)
+        if self._grasp_key != key:
+            env = self._env
+            grippers = env.robots[0].gripper
+            grippers = list(grippers.values()) if isinstance(grippers, dict) else [grippers]
 
-    def subtask(self) -> str:
-        if self.success():
+            def mask(names: Any) -> np.ndarray:  # geom id -> member of the group
+                out = np.zeros(model.ngeom, dtype=bool)
+                out[[env.sim.model.geom_name2id(n) for n in ([names] if isinstance(names, str) else names)]] = True
+                return out
+
+            self._grasp_pads = [[mask(g.important_geoms[side]) for side in ("left_fingerpad", "right_fingerpad")]
+                                for g in grippers]
+            self._grasp_object = mask(target.contact_geoms)
+            self._grasp_key = key
+        pairs = self._env.sim.data._data.contact.geom
+        a, b = pairs[:, 0], pairs[:, 1]
+        in_a, in_b = self._grasp_object[a], self._grasp_object[b]
+        return any(all(bool(np.any((pad[a] & in_b) | (pad[b] & in_a))) for pad in pads) for pads in self._grasp_pads)
+
+    def subtask(self, success: bool | None = None) -> str:
+        """Current sub-task; `success` if the caller has just computed it (each check costs)."""
+        if self.success() if success is None else success:
             return "done"
         if self.grasped():
             return {"lift": "lift", "can": "place", "square": "insert"}[self.task]
-        dist = np.linalg.norm(self.eef_pos() - self.privileged()["grasp_pos"])
+        dist = np.linalg.norm(self.eef_pos() - self._grasp_pos())
         return "grasp" if dist < 0.03 else "reach"
+
+    def _grasp_pos(self) -> np.ndarray:
+        """privileged()["grasp_pos"] without the rest (subtask() runs every step)."""
+        env, data = self._env, self._env.sim.data
+        if self.task == "lift":
+            return data.body_xpos[env.cube_body_id].copy()
+        if self.task == "can":
+            return data.body_xpos[env.obj_body_id[env.objects[env.object_id].name]].copy()
+        return data.site_xpos[env.sim.model.site_name2id(env.nuts[0].important_sites["handle"])].copy()
 
     def privileged(self) -> dict[str, Any]:
         """Object poses and targets in the world frame (positions m, quaternions x, y, z, w)."""
@@ -295,7 +352,7 @@ class RobosuiteTask(gym.Env):
         if self._renderer is None or self._renderer.model is not sim.model._model:
             if self._renderer is not None:
                 self._renderer.close()
-            self._renderer = FastRenderer(sim.model._model, self.image_size)
+            self._renderer = FastRenderer(sim.model._model, self.image_size, cull=self._cull)
         return self._renderer.render(sim.data._data, self.cameras)
 
     def _obs(self) -> dict[str, Any]:
@@ -303,7 +360,8 @@ class RobosuiteTask(gym.Env):
                 "timestamp": self._t / CONTROL_HZ}
 
     def _info(self) -> dict[str, Any]:
-        return {"success": self.success(), "subtask": self.subtask(), "seed": self._seed}
+        success = self.success()
+        return {"success": success, "subtask": self.subtask(success), "seed": self._seed}
 
 
 def _wxyz_to_xyzw(q: np.ndarray) -> np.ndarray:

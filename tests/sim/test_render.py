@@ -57,3 +57,32 @@ def test_side_by_side_matches_rendering_each_camera_alone():
 def test_unknown_camera_names_the_valid_ones():
     with pytest.raises(ValueError, match=r"unknown camera 'top'.*agentview"):
         MultiCameraRenderer(build_model(""), ("top",), 32)
+
+
+def test_frustum_culling_changes_no_pixel() -> None:
+    """Geoms outside a camera's frustum are skipped (the wrist camera sees little of the scene),
+    and the images are exactly those rendered with every geom drawn."""
+    m = build_model("")
+    make_fast(m, 84, 84)
+    d = mujoco.MjData(m)
+    cams = ("agentview", "robot0_eye_in_hand", "birdview")
+    culled = MultiCameraRenderer(m, cams, 84)
+    full = MultiCameraRenderer(m, cams, 84, cull=False)
+    wrist = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_CAMERA, "robot0_eye_in_hand")
+    skipped = 0
+    for q in ([0.0, 0.2, 0.0, -1.5, 0.0, 1.9, 0.8], [0.3, 0.5, 0.0, 1.5, 0.0, 1.0, 0.0],
+              [-0.6, -0.2, 0.4, -2.2, 0.3, 2.4, -0.5]):
+        d.qpos[:7] = q
+        mujoco.mj_forward(m, d)
+        a, b = culled.render(d), full.render(d)
+        for cam in cams:
+            np.testing.assert_array_equal(a[cam], b[cam])
+        assert culled._culler is not None
+        skipped += int(culled._culler.outside(d, wrist).sum())
+    assert skipped > 0
+    # The model's geom groups are restored after each culled scene update.
+    groups = m.geom_group.copy()
+    culled.render(d)
+    np.testing.assert_array_equal(m.geom_group, groups)
+    culled.close()
+    full.close()
