@@ -44,6 +44,34 @@ def quat_wxyz_to_xyzw(q: np.ndarray) -> np.ndarray:
     return np.array([q[1], q[2], q[3], q[0]])
 
 
+def gripper_target(command: float) -> float:
+    """Finger position target (m, per finger) for a gripper command in [-1 open, +1 close]."""
+    return FINGER_MAX * (1.0 - command) / 2.0
+
+
+def dls_joint_targets(m: mujoco.MjModel, d: mujoco.MjData, site: int, arm_qadr: np.ndarray,
+                      arm_dadr: np.ndarray, arm_range: np.ndarray, a: np.ndarray,
+                      jacp: np.ndarray | None = None, jacr: np.ndarray | None = None) -> np.ndarray:
+    """Arm joint-position targets for the EE-delta action `a` (clipped to [-1, 1] by the caller) at
+    the pose in `d` (site poses and Jacobian must be current: mj_kinematics + mj_comPos).
+
+    One function for the env's `_apply_action` and the joint-space deployment adapter
+    (`real.joint_vla`), so both turn an EE delta into exactly the same joint targets.
+    """
+    pos = d.site_xpos[site]
+    goal = np.clip(pos + a[:3] * POS_SCALE, WORKSPACE_LO, WORKSPACE_HI)
+    err = np.concatenate([goal - pos, a[3:6] * ROT_SCALE])
+    jacp = np.zeros((3, m.nv)) if jacp is None else jacp
+    jacr = np.zeros((3, m.nv)) if jacr is None else jacr
+    mujoco.mj_jacSite(m, d, jacp, jacr, site)
+    jac = np.vstack([jacp[:, arm_dadr], jacr[:, arm_dadr]])
+    # Damped pseudo-inverse J^T (J J^T + l^2 I)^-1, as solve(...).T since J J^T is symmetric.
+    jpinv = np.linalg.solve(jac @ jac.T + _DAMPING, jac).T
+    q = d.qpos[arm_qadr]
+    dq = jpinv @ err + (_EYE7 - jpinv @ jac) @ (0.2 * (HOME_QPOS - q))
+    return np.clip(q + dq, arm_range[:, 0], arm_range[:, 1])
+
+
 def build_model(bodies: str, sites: str = "") -> mujoco.MjModel:
     xml = ASSET.read_text()
     xml = xml.replace("<!-- TASK_BODIES -->", bodies).replace("<!-- TASK_SITES -->", sites)
@@ -212,6 +240,43 @@ class NativeArmEnv(gym.Env):
             raise ValueError(f"action contains NaN or inf at index {int(np.argwhere(~np.isfinite(a))[0][0])}: {a}")
         a = np.clip(a, -1.0, 1.0)
         self._apply_action(a)
+        return self._advance()
+
+    def step_joints(self, arm_targets: np.ndarray, finger_target: float
+                    ) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        """One control step with joint-POSITION targets instead of an EE delta (the robot bridge,
+        `real.ros.bridge_node`, drives the arm like a ros2_control position controller).
+
+        `arm_targets` float[7] (rad) and `finger_target` (m, per finger) must lie in the joint
+        ranges: a bad command is an error here, the bridge validates and rejects before calling.
+        """
+        q = np.asarray(arm_targets, dtype=np.float64)
+        if q.shape != (7,):
+            raise ValueError(f"arm_targets must have shape (7,), got {q.shape}")
+        g = float(finger_target)
+        if not (np.all(np.isfinite(q)) and np.isfinite(g)):
+            raise ValueError(f"joint targets must be finite, got arm {q}, finger {g}")
+        lo, hi = self._arm_range[:, 0], self._arm_range[:, 1]
+        if np.any(q < lo) or np.any(q > hi):
+            bad = [ARM_JOINTS[i] for i in np.flatnonzero((q < lo) | (q > hi))]
+            raise ValueError(f"arm targets of joints {bad} outside their ranges: {q}")
+        if not 0.0 <= g <= FINGER_MAX:
+            raise ValueError(f"finger_target must be in [0, {FINGER_MAX}], got {g}")
+        self.data.ctrl[:7] = q
+        self.data.ctrl[7:9] = g
+        return self._advance()
+
+    def arm_qpos(self) -> np.ndarray:
+        return self.data.qpos[self._arm_qadr].copy()
+
+    def arm_qvel(self) -> np.ndarray:
+        return self.data.qvel[self._arm_dadr].copy()
+
+    def arm_range(self) -> np.ndarray:
+        """float[7, 2] (lower, upper) of the arm joints (rad)."""
+        return self._arm_range.copy()
+
+    def _advance(self) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
         mujoco.mj_step(self.model, self.data, nstep=self.n_substeps)
         # Poses (and Jacobians) for the observation and the next action: kinematics only, cheap.
         mujoco.mj_kinematics(self.model, self.data)
@@ -235,18 +300,10 @@ class NativeArmEnv(gym.Env):
 
     # ---- internals --------------------------------------------------------------------------------
     def _apply_action(self, a: np.ndarray) -> None:
-        m, d = self.model, self.data
-        pos = d.site_xpos[self._grip_site]
-        goal = np.clip(pos + a[:3] * POS_SCALE, WORKSPACE_LO, WORKSPACE_HI)
-        err = np.concatenate([goal - pos, a[3:6] * ROT_SCALE])
-        mujoco.mj_jacSite(m, d, self._jacp, self._jacr, self._grip_site)
-        jac = np.vstack([self._jacp[:, self._arm_dadr], self._jacr[:, self._arm_dadr]])
-        # Damped pseudo-inverse J^T (J J^T + l^2 I)^-1, as solve(...).T since J J^T is symmetric.
-        jpinv = np.linalg.solve(jac @ jac.T + _DAMPING, jac).T
-        q = d.qpos[self._arm_qadr]
-        dq = jpinv @ err + (_EYE7 - jpinv @ jac) @ (0.2 * (HOME_QPOS - q))
-        d.ctrl[:7] = np.clip(q + dq, self._arm_range[:, 0], self._arm_range[:, 1])
-        d.ctrl[7:9] = FINGER_MAX * (1.0 - a[6]) / 2.0
+        d = self.data
+        d.ctrl[:7] = dls_joint_targets(self.model, d, self._grip_site, self._arm_qadr, self._arm_dadr,
+                                       self._arm_range, a, self._jacp, self._jacr)
+        d.ctrl[7:9] = gripper_target(a[6])
 
     def _proprio(self) -> np.ndarray:
         fq = self.finger_qpos()

@@ -1,0 +1,259 @@
+"""Joint-space adapter: the trained VLA (EE-delta actions) behind a joint-position `Policy`.
+
+The VLA was trained in simulation on end-effector deltas (dpos 3, drot 3, gripper 1, in [-1, 1])
+with state = (eef pos 3, eef quat xyzw 4, finger qpos 2) (`NativeArmEnv._proprio`). A robot (and the
+policy node) speaks joint positions: state = 7 arm joints + a gripper joint, commands = absolute
+joint-position targets. This adapter bridges the two on a *kinematic copy* of the native arm's
+MuJoCo model (no physics, no task objects):
+
+- observation: joint positions -> forward kinematics -> the VLA's 9-d proprio;
+- chunk: each EE delta goes through the same damped-least-squares IK step as the simulator
+  (`sim.tasks.native.base.dls_joint_targets`), integrated from the measured joints assuming the
+  arm reaches each target (what a stiff position controller does), so the joint chunk reproduces
+  the motion the VLA learned;
+- prefix (executor `aligned` mode): the committed joint targets are turned back into EE deltas by
+  FK differences, so the VLA's prefix conditioning (training-time RTC) sees its own action space;
+- guidance (executor `rtc` mode): the joint-space hook is wrapped so it acts on EE-delta chunks.
+
+The gripper joint is the per-finger opening in metres (0 closed .. FINGER_MAX open), the target the
+simulator's finger servos get for a gripper command.
+
+Deploy YAML: `policy: {factory: "real.joint_vla:make_joint_vla", path: <checkpoint or onnx folder>,
+backend: onnx}`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import mujoco
+import numpy as np
+
+from sim.tasks.native.base import (
+    ARM_JOINTS,
+    CONTROL_DT,
+    FINGER_MAX,
+    POS_SCALE,
+    PROPRIO_DIM,
+    ROT_SCALE,
+    build_model,
+    dls_joint_targets,
+    gripper_target,
+)
+from vla.interfaces import GuidanceFn, Observation, Policy
+
+JOINT_NAMES = (*ARM_JOINTS, "gripper")
+N_JOINTS = len(JOINT_NAMES)  # 8
+EE_DIM = 7
+BACKENDS = ("onnx", "torch")
+LIMIT_MARGIN = 1e-5  # targets stay this far inside the joint ranges (rad / m)
+
+
+class ArmKinematics:
+    """Forward kinematics and the simulator's IK step on a kinematic copy of the native arm."""
+
+    def __init__(self) -> None:
+        self.model = build_model("", "")
+        self.data = mujoco.MjData(self.model)
+        m = self.model
+        self.arm_qadr = np.array([m.jnt_qposadr[m.joint(j).id] for j in ARM_JOINTS])
+        self.arm_dadr = np.array([m.jnt_dofadr[m.joint(j).id] for j in ARM_JOINTS])
+        self.arm_range = np.array([m.jnt_range[m.joint(j).id] for j in ARM_JOINTS])
+        self.finger_qadr = np.array([m.jnt_qposadr[m.joint(j).id] for j in ("finger_l", "finger_r")])
+        self.site = m.site("grip").id
+        self._jacp = np.zeros((3, m.nv))
+        self._jacr = np.zeros((3, m.nv))
+
+    @property
+    def lower(self) -> np.ndarray:
+        """Lower limits of the 8 joints (7 arm + gripper)."""
+        return np.append(self.arm_range[:, 0], 0.0)
+
+    @property
+    def upper(self) -> np.ndarray:
+        return np.append(self.arm_range[:, 1], FINGER_MAX)
+
+    def _set(self, q_arm: np.ndarray, finger: float = FINGER_MAX) -> None:
+        self.data.qpos[self.arm_qadr] = q_arm
+        self.data.qpos[self.finger_qadr] = finger
+        mujoco.mj_kinematics(self.model, self.data)
+        mujoco.mj_comPos(self.model, self.data)  # the Jacobian needs it
+
+    def pose(self, q_arm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(grip-site position float[3], rotation matrix float[3, 3]) for arm joints `q_arm`."""
+        self._set(np.asarray(q_arm, dtype=np.float64))
+        return self.data.site_xpos[self.site].copy(), self.data.site_xmat[self.site].reshape(3, 3).copy()
+
+    def proprio(self, joints: np.ndarray) -> np.ndarray:
+        """8 joint positions -> the VLA's state (eef pos, eef quat xyzw with w >= 0, fingers)."""
+        joints = check_joints(joints, "joint state")
+        pos, mat = self.pose(joints[:7])
+        q = np.empty(4)
+        mujoco.mju_mat2Quat(q, mat.ravel())
+        if q[0] < 0:
+            q = -q
+        g = joints[7]
+        # As NativeArmEnv._proprio: [finger_l, -finger_r]; the bridge reports one symmetric opening.
+        return np.concatenate([pos, [q[1], q[2], q[3], q[0]], [g, -g]])
+
+    def ee_to_joints(self, q_arm: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        """EE-delta actions [N, 7] from arm joints `q_arm` -> absolute joint targets [N, 8].
+
+        Step i runs the simulator's IK at the previous target (a position-controlled arm reaches it).
+        """
+        a = np.clip(np.asarray(actions, dtype=np.float64), -1.0, 1.0)
+        if a.ndim != 2 or a.shape[1] != EE_DIM:
+            raise ValueError(f"EE-delta actions must have shape (N, {EE_DIM}), got {a.shape}")
+        if not np.all(np.isfinite(a)):
+            raise ValueError("EE-delta actions contain NaN or inf")
+        q = np.asarray(q_arm, dtype=np.float64).copy()
+        out = np.empty((len(a), N_JOINTS))
+        for i, ai in enumerate(a):
+            self._set(q)
+            q = dls_joint_targets(self.model, self.data, self.site, self.arm_qadr, self.arm_dadr, self.arm_range,
+                                  ai, self._jacp, self._jacr)
+            out[i, :7] = q
+            out[i, 7] = gripper_target(ai[6])
+        return out
+
+    def joints_to_ee(self, q_arm: np.ndarray, joints: np.ndarray) -> np.ndarray:
+        """Joint targets [N, 8] reached one after the other from `q_arm` -> EE deltas [N, 7] (FK
+        differences: position / POS_SCALE, world-frame rotation vector / ROT_SCALE, gripper command),
+        clipped to [-1, 1] like every action the VLA was trained on."""
+        j = np.asarray(joints, dtype=np.float64)
+        if j.ndim != 2 or j.shape[1] != N_JOINTS:
+            raise ValueError(f"joint targets must have shape (N, {N_JOINTS}), got {j.shape}")
+        pos, mat = self.pose(q_arm)
+        out = np.empty((len(j), EE_DIM))
+        quat, rotvec = np.empty(4), np.empty(3)
+        for i, ji in enumerate(j):
+            p2, m2 = self.pose(ji[:7])
+            mujoco.mju_mat2Quat(quat, (m2 @ mat.T).ravel())
+            mujoco.mju_quat2Vel(rotvec, quat, 1.0)
+            out[i, :3] = (p2 - pos) / POS_SCALE
+            out[i, 3:6] = rotvec / ROT_SCALE
+            out[i, 6] = 1.0 - 2.0 * ji[7] / FINGER_MAX
+            pos, mat = p2, m2
+        return np.clip(out, -1.0, 1.0)
+
+
+def check_joints(joints: np.ndarray, what: str) -> np.ndarray:
+    q = np.asarray(joints, dtype=np.float64)
+    if q.shape != (N_JOINTS,):
+        raise ValueError(f"{what} must have {N_JOINTS} values ({', '.join(JOINT_NAMES)}), got shape {q.shape}")
+    if not np.all(np.isfinite(q)):
+        raise ValueError(f"{what} has non-finite values: {q}")
+    return q
+
+
+class JointSpaceVLA:
+    """`Policy` over joint positions around an EE-delta `Policy` (torch or ONNX VLA)."""
+
+    def __init__(self, vla: Policy, kinematics: ArmKinematics | None = None, delay_s: float = 0.0) -> None:
+        self.vla = vla
+        self.kin = kinematics or ArmKinematics()
+        if delay_s < 0:
+            raise ValueError(f"delay_s must be >= 0, got {delay_s}")
+        self.delay_s = delay_s  # injected extra inference time, added to the real one (benchmarks)
+
+    def reset(self) -> None:
+        self.vla.reset()
+
+    def sample_chunk(self, obs_batch: Sequence[Observation], prefix: np.ndarray | None = None,
+                     guidance: GuidanceFn | None = None) -> np.ndarray:
+        if len(obs_batch) == 0:
+            raise ValueError("obs_batch is empty")
+        states = [check_joints(o["state"], f"observation {i} state") for i, o in enumerate(obs_batch)]
+        q0 = [s[:7] for s in states]
+        ee_obs = [{**o, "state": self.kin.proprio(s).astype(np.float32)}
+                  for o, s in zip(obs_batch, states, strict=True)]
+        ee_prefix = None
+        if prefix is not None:
+            prefix = np.asarray(prefix, dtype=np.float64)
+            if prefix.ndim != 3 or prefix.shape[0] != len(obs_batch) or prefix.shape[2] != N_JOINTS:
+                raise ValueError(f"prefix must have shape ({len(obs_batch)}, P, {N_JOINTS}), got {prefix.shape}")
+            if not np.all(np.isfinite(prefix)):
+                raise ValueError("prefix has non-finite values")
+            ee_prefix = np.stack([self.kin.joints_to_ee(q, p) for q, p in zip(q0, prefix, strict=True)])
+            ee_prefix = ee_prefix.astype(np.float32)
+        ee_guidance = None if guidance is None else self._wrap_guidance(guidance, q0)
+        chunk_ee = np.asarray(self.vla.sample_chunk(ee_obs, prefix=ee_prefix, guidance=ee_guidance))
+        out = np.empty((len(obs_batch), chunk_ee.shape[1], N_JOINTS))
+        for b, q in enumerate(q0):
+            if prefix is None:
+                out[b] = self.kin.ee_to_joints(q, chunk_ee[b])
+            else:  # the committed prefix stays exact; the rest continues from its last target
+                p = prefix.shape[1]
+                out[b, :p] = prefix[b]
+                out[b, p:] = self.kin.ee_to_joints(prefix[b, -1, :7], chunk_ee[b, p:])
+        # Inside the joint ranges *after* the float32 cast (a target clipped to exactly a limit can
+        # round past it, and the safety layer rejects anything outside).
+        out = np.clip(out, self.kin.lower + LIMIT_MARGIN, self.kin.upper - LIMIT_MARGIN)
+        if self.delay_s > 0:  # on top of the real inference time
+            time.sleep(self.delay_s)
+        return out.astype(np.float32)
+
+    def _wrap_guidance(self, guidance: GuidanceFn, q0: list[np.ndarray]) -> GuidanceFn:
+        """Joint-space hook -> EE-space hook: estimate -> joints, ask the hook, map the corrected
+        joints back to EE deltas and return the difference."""
+
+        def ee_guidance(estimate: np.ndarray, tau: float) -> np.ndarray:
+            est = np.asarray(estimate, dtype=np.float64)
+            joints = np.stack([self.kin.ee_to_joints(q, e) for q, e in zip(q0, est, strict=True)])
+            wanted = joints + np.asarray(guidance(joints, tau), dtype=np.float64)
+            wanted[..., 7] = np.clip(wanted[..., 7], 0.0, FINGER_MAX)
+            back = np.stack([self.kin.joints_to_ee(q, w) for q, w in zip(q0, wanted, strict=True)])
+            return (back - est).astype(np.float32)
+
+        return ee_guidance
+
+
+def resolve_policy_folder(path: str | Path, backend: str) -> Path:
+    """The folder to load for `backend`: an ONNX export (has runtime.json; a checkpoint's `onnx/`
+    sub-folder is found too) or a torch checkpoint folder."""
+    from sim.policies import ONNX_META
+
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    folder = Path(path)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"policy folder not found: {folder}")
+    if backend == "onnx":
+        for cand in (folder, folder / "onnx"):
+            if (cand / ONNX_META).is_file():
+                return cand
+        raise FileNotFoundError(f"backend onnx: no ONNX export ({ONNX_META}) in {folder} or {folder / 'onnx'}; "
+                                "run the export stage or use backend: torch")
+    if (folder / ONNX_META).is_file():
+        raise ValueError(f"backend torch: {folder} is an ONNX export; give the checkpoint folder or backend: onnx")
+    return folder
+
+
+def make_joint_vla(path: str, dt: float, action_dim: int, backend: str = "onnx", seed: int = 0,
+                   delay_s: float = 0.0, **unknown: Any) -> JointSpaceVLA:
+    """Policy factory for `real.config.make_policy` (`{factory: "real.joint_vla:make_joint_vla", ...}`)."""
+    from sim.policies import load_policy
+
+    if unknown:
+        raise ValueError(f"make_joint_vla: unknown policy keys {sorted(unknown)} "
+                         "(known: path, backend, seed, delay_s)")
+    if action_dim != N_JOINTS:
+        raise ValueError(f"the joint-space VLA commands {N_JOINTS} joints ({', '.join(JOINT_NAMES)}); "
+                         f"the deploy config's limits name {action_dim}")
+    if abs(dt - CONTROL_DT) > 1e-9:
+        raise ValueError(f"the VLA's EE deltas are per {CONTROL_DT} s control step (20 Hz); executor.rate_hz "
+                         f"gives dt = {dt}")
+    folder = resolve_policy_folder(path, backend)
+    # sim.policies picks OnnxPolicy or the torch checkpoint loader by the folder's content, as the
+    # evaluator does; only the action dimension of the env is read for a folder spec.
+    ee_env = SimpleNamespace(action_space=SimpleNamespace(shape=(EE_DIM,)))
+    vla = load_policy(str(folder), ee_env, seed=seed)
+    cfg = vla.cfg
+    if cfg.state_dim != PROPRIO_DIM or cfg.action_dim != EE_DIM:
+        raise ValueError(f"{folder}: the adapter needs an image-mode VLA with state_dim {PROPRIO_DIM} and "
+                         f"action_dim {EE_DIM}, this one has {cfg.state_dim} / {cfg.action_dim}")
+    return JointSpaceVLA(vla, delay_s=delay_s)

@@ -1,0 +1,411 @@
+"""MuJoCo robot bridge: a native sim task that behaves like a ros2_control arm, in wall-clock time.
+
+Every control tick (default 20 Hz, the task's control step) it steps the physics one control step
+towards the current joint-position target, then publishes what a position-controlled arm with
+cameras publishes:
+
+- `/joint_states` (sensor_msgs/JointState): j1..j7 + `gripper` (per-finger opening, m), with
+  velocities; sensor-data QoS;
+- one sensor_msgs/Image (rgb8, `image_size` square) per camera on `/camera/<name>/image_raw`;
+- `/instruction` (std_msgs/String, the episode's instruction; once a second and after a reset);
+- `/task/success` (std_msgs/Bool), `/task/subtask` (std_msgs/String), and `/task/status`
+  (std_msgs/String with a JSON object: episode, seed, step, success, done, command counts) for
+  orchestration and tests.
+
+Commands (the policy node's topics): std_msgs/Float64MultiArray on the forward_command_controller
+topic, or trajectory_msgs/JointTrajectory (joint_trajectory_controller: the trajectory starts on
+receipt; each tick the first point whose `time_from_start` has not passed is the target, the last
+point once all have). Every command is validated (size / joint names, finite, inside the joint
+ranges, at most `max_step` from the last accepted target): a bad one is rejected, counted per
+reason and logged, and the arm keeps the last good target. No command -> the arm holds its target.
+
+Service `/bridge/sensor_dropout` (std_srvs/SetBool): fault injection, true stops the joint states
+and images (a dead sensor bus) while the physics and `/task/status` go on.
+Service `/bridge/reset` (std_srvs/Trigger): next episode (seed = first seed + episode index), arm
+back home. An episode's clock starts at the first accepted command (start-up of the policy side is
+not task time); it is `done` at success or `horizon` ticks later; the result is latched (and
+appended to `--result-file` as a JSON line) while the physics keeps running.
+
+Run:  python -m real.ros.bridge_node --task pick_place --seed 0 --domain-id 7
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+# DDS multicasts discovery off the machine unless told otherwise; must be set before rclpy loads rmw.
+os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import qos_profile_sensor_data
+from sensor_msgs.msg import Image, JointState
+from std_msgs.msg import Bool, Float64MultiArray, String
+from std_srvs.srv import SetBool, Trigger
+from trajectory_msgs.msg import JointTrajectory
+
+from real.joint_vla import JOINT_NAMES, N_JOINTS
+
+log = logging.getLogger(__name__)
+
+COMMAND_INTERFACES = ("forward", "trajectory")
+REJECT_REASONS = ("size", "names", "nonfinite", "limit", "jump", "empty", "time")
+
+
+@dataclass
+class BridgeConfig:
+    task: str = "pick_place"
+    seed: int = 0
+    image_size: int = 84
+    cameras: list[str] = field(default_factory=lambda: ["agentview", "robot0_eye_in_hand"])
+    rate_hz: float = 20.0  # must be the task's control rate (one physics control step per tick)
+    horizon: int = 200
+    command_interface: str = "forward"
+    command_topic: str = "/forward_position_controller/commands"
+    joint_states_topic: str = "/joint_states"
+    camera_topic: str = "/camera/{name}/image_raw"
+    instruction_topic: str = "/instruction"
+    max_step: float = 0.5  # rad (arm) per command vs the last accepted target; bigger jumps are rejected
+    ros_domain_id: int | None = None  # None: ROS_DOMAIN_ID from the environment
+    result_file: str | None = None  # JSON lines, one per finished episode
+
+    def __post_init__(self) -> None:
+        if self.command_interface not in COMMAND_INTERFACES:
+            raise ValueError(f"command_interface must be one of {COMMAND_INTERFACES}, got {self.command_interface!r}")
+        if not 0 < self.rate_hz <= 1000:
+            raise ValueError(f"rate_hz must be in (0, 1000], got {self.rate_hz}")
+        if self.horizon < 1 or self.image_size < 1:
+            raise ValueError(f"horizon and image_size must be >= 1, got {self.horizon}, {self.image_size}")
+        if not self.max_step > 0:
+            raise ValueError(f"max_step must be > 0, got {self.max_step}")
+        if self.ros_domain_id is not None and not 0 <= self.ros_domain_id <= 232:
+            raise ValueError(f"ros_domain_id must be in [0, 232], got {self.ros_domain_id}")
+        if "{name}" not in self.camera_topic:
+            raise ValueError(f"camera_topic must contain '{{name}}', got {self.camera_topic!r}")
+
+
+def load_bridge_config(path: str | Path | None, **overrides: Any) -> BridgeConfig:
+    """YAML (unknown keys are errors) + non-None keyword overrides."""
+    raw: dict[str, Any] = {}
+    if path is not None:
+        raw = yaml.safe_load(Path(path).read_text()) or {}
+        if not isinstance(raw, dict):
+            raise ValueError(f"{path}: bridge config must be a mapping")
+    raw.update({k: v for k, v in overrides.items() if v is not None})
+    known = {f.name for f in fields(BridgeConfig)}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise ValueError(f"bridge config: unknown keys {unknown} (known: {sorted(known)})")
+    return BridgeConfig(**raw)
+
+
+class CommandValidator:
+    """Checks a joint-position command before it reaches the (simulated) motors."""
+
+    def __init__(self, lower: np.ndarray, upper: np.ndarray, max_step: float) -> None:
+        self.lower, self.upper, self.max_step = np.asarray(lower, float), np.asarray(upper, float), max_step
+
+    def check(self, values: Any, last: np.ndarray) -> tuple[np.ndarray | None, str | None, str]:
+        """(target, None, "") if good, else (None, reason, detail)."""
+        try:
+            q = np.asarray(values, dtype=np.float64).ravel()
+        except (TypeError, ValueError) as exc:
+            return None, "size", f"not numeric: {exc}"
+        if q.shape != (N_JOINTS,):
+            return None, "size", f"{q.size} values, expected {N_JOINTS} ({', '.join(JOINT_NAMES)})"
+        if not np.all(np.isfinite(q)):
+            return None, "nonfinite", f"non-finite values at {np.flatnonzero(~np.isfinite(q)).tolist()}"
+        bad = (q < self.lower) | (q > self.upper)
+        if np.any(bad):
+            names = [JOINT_NAMES[i] for i in np.flatnonzero(bad)]
+            return None, "limit", f"joints {names} at {q[bad]} outside [{self.lower[bad]}, {self.upper[bad]}]"
+        jump = np.abs(q[:7] - last[:7]).max()
+        if jump > self.max_step:
+            return None, "jump", f"arm target moves {jump:.3f} rad in one command (max_step {self.max_step})"
+        return q, None, ""
+
+
+def trajectory_arrays(msg: JointTrajectory) -> tuple[np.ndarray | None, np.ndarray | None, str | None, str]:
+    """(times [N], points [N, 8] in JOINT_NAMES order, None, "") or (None, None, reason, detail)."""
+    names = list(msg.joint_names)
+    if sorted(names) != sorted(JOINT_NAMES) or len(set(names)) != len(names):
+        return None, None, "names", f"joint_names {names}, expected {list(JOINT_NAMES)}"
+    if not msg.points:
+        return None, None, "empty", "trajectory has no points"
+    order = [names.index(n) for n in JOINT_NAMES]
+    pts = []
+    for p in msg.points:
+        if len(p.positions) != len(names):
+            return None, None, "size", f"point with {len(p.positions)} positions for {len(names)} joints"
+        pts.append(np.asarray(p.positions, dtype=np.float64)[order])
+    times = np.array([p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in msg.points])
+    if np.any(np.diff(times) <= 0) or times[0] < 0:
+        return None, None, "time", f"time_from_start not strictly increasing from >= 0: {times}"
+    return times, np.stack(pts), None, ""
+
+
+class BridgeNode:
+    """Owns the env, the rclpy node and the real-time loop. `start()` / `stop()`."""
+
+    def __init__(self, cfg: BridgeConfig, context: rclpy.context.Context | None = None) -> None:
+        from vla.registry import TASKS
+
+        self.cfg = cfg
+        # The bridge counts the episode's ticks itself (from the first accepted command).
+        self.env = TASKS.make(cfg.task, cameras=tuple(cfg.cameras), image_size=cfg.image_size,
+                              horizon=10**9).unwrapped
+        if not hasattr(self.env, "step_joints"):
+            raise ValueError(f"task {cfg.task!r} is not a native MuJoCo task (no joint-position interface)")
+        dt = self.env.n_substeps * self.env.model.opt.timestep
+        if abs(dt - 1.0 / cfg.rate_hz) > 1e-9:
+            raise ValueError(f"rate_hz {cfg.rate_hz} does not match the task's control step {dt} s")
+        from sim.tasks.native.base import FINGER_MAX
+
+        rng = self.env.arm_range()
+        self.lower = np.append(rng[:, 0], 0.0)
+        self.upper = np.append(rng[:, 1], FINGER_MAX)
+        self.validator = CommandValidator(self.lower, self.upper, cfg.max_step)
+        self.period = 1.0 / cfg.rate_hz
+        self._lock = threading.Lock()  # env, target, counters
+        self._stop = threading.Event()
+        self.episode = -1
+        self.n_overruns = 0
+        self.sensor_dropout = False  # fault injection: joint states and images stop (physics goes on)
+        self._reset_env()
+
+        self.node = rclpy.create_node("mujoco_bridge", context=context)
+        self.pub_js = self.node.create_publisher(JointState, cfg.joint_states_topic, qos_profile_sensor_data)
+        self.pub_img = {c: self.node.create_publisher(Image, cfg.camera_topic.format(name=c), qos_profile_sensor_data)
+                        for c in cfg.cameras}
+        self.pub_ins = self.node.create_publisher(String, cfg.instruction_topic, 10)
+        self.pub_success = self.node.create_publisher(Bool, "/task/success", 10)
+        self.pub_subtask = self.node.create_publisher(String, "/task/subtask", 10)
+        self.pub_status = self.node.create_publisher(String, "/task/status", 10)
+        if cfg.command_interface == "forward":
+            self.node.create_subscription(Float64MultiArray, cfg.command_topic, self._on_forward, 10)
+        else:
+            self.node.create_subscription(JointTrajectory, cfg.command_topic, self._on_trajectory, 10)
+        self.node.create_service(Trigger, "/bridge/reset", self._on_reset)
+        self.node.create_service(SetBool, "/bridge/sensor_dropout", self._on_dropout)
+        self._spin_exec = SingleThreadedExecutor(context=context)
+        self._spin_exec.add_node(self.node)
+        self._threads = [threading.Thread(target=self._spin, name="ros-spin", daemon=True),
+                         threading.Thread(target=self._loop, name="physics", daemon=True)]
+
+    # ---- episode state (call with the lock held, or before the threads start) --------------------
+    def _reset_env(self) -> None:
+        self.episode += 1
+        self.seed = self.cfg.seed + self.episode
+        self.obs, self.info = self.env.reset(seed=self.seed)
+        self.target = np.append(self.env.arm_qpos(), self.env.finger_qpos().mean())
+        self._trajectory: tuple[float, np.ndarray, np.ndarray] | None = None
+        self.step = 0
+        self.done = False
+        self.success = False
+        self.done_step: int | None = None
+        self.done_wall_s: float | None = None  # first command -> done, wall clock
+        self.t_start = time.monotonic()
+        self.t_first_command: float | None = None
+        self.counts = {"received": 0, "accepted": 0, **{f"rejected_{r}": 0 for r in REJECT_REASONS}}
+        self._publish_instruction_now = True
+
+    def status(self) -> dict[str, Any]:
+        with self._lock:
+            return self._status()
+
+    def _status(self) -> dict[str, Any]:
+        rejected = sum(v for k, v in self.counts.items() if k.startswith("rejected_"))
+        return {"episode": self.episode, "seed": self.seed, "step": self.step, "success": self.success,
+                "subtask": self.info.get("subtask", ""), "subtasks_done": self.info.get("subtasks_done", []),
+                "done": self.done, "done_step": self.done_step, "done_wall_s": self.done_wall_s,
+                "instruction": self.env.instruction,
+                "commands_rejected": rejected, "overruns": self.n_overruns,
+                "wall_s": round(time.monotonic() - self.t_start, 3),
+                "first_command_s": None if self.t_first_command is None
+                else round(self.t_first_command - self.t_start, 3), **self.counts}
+
+    # ---- commands ---------------------------------------------------------------------------------
+    def _reject(self, reason: str, detail: str) -> None:
+        self.counts[f"rejected_{reason}"] += 1
+        self.node.get_logger().warning(f"rejected command ({reason}): {detail}; holding the last good target",
+                                       throttle_duration_sec=1.0)
+
+    def _accept(self) -> None:
+        self.counts["accepted"] += 1
+        if self.t_first_command is None:
+            self.t_first_command = time.monotonic()
+
+    def _on_forward(self, msg: Float64MultiArray) -> None:
+        with self._lock:
+            self.counts["received"] += 1
+            q, reason, detail = self.validator.check(list(msg.data), self.target)
+            if reason is not None:
+                return self._reject(reason, detail)
+            self.target, self._trajectory = q, None
+            self._accept()
+
+    def _on_trajectory(self, msg: JointTrajectory) -> None:
+        now = time.monotonic()
+        with self._lock:
+            self.counts["received"] += 1
+            times, pts, reason, detail = trajectory_arrays(msg)
+            if reason is not None:
+                return self._reject(reason, detail)
+            prev = self.target
+            for p in pts:  # every point must be a good command (a trajectory never carries a bad one)
+                _, reason, detail = self.validator.check(p, prev)
+                if reason is not None:
+                    return self._reject(reason, detail)
+                prev = p
+            self._trajectory = (now, times, pts)
+            self._accept()
+
+    def _current_target(self, now: float) -> np.ndarray:
+        if self._trajectory is not None:
+            start, times, pts = self._trajectory
+            due = np.flatnonzero(times >= now - start)
+            self.target = pts[due[0]] if due.size else pts[-1]
+        return self.target
+
+    def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        with self._lock:
+            self._reset_env()
+            response.success, response.message = True, json.dumps({"episode": self.episode, "seed": self.seed})
+        self.node.get_logger().info(f"reset: episode {self.episode}, seed {self.seed}")
+        return response
+
+    def _on_dropout(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
+        self.sensor_dropout = bool(request.data)
+        self.node.get_logger().warning(f"sensor dropout {'ON' if request.data else 'off'}")
+        response.success, response.message = True, "dropout" if request.data else "sensors on"
+        return response
+
+    # ---- loop -------------------------------------------------------------------------------------
+    def _tick(self, now: float) -> None:
+        with self._lock:
+            target = self._current_target(now)
+            self.obs, _, _, _, self.info = self.env.step_joints(target[:7], target[7])
+            if self.t_first_command is not None and not self.done:
+                self.step += 1
+            if not self.done and self.t_first_command is not None and (
+                    self.info["success"] or self.step >= self.cfg.horizon):
+                self.done, self.success, self.done_step = True, bool(self.info["success"]), self.step
+                self.done_wall_s = round(now - self.t_first_command, 3)
+                self._write_result()
+            # Soft joint limits let a joint sit a hair past its range (e.g. open fingers at 0.045 + 1e-5);
+            # reported clipped, as a driver reports calibrated positions, so consumers that refuse a
+            # start outside the limits (the safety layer) are not tripped by solver slack.
+            q = np.clip(self.env.arm_qpos(), self.lower[:7], self.upper[:7])
+            qd = self.env.arm_qvel()
+            finger = float(np.clip(self.env.finger_qpos().mean(), self.lower[7], self.upper[7]))
+            obs, info, status = self.obs, self.info, self._status()
+            send_instruction = self._publish_instruction_now or self.step % round(self.cfg.rate_hz) == 0
+            self._publish_instruction_now = False
+        stamp = self.node.get_clock().now().to_msg()
+        self.pub_status.publish(String(data=json.dumps(status)))
+        if self.sensor_dropout:
+            return
+        js = JointState(name=list(JOINT_NAMES), position=[*map(float, q), finger], velocity=[*map(float, qd), 0.0])
+        js.header.stamp = stamp
+        self.pub_js.publish(js)
+        for cam, pub in self.pub_img.items():
+            img = obs["images"][cam]
+            msg = Image(height=img.shape[0], width=img.shape[1], encoding="rgb8", is_bigendian=0,
+                        step=img.shape[1] * 3, data=img.tobytes())
+            msg.header.stamp, msg.header.frame_id = stamp, cam
+            pub.publish(msg)
+        if send_instruction:
+            self.pub_ins.publish(String(data=obs["instruction"]))
+        self.pub_success.publish(Bool(data=bool(info["success"])))
+        self.pub_subtask.publish(String(data=str(info["subtask"])))
+
+    def _write_result(self) -> None:
+        if self.cfg.result_file:
+            with open(self.cfg.result_file, "a") as f:
+                f.write(json.dumps(self._status()) + "\n")
+
+    def _loop(self) -> None:
+        t0 = time.monotonic()
+        k = 0
+        while not self._stop.is_set():
+            target = t0 + k * self.period
+            delay = target - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            late = int((time.monotonic() - target) // self.period)
+            if late > 0:  # the machine stalled: skip the missed slots, do not bunch physics steps
+                self.n_overruns += late
+                k += late
+            try:
+                self._tick(time.monotonic())
+            except Exception as exc:  # a dead loop must be loud: nothing is published any more
+                self.node.get_logger().fatal(f"physics loop died: {type(exc).__name__}: {exc}")
+                raise
+            k += 1
+
+    def _spin(self) -> None:
+        while not self._stop.is_set():
+            self._spin_exec.spin_once(timeout_sec=0.05)
+
+    def start(self) -> None:
+        for t in self._threads:
+            t.start()
+        self.node.get_logger().info(f"bridge up: task {self.cfg.task}, seed {self.seed}, {self.cfg.rate_hz:g} Hz, "
+                                    f"commands on {self.cfg.command_topic} ({self.cfg.command_interface})")
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.node.get_logger().info(f"final status: {json.dumps(self.status())}")
+        for t in self._threads:
+            t.join(timeout=5.0)
+        self._spin_exec.shutdown()
+        self.node.destroy_node()
+        self.env.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description="MuJoCo robot bridge (a native sim task as a ros2_control arm)")
+    ap.add_argument("--config", type=Path, default=None, help="configs/deploy/bridge.yaml (optional)")
+    ap.add_argument("--task", default=None)
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--horizon", type=int, default=None)
+    ap.add_argument("--image-size", type=int, default=None)
+    ap.add_argument("--command-interface", choices=COMMAND_INTERFACES, default=None)
+    ap.add_argument("--command-topic", default=None)
+    ap.add_argument("--domain-id", type=int, default=None, help="ROS_DOMAIN_ID (default: from the environment)")
+    ap.add_argument("--result-file", default=None, help="append one JSON line per finished episode")
+    ap.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
+    args, ros_args = ap.parse_known_args(argv)
+    logging.basicConfig(level=logging.INFO)
+    cfg = load_bridge_config(args.config, task=args.task, seed=args.seed, horizon=args.horizon,
+                             image_size=args.image_size, command_interface=args.command_interface,
+                             command_topic=args.command_topic, ros_domain_id=args.domain_id,
+                             result_file=args.result_file)
+    rclpy.init(args=ros_args, domain_id=cfg.ros_domain_id)
+    node = BridgeNode(cfg)
+    node.start()
+    try:
+        deadline = None if args.duration is None else time.monotonic() + args.duration
+        while rclpy.ok() and (deadline is None or time.monotonic() < deadline):
+            time.sleep(0.1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        node.stop()
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()
+

@@ -1,0 +1,216 @@
+"""Main-job stage `deploy`: the exported VLA drives the MuJoCo robot bridge over ROS 2.
+
+Both sides run as their own processes, exactly as on a robot: `real.ros.bridge_node` (the robot)
+and `real.ros.policy_node` (executor + safety layer + the joint-space VLA adapter); this process
+only watches (`/task/status`, the policy node's `/diagnostics`) and resets the bridge between
+episodes, on its own ROS_DOMAIN_ID with localhost-only discovery. One fresh policy node per episode,
+so every episode starts with the safety layer initialised at the measured pose.
+
+`run_deploy` is shared with `benchmarks/bench_deploy.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from vla.job import JobContext, stage
+
+ROOT = Path(__file__).resolve().parents[1]
+NODE_CONFIG = ROOT / "configs" / "deploy" / "native_arm.yaml"
+BRIDGE_CONFIG = ROOT / "configs" / "deploy" / "bridge.yaml"
+FIRST_SEED = 1000  # held-out seeds (demos use 0..)
+
+
+def write_node_config(out: Path, policy_path: str | Path, backend: str, mode: str, rate_hz: float,
+                      delay_s: float = 0.0, **executor: Any) -> Path:
+    """configs/deploy/native_arm.yaml with this run's policy and executor settings."""
+    cfg = yaml.safe_load(NODE_CONFIG.read_text())
+    cfg["policy"].update(path=str(policy_path), backend=backend, delay_s=float(delay_s))
+    cfg["executor"].update(mode=mode, rate_hz=float(rate_hz), **executor)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return out
+
+
+def ros_env(domain_id: int) -> dict[str, str]:
+    env = os.environ.copy()
+    env.update(ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", ROS_DOMAIN_ID=str(domain_id), PYTHONUNBUFFERED="1")
+    return env
+
+
+def stop_process(proc: subprocess.Popen, timeout: float = 15.0) -> int:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.returncode
+
+
+class Watcher:
+    """In-process rclpy observer: latest bridge status and policy diagnostics; resets the bridge."""
+
+    def __init__(self, domain_id: int) -> None:
+        os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")  # before rclpy loads rmw
+        import rclpy
+        from diagnostic_msgs.msg import DiagnosticArray
+        from rclpy.executors import SingleThreadedExecutor
+        from std_msgs.msg import String
+        from std_srvs.srv import Trigger
+
+        self._rclpy, self._trigger = rclpy, Trigger
+        self.ctx = rclpy.context.Context()
+        rclpy.init(context=self.ctx, domain_id=domain_id)
+        self.node = rclpy.create_node("deploy_watcher", context=self.ctx)
+        self.lock = threading.Lock()
+        self.status: dict[str, Any] = {}
+        self.diag: dict[str, float] = {}
+        self.diag_message = ""
+        self.node.create_subscription(String, "/task/status", self._on_status, 10)
+        self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag, 10)
+        self.reset_client = self.node.create_client(Trigger, "/bridge/reset")
+        self.exec = SingleThreadedExecutor(context=self.ctx)
+        self.exec.add_node(self.node)
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._spin, daemon=True)
+        self.thread.start()
+
+    def _spin(self) -> None:
+        while not self._stop.is_set():
+            self.exec.spin_once(timeout_sec=0.05)
+
+    def _on_status(self, msg: Any) -> None:
+        with self.lock:
+            self.status = json.loads(msg.data)
+
+    def _on_diag(self, msg: Any) -> None:
+        if not msg.status or "chunk executor" not in msg.status[0].name:
+            return
+        with self.lock:
+            self.diag = {kv.key: float(kv.value) for kv in msg.status[0].values}
+            self.diag_message = msg.status[0].message
+
+    def snapshot(self) -> tuple[dict[str, Any], dict[str, float]]:
+        with self.lock:
+            return dict(self.status), dict(self.diag)
+
+    def reset(self, timeout: float = 20.0) -> dict[str, Any]:
+        if not self.reset_client.wait_for_service(timeout_sec=timeout):
+            raise RuntimeError("the bridge's /bridge/reset service did not appear")
+        future = self.reset_client.call_async(self._trigger.Request())
+        end = time.monotonic() + timeout
+        while not future.done():
+            if time.monotonic() > end:
+                raise RuntimeError("no reply from /bridge/reset")
+            time.sleep(0.02)
+        return json.loads(future.result().message)
+
+    def close(self) -> None:
+        self._stop.set()
+        self.thread.join(5)
+        self.exec.shutdown()
+        self.node.destroy_node()
+        self._rclpy.shutdown(context=self.ctx)
+
+
+def wait_until(pred: Any, timeout: float, what: str, proc: subprocess.Popen | None = None) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"{what}: the process {proc.args[:4]} exited with {proc.returncode}")
+        time.sleep(0.05)
+    raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def run_deploy(policy_path: str | Path, out_dir: Path, episodes: int = 1, mode: str = "aligned",
+               backend: str = "onnx", rate_hz: float = 20.0, timeout_s: float = 180.0, domain_id: int = 77,
+               delay_s: float = 0.0, first_seed: int = FIRST_SEED, horizon: int = 200) -> dict[str, Any]:
+    """Run `episodes` episodes of pick_place over ROS 2; per-episode records + aggregates."""
+    if episodes < 1:
+        raise ValueError(f"episodes must be >= 1, got {episodes}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    node_cfg = write_node_config(out_dir / "policy_node.yaml", policy_path, backend, mode, rate_hz, delay_s)
+    env = ros_env(domain_id)
+    bridge_log = open(out_dir / "bridge.log", "w")  # noqa: SIM115 (closed in finally)
+    bridge = subprocess.Popen([sys.executable, "-m", "real.ros.bridge_node", "--config", str(BRIDGE_CONFIG),
+                               "--seed", str(first_seed), "--horizon", str(horizon),
+                               "--result-file", str(out_dir / "episodes.jsonl")],
+                              cwd=ROOT, env=env, stdout=bridge_log, stderr=subprocess.STDOUT)
+    watcher = Watcher(domain_id)
+    records: list[dict[str, Any]] = []
+    t_start = time.monotonic()
+    try:
+        wait_until(lambda: watcher.snapshot()[0].get("episode") == 0, 60, "the bridge to come up", bridge)
+        for ep in range(episodes):
+            if ep > 0:
+                watcher.reset()
+                wait_until(lambda e=ep: watcher.snapshot()[0].get("episode") == e, 10, f"episode {ep}", bridge)
+            records.append(_episode(watcher, node_cfg, env, out_dir / f"policy_node_{ep}.log", timeout_s, bridge))
+    finally:
+        watcher.close()
+        stop_process(bridge)
+        bridge_log.close()
+    n_success = sum(r["success"] for r in records)
+    return {"episodes": len(records), "success": f"{n_success}/{len(records)}",
+            "success_rate": n_success / len(records), "records": records,
+            "seconds": round(time.monotonic() - t_start, 1)}
+
+
+def _episode(watcher: Watcher, node_cfg: Path, env: dict[str, str], log_path: Path, timeout_s: float,
+             bridge: subprocess.Popen) -> dict[str, Any]:
+    episode = watcher.snapshot()[0].get("episode")
+    with open(log_path, "w") as log:
+        node = subprocess.Popen([sys.executable, "-m", "real.ros.policy_node", "--config", str(node_cfg)],
+                                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            wait_until(lambda: watcher.snapshot()[0].get("done"), timeout_s, f"episode {episode} to finish", node)
+            time.sleep(0.6)  # one more diagnostics message (2 Hz) that covers the episode's end
+            status, diag = watcher.snapshot()
+        finally:
+            code = stop_process(node)
+    return {"episode": status["episode"], "seed": status["seed"], "success": bool(status["success"]),
+            "steps": status["done_step"], "wall_s": status["done_wall_s"],
+            "starved_ticks": diag.get("starved_ticks"), "jitter_p99_ms": _ms(diag.get("jitter_p99_s")),
+            "latency_p50_ms": _ms(diag.get("latency_p50_s")), "safety_violations": diag.get("safety_violations"),
+            "commands_rejected": status["commands_rejected"], "commands_accepted": status["accepted"],
+            "bridge_overruns": status["overruns"], "policy_node_exit": code}
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(1e3 * seconds, 2)
+
+
+@stage("deploy")
+def deploy_stage(ctx: JobContext) -> dict[str, Any]:
+    """One (or `deploy.episodes`) pick_place episode(s) through ROS 2 against the MuJoCo bridge."""
+    cfg = ctx.config.deploy
+    ckpt = ctx.checkpoint
+    path = ckpt / "onnx" if cfg.backend == "onnx" else ckpt
+    result = run_deploy(path, ctx.out_dir / "deploy", episodes=cfg.episodes, mode=cfg.mode, backend=cfg.backend,
+                        rate_hz=cfg.rate_hz, timeout_s=cfg.timeout_s, domain_id=cfg.ros_domain_id)
+    recs = result["records"]
+
+    def worst(key: str) -> float | None:
+        vals = [r[key] for r in recs if r[key] is not None]
+        return max(vals) if vals else None
+
+    return {"mode": cfg.mode, "backend": cfg.backend, "success": result["success"],
+            "steps": round(sum(r["steps"] for r in recs) / len(recs), 1),
+            "wall s": round(sum(r["wall_s"] for r in recs) / len(recs), 2),
+            "starved ticks": worst("starved_ticks"), "jitter p99 ms": worst("jitter_p99_ms"),
+            "commands rejected": sum(r["commands_rejected"] for r in recs),
+            "dir": str(ctx.out_dir / "deploy"), "seconds": result["seconds"]}

@@ -1,0 +1,252 @@
+"""End to end over real DDS on localhost: the MuJoCo robot bridge and the policy node (each its own
+process, under `offhost-traffic` when available) with a real tiny VLA checkpoint behind the
+joint-space adapter.
+
+Checked on every command message on the robot's topic: 8 finite values inside the joint limits.
+Faults: an emergency stop holds the arm; a dead sensor bus (stale observations) makes the policy
+node hold; a killed policy node leaves the arm holding its last target. The episode ends with a
+result (success or not) on /task/status.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+rclpy = pytest.importorskip("rclpy")
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.qos import qos_profile_sensor_data  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_msgs.msg import Float64MultiArray, String  # noqa: E402
+from std_srvs.srv import SetBool  # noqa: E402
+
+from real.stages import write_node_config  # noqa: E402
+from tests.real.test_joint_vla import build_tiny_checkpoint  # noqa: E402
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(180)]
+
+ROOT = Path(__file__).resolve().parents[3]
+OFFHOST = ROOT.parent / "shared" / "tools" / "offhost-traffic"
+LIMITS = yaml.safe_load((ROOT / "configs/deploy/native_arm.yaml").read_text())["limits"]
+LOWER, UPPER = np.array(LIMITS["lower"]), np.array(LIMITS["upper"])
+CMD_TOPIC = "/forward_position_controller/commands"
+
+
+def wrap(cmd: list[str]) -> list[str]:
+    """Run under offhost-traffic (exit 3 = something left loopback) when strace is there."""
+    return [str(OFFHOST), *cmd] if OFFHOST.exists() and shutil.which("strace") else cmd
+
+
+def wait_for(pred, timeout: float, what: str) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class Monitor:
+    """Sees everything on the robot side: commands (checked one by one), joint states, task status."""
+
+    def __init__(self) -> None:
+        self.ctx = rclpy.context.Context()
+        rclpy.init(context=self.ctx)
+        self.node = rclpy.create_node("e2e_monitor", context=self.ctx)
+        self.lock = threading.Lock()
+        self.commands: list[np.ndarray] = []
+        self.bad: list[str] = []
+        self.q: np.ndarray | None = None
+        self.status: dict = {}
+        self.diag_message = ""
+        self.node.create_subscription(Float64MultiArray, CMD_TOPIC, self._on_cmd, 100)
+        self.node.create_subscription(JointState, "/joint_states", self._on_js, qos_profile_sensor_data)
+        self.node.create_subscription(String, "/task/status", self._on_status, 10)
+        self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag, 10)
+        self.estop = self.node.create_client(SetBool, "/vla_policy/emergency_stop")
+        self.dropout = self.node.create_client(SetBool, "/bridge/sensor_dropout")
+        self.exec = SingleThreadedExecutor(context=self.ctx)
+        self.exec.add_node(self.node)
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._spin, daemon=True)
+        self.thread.start()
+
+    def _spin(self) -> None:
+        while not self._stop.is_set():
+            self.exec.spin_once(timeout_sec=0.02)
+
+    def _on_cmd(self, msg: Float64MultiArray) -> None:
+        c = np.array(msg.data)
+        with self.lock:
+            if c.shape != (8,) or not np.all(np.isfinite(c)) or np.any(c < LOWER) or np.any(c > UPPER):
+                self.bad.append(repr(c))
+            self.commands.append(c)
+
+    def _on_js(self, msg: JointState) -> None:
+        with self.lock:
+            self.q = np.array(msg.position)
+
+    def _on_status(self, msg: String) -> None:
+        with self.lock:
+            self.status = json.loads(msg.data)
+
+    def _on_diag(self, msg: DiagnosticArray) -> None:
+        if msg.status and "chunk executor" in msg.status[0].name:
+            with self.lock:
+                self.diag_message = msg.status[0].message
+
+    def n_commands(self) -> int:
+        with self.lock:
+            return len(self.commands)
+
+    def commands_since(self, n: int) -> np.ndarray:
+        with self.lock:
+            return np.stack(self.commands[n:])
+
+    def joints(self) -> np.ndarray:
+        with self.lock:
+            return self.q.copy()
+
+    def call(self, client, on: bool) -> None:
+        assert client.wait_for_service(timeout_sec=10)
+        future = client.call_async(SetBool.Request(data=on))
+        wait_for(future.done, 10, "service reply")
+        assert future.result().success
+
+    def close(self) -> None:
+        self._stop.set()
+        self.thread.join(5)
+        self.exec.shutdown()
+        self.node.destroy_node()
+        rclpy.shutdown(context=self.ctx)
+
+
+def descendant_python(pid: int) -> int:
+    """The python process under the offhost-traffic wrapper (bash -> strace -> python)."""
+    frontier, seen = [pid], []
+    while frontier:
+        p = frontier.pop()
+        seen.append(p)
+        for task in Path(f"/proc/{p}/task").iterdir():
+            frontier += [int(c) for c in (task / "children").read_text().split()]
+    pythons = [p for p in seen if "python" in Path(f"/proc/{p}/comm").read_text()]
+    return pythons[-1] if pythons else pid
+
+
+@pytest.fixture
+def domain_id(monkeypatch) -> int:
+    d = random.SystemRandom().randint(1, 100)
+    monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    monkeypatch.setenv("ROS_DOMAIN_ID", str(d))
+    return d
+
+
+def test_vla_drives_the_bridge_over_dds(tmp_path, domain_id) -> None:
+    ckpt = build_tiny_checkpoint(tmp_path / "ckpt")
+    node_cfg = write_node_config(tmp_path / "node.yaml", ckpt, "torch", "aligned", 20.0,
+                                 max_observation_age_s=0.3)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    logs = {k: open(tmp_path / f"{k}.log", "w") for k in ("bridge", "node")}  # noqa: SIM115
+    bridge = subprocess.Popen(wrap([sys.executable, "-m", "real.ros.bridge_node", "--config",
+                                    str(ROOT / "configs/deploy/bridge.yaml"), "--seed", "5", "--horizon", "260"]),
+                              cwd=ROOT, env=env, stdout=logs["bridge"], stderr=subprocess.STDOUT,
+                              start_new_session=True)
+    node = subprocess.Popen(wrap([sys.executable, "-m", "real.ros.policy_node", "--config", str(node_cfg)]),
+                            cwd=ROOT, env=env, stdout=logs["node"], stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    mon = Monitor()
+    try:
+        wait_for(lambda: mon.q is not None, 40, "joint states from the bridge")
+        q_home = mon.joints()
+        wait_for(lambda: mon.n_commands() >= 30, 60, "30 commands from the policy node")
+        assert mon.status["accepted"] > 0 and mon.status["step"] > 0
+        wait_for(lambda: np.abs(mon.joints()[:7] - q_home[:7]).max() > 0.01, 10, "the arm to move")
+
+        # emergency stop: the policy node brakes to a standstill and stays there
+        mon.call(mon.estop, True)
+        wait_for(lambda: "estop" in mon.diag_message, 5, "diagnostics reporting the emergency stop")
+        time.sleep(0.3)
+        n = mon.n_commands()
+        q_a = mon.joints()
+        time.sleep(0.6)
+        held = mon.commands_since(n)
+        assert len(held) >= 5
+        np.testing.assert_allclose(held, np.broadcast_to(held[0], held.shape), atol=1e-12)
+        np.testing.assert_allclose(mon.joints()[:7], q_a[:7], atol=5e-3)
+        mon.call(mon.estop, False)
+        wait_for(lambda: "running" in mon.diag_message, 10, "running again")
+
+        # dead sensor bus: stale observations -> the policy node holds
+        mon.call(mon.dropout, True)
+        time.sleep(0.8)
+        n = mon.n_commands()
+        time.sleep(0.6)
+        held = mon.commands_since(n)
+        assert len(held) >= 5  # still commanding (holding), not silent
+        np.testing.assert_allclose(held, np.broadcast_to(held[0], held.shape), atol=1e-12)
+        wait_for(lambda: "stale_observation" in mon.diag_message, 5, "diagnostics reporting stale observations")
+        mon.call(mon.dropout, False)
+        wait_for(lambda: "running" in mon.diag_message, 10, "running again after the sensors return")
+
+        # the policy node dies: the bridge keeps the last target, the arm holds
+        os.kill(descendant_python(node.pid), signal.SIGKILL)
+        node.wait(10)
+        time.sleep(0.5)
+        q_a, n = mon.joints(), mon.n_commands()
+        time.sleep(0.6)
+        assert mon.n_commands() == n
+        np.testing.assert_allclose(mon.joints()[:7], q_a[:7], atol=5e-3)
+
+        # the episode reports its result at the horizon
+        wait_for(lambda: mon.status.get("done"), 30, "the episode to end")
+        st = mon.status
+        assert isinstance(st["success"], bool) and st["done_step"] == (260 if not st["success"] else st["done_step"])
+        assert st["commands_rejected"] == 0 and st["accepted"] >= 30
+        with mon.lock:
+            assert not mon.bad, f"bad commands reached the robot topic: {mon.bad[:3]}"
+            assert len(mon.commands) >= 30
+    finally:
+        mon.close()
+        for proc in (node, bridge):
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGINT)
+                try:
+                    proc.wait(20)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+        for f in logs.values():
+            f.close()
+    bridge_log = (tmp_path / "bridge.log").read_text()
+    assert bridge.returncode != 3 and node.returncode != 3, "DDS traffic left loopback:\n" + bridge_log[-2000:]
+    assert bridge.returncode == 0, bridge_log[-3000:]
+
+
+def test_deploy_stage_runs_an_episode(tmp_path) -> None:
+    """The main job's `deploy` stage: bridge + policy node processes, one episode, summary figures."""
+    from real.stages import deploy_stage
+    from vla.job import DeployStageConfig, JobConfig, JobContext
+
+    ckpt = build_tiny_checkpoint(tmp_path / "ckpt")
+    domain = random.SystemRandom().randint(1, 100)
+    ctx = JobContext(JobConfig(deploy=DeployStageConfig(backend="torch", ros_domain_id=domain, timeout_s=90)),
+                     tmp_path / "job", results={"pretrain": {"checkpoint": str(ckpt)}})
+    out = deploy_stage(ctx)
+    assert out["success"] in ("0/1", "1/1") and out["mode"] == "aligned"
+    assert 0 < out["steps"] <= 200 and out["commands rejected"] == 0
+    assert out["starved ticks"] is not None and out["jitter p99 ms"] is not None
+    episode = json.loads((tmp_path / "job/deploy/episodes.jsonl").read_text().splitlines()[0])
+    assert episode["done"] and episode["seed"] == 1000 and episode["accepted"] > 0

@@ -1,0 +1,197 @@
+"""Joint-space VLA adapter on the real native-arm model: FK matches the simulator's proprio, the IK
+step is the simulator's, EE deltas -> joint targets -> FK deltas round-trips, the prefix reaches the
+VLA in its own action space, and a real (fresh-weights) tiny VLA checkpoint runs through the factory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from real.joint_vla import (
+    JOINT_NAMES,
+    ArmKinematics,
+    JointSpaceVLA,
+    make_joint_vla,
+    resolve_policy_folder,
+)
+from sim.tasks.native.base import CONTROL_DT, FINGER_MAX, HOME_QPOS
+from sim.tasks.native.pick_place import PickPlaceEnv
+
+CAMERAS = ("agentview", "robot0_eye_in_hand")
+
+
+def build_tiny_checkpoint(path: Path, image_size: int = 84) -> Path:
+    """A real VLAModel checkpoint for the native pick_place interface (2 cameras, 9-d proprio, 7-d
+    EE actions), fresh weights and plausible statistics; saved with the repo's checkpoint code."""
+    from vla.data.stats import ByteHistogramStats, RunningStats
+    from vla.policy.checkpoint import save_checkpoint
+    from vla.policy.config import load_policy_config
+    from vla.policy.model import VLAModel
+
+    rng = np.random.default_rng(0)
+    cfg = load_policy_config("tiny", cameras=list(CAMERAS), state_dim=9, action_dim=7, d_model=32, n_heads=2,
+                             trunk_layers=1, expert_layers=1, image_size=(32, 32), vision_channels=(8, 16),
+                             num_steps=4)
+    stats = {}
+    state = np.concatenate([rng.normal([0.0, 0.0, 0.2], 0.1, (512, 3)), rng.normal(0, 0.5, (512, 4)),
+                            rng.uniform(0, FINGER_MAX, (512, 1)), -rng.uniform(0, FINGER_MAX, (512, 1))], axis=1)
+    for key, rows in (("state", state), ("action", rng.uniform(-0.3, 0.3, (512, 7)))):
+        acc = RunningStats(rows.shape[1])
+        acc.update(rows)
+        stats[key] = acc.finish()
+    for cam in CAMERAS:
+        hist = ByteHistogramStats(3)
+        hist.update(rng.integers(0, 256, (4096, 3), dtype=np.uint8))
+        stats[f"images/{cam}"] = hist.finish()
+    model = VLAModel(cfg, stats)
+    model.language.encode(list(PickPlaceEnv.INSTRUCTIONS))  # cached in the checkpoint
+    return save_checkpoint(path, model, stats)
+
+
+@pytest.fixture(scope="module")
+def kin() -> ArmKinematics:
+    return ArmKinematics()
+
+
+def joints_of(env: PickPlaceEnv) -> np.ndarray:
+    return np.append(env.arm_qpos(), env.finger_qpos().mean())
+
+
+def test_proprio_matches_the_simulator(kin: ArmKinematics) -> None:
+    env = PickPlaceEnv(cameras=())
+    rng = np.random.default_rng(0)
+    obs, _ = env.reset(seed=3)
+    for _ in range(12):
+        np.testing.assert_allclose(kin.proprio(joints_of(env))[:7], obs["state"][:7], atol=1e-5)
+        obs, *_ = env.step(rng.uniform(-1, 1, 7))
+
+
+def test_ik_step_is_the_simulators(kin: ArmKinematics) -> None:
+    env = PickPlaceEnv(cameras=())
+    rng = np.random.default_rng(1)
+    env.reset(seed=1)
+    for _ in range(5):
+        a = rng.uniform(-1, 1, 7)
+        q = env.arm_qpos()
+        ctrl_before = env.data.ctrl.copy()
+        env._apply_action(a)
+        np.testing.assert_allclose(kin.ee_to_joints(q, a[None])[0, :7], env.data.ctrl[:7], atol=1e-12)
+        assert env.data.ctrl[7] == pytest.approx(kin.ee_to_joints(q, a[None])[0, 7])
+        env.data.ctrl[:] = ctrl_before
+        env.step(a)
+
+
+@pytest.mark.parametrize("start", ["home", "reached"])
+def test_ee_joint_round_trip(kin: ArmKinematics, start: str) -> None:
+    """EE deltas -> joint targets -> FK deltas ~= the original (moderate actions inside the workspace:
+    the remaining error is the linearisation of one damped IK step)."""
+    rng = np.random.default_rng(2)
+    q0 = HOME_QPOS if start == "home" else kin.ee_to_joints(HOME_QPOS, rng.uniform(-0.4, 0.4, (10, 7)))[-1, :7]
+    a = rng.uniform(-0.4, 0.4, (16, 7))
+    a[:, 3:6] *= 0.3
+    joints = kin.ee_to_joints(q0, a)
+    assert joints.shape == (16, 8)
+    back = kin.joints_to_ee(q0, joints)
+    np.testing.assert_allclose(back, a, atol=0.03)
+    # the gripper channel is exact
+    np.testing.assert_allclose(back[:, 6], a[:, 6], atol=1e-12)
+
+
+def test_full_speed_steps_round_trip_within_a_tenth(kin: ArmKinematics) -> None:
+    a = np.zeros((4, 7))
+    a[:, 0] = 1.0  # 5 cm per step along x, from home (well inside the reach; near it the error grows)
+    back = kin.joints_to_ee(HOME_QPOS, kin.ee_to_joints(HOME_QPOS, a))
+    assert np.abs(back - a).max() < 0.1
+
+
+class RecordingEEPolicy:
+    """Stands in for the VLA: records what it is given, returns `prefix + fixed` EE chunks."""
+
+    def __init__(self, horizon: int = 16) -> None:
+        self.horizon, self.calls = horizon, []
+        self.chunk = np.tile(np.array([0.2, -0.1, 0.1, 0.0, 0.0, 0.05, -1.0], np.float32), (horizon, 1))
+
+    def sample_chunk(self, obs_batch, prefix=None, guidance=None):
+        self.calls.append({"state": obs_batch[0]["state"], "prefix": prefix, "images": obs_batch[0]["images"]})
+        out = self.chunk[None].copy()
+        if prefix is not None:
+            out[:, : prefix.shape[1]] = prefix
+        if guidance is not None:
+            out = out + guidance(out.copy(), 1.0)
+        return out
+
+    def reset(self) -> None:
+        pass
+
+
+def joint_obs(q: np.ndarray) -> dict:
+    img = np.zeros((84, 84, 3), np.uint8)
+    return {"images": {c: img for c in CAMERAS}, "state": q.astype(np.float32), "instruction": "x",
+            "timestamp": 0.0}
+
+
+def test_adapter_prefix_goes_back_to_ee_space(kin: ArmKinematics) -> None:
+    ee = RecordingEEPolicy()
+    pol = JointSpaceVLA(ee, kin)
+    q = np.append(HOME_QPOS, FINGER_MAX)
+    first = pol.sample_chunk([joint_obs(q)])
+    assert first.shape == (1, 16, 8) and first.dtype == np.float32
+    np.testing.assert_allclose(ee.calls[0]["state"][:3], kin.pose(HOME_QPOS)[0], atol=1e-6)
+    lo, hi = kin.lower, kin.upper
+    assert np.all(first >= lo) and np.all(first <= hi)  # inside the ranges after the float32 cast
+    # aligned mode: the committed joint prefix reaches the VLA as (about) the EE deltas that made it
+    prefix = first[:, :4]
+    second = pol.sample_chunk([joint_obs(q)], prefix=prefix)
+    np.testing.assert_allclose(ee.calls[1]["prefix"][0], ee.chunk[:4], atol=0.03)
+    np.testing.assert_array_equal(second[:, :4], prefix)  # committed actions stay exact
+    # and the rest continues from the prefix's last target, not from the observation
+    np.testing.assert_allclose(second[0, 4:], kin.ee_to_joints(prefix[0, -1, :7], ee.chunk[4:]), atol=1e-5)
+
+
+def test_adapter_guidance_acts_in_joint_space(kin: ArmKinematics) -> None:
+    ee = RecordingEEPolicy()
+    pol = JointSpaceVLA(ee, kin)
+    q = np.append(HOME_QPOS, FINGER_MAX)
+    base = pol.sample_chunk([joint_obs(q)])
+    target = base.copy()
+    target[..., 7] = 0.0  # the hook pulls the gripper closed
+
+    out = pol.sample_chunk([joint_obs(q)], guidance=lambda est, tau: target - est)
+    assert np.all(out[0, :, 7] < 0.01)
+
+
+def test_adapter_rejects_bad_input(kin: ArmKinematics) -> None:
+    pol = JointSpaceVLA(RecordingEEPolicy(), kin)
+    with pytest.raises(ValueError, match="8 values"):
+        pol.sample_chunk([joint_obs(np.zeros(7))])
+    with pytest.raises(ValueError, match="non-finite"):
+        pol.sample_chunk([joint_obs(np.full(8, np.nan))])
+    with pytest.raises(ValueError, match="prefix must have shape"):
+        pol.sample_chunk([joint_obs(np.append(HOME_QPOS, 0.0))], prefix=np.zeros((1, 3, 7)))
+
+
+def test_factory_with_a_real_tiny_checkpoint(tmp_path: Path) -> None:
+    ckpt = build_tiny_checkpoint(tmp_path / "ckpt")
+    with pytest.raises(FileNotFoundError, match="no ONNX export"):
+        make_joint_vla(str(ckpt), dt=CONTROL_DT, action_dim=8, backend="onnx")
+    with pytest.raises(ValueError, match="commands 8 joints"):
+        make_joint_vla(str(ckpt), dt=CONTROL_DT, action_dim=6, backend="torch")
+    with pytest.raises(ValueError, match="20 Hz"):
+        make_joint_vla(str(ckpt), dt=0.02, action_dim=8, backend="torch")
+    with pytest.raises(ValueError, match="unknown policy keys"):
+        make_joint_vla(str(ckpt), dt=CONTROL_DT, action_dim=8, backend="torch", checkpoint="x")
+    with pytest.raises(ValueError, match="backend must be"):
+        resolve_policy_folder(ckpt, "tensorrt")
+    pol = make_joint_vla(str(ckpt), dt=CONTROL_DT, action_dim=8, backend="torch")
+    env = PickPlaceEnv(cameras=CAMERAS)
+    obs, _ = env.reset(seed=0)
+    q = joints_of(env)
+    chunk = pol.sample_chunk([{**obs, "state": q.astype(np.float32)}])
+    assert chunk.shape == (1, 16, len(JOINT_NAMES))
+    assert np.all(np.isfinite(chunk)) and np.all(chunk >= pol.kin.lower) and np.all(chunk <= pol.kin.upper)
+    # the arm can follow it: the first target is one IK step from the measured joints
+    assert np.abs(chunk[0, 0, :7] - q[:7]).max() < 0.5
+    chunk2 = pol.sample_chunk([{**obs, "state": q.astype(np.float32)}], prefix=chunk[:, :3])
+    np.testing.assert_array_equal(chunk2[:, :3], chunk[:, :3])
