@@ -76,28 +76,36 @@ def plot(task: str, methods: dict[str, dict[int, list[dict[str, Any]]]], path: P
 
 
 def targets(methods: dict[str, dict[int, list[dict[str, Any]]]]) -> list[str]:
+    """The issue's targets, judged on the mean over seeds. A comparison only counts when the winner
+    also improved on the pretrained policy (version 0): beating a baseline that degraded is not
+    the effect the papers claim."""
     lines = []
 
-    def final(name: str) -> dict[str, Any] | None:
-        return summary_rows(methods[name])[-1] if name in methods else None
+    def rows(name: str) -> list[dict[str, Any]]:
+        return summary_rows(methods[name]) if name in methods else []
 
-    habc, sft = final("habc"), final("sft")
+    habc, sft = rows("habc"), rows("sft")
     if habc and sft:
-        ok = habc["success"] >= 2 * sft["success"] or habc["success"] - sft["success"] >= 0.30
-        lines.append(f"- HABC final {habc['success']:.0%} vs SFT {sft['success']:.0%} "
-                     f"(target: >= 2x or >= +30 points): **{'met' if ok else 'not met'}**")
-    rac, dag = final("rac"), final("hg_dagger")
-    if rac and dag and "rac" in methods:
-        reach = [r for r in summary_rows(methods["rac"]) if r["success"] >= dag["success"]]
-        if reach and dag["intervention_steps"] > 0:
-            ratio = reach[0]["intervention_steps"] / dag["intervention_steps"]
-            lines.append(f"- RaC reaches HG-DAgger's final {dag['success']:.0%} at version {reach[0]['version']} with "
-                         f"{reach[0]['intervention_steps']:.0f} intervention steps vs HG-DAgger's "
-                         f"{dag['intervention_steps']:.0f} ({ratio:.2f}x; target <= 1/3): "
-                         f"**{'met' if ratio <= 1 / 3 else 'not met'}**")
+        h, b, start = habc[-1]["success"], sft[-1]["success"], habc[0]["success"]
+        ok = h > start and h > 0 and (h >= 2 * b or h - b >= 0.30)
+        lines.append(f"- HABC final {h:.0%} vs SFT final {b:.0%}, pretrained {start:.0%} (target: HABC >= 2x SFT or "
+                     f">= +30 points, and above the pretrained policy): **{'met' if ok else 'not met'}**")
+    rac, dag = rows("rac"), rows("hg_dagger")
+    if rac and dag:
+        goal, start, spent = dag[-1]["success"], dag[0]["success"], dag[-1]["intervention_steps"]
+        if goal <= start:
+            lines.append(f"- RaC vs HG-DAgger: HG-DAgger did not improve on the pretrained policy ({start:.0%} -> "
+                         f"{goal:.0%}), so there is no level to reach: **not met (not measurable)**")
         else:
-            lines.append(f"- RaC final {rac['success']:.0%} does not reach HG-DAgger's final {dag['success']:.0%} "
-                         "(target: reach it with <= 1/3 of its intervention steps): **not met**")
+            reach = [r for r in rac[1:] if r["success"] >= goal]
+            if reach and spent > 0:
+                ratio = reach[0]["intervention_steps"] / spent
+                lines.append(f"- RaC reaches HG-DAgger's final {goal:.0%} at version {reach[0]['version']} with "
+                             f"{reach[0]['intervention_steps']:.0f} intervention steps vs {spent:.0f} ({ratio:.2f}x; "
+                             f"target <= 1/3): **{'met' if ratio <= 1 / 3 else 'not met'}**")
+            else:
+                lines.append(f"- RaC (final {rac[-1]['success']:.0%}) does not reach HG-DAgger's final {goal:.0%}: "
+                             "**not met**")
     return lines
 
 

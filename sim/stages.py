@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 import time
 from typing import Any
 
@@ -59,12 +61,25 @@ def refine_stage(ctx: JobContext) -> dict[str, Any]:
 
     cfg, task = ctx.config.refine, ctx.config.demos.task
     values = {"method": cfg.method, "task": task, "ckpt": str(ctx.checkpoint), "demos": str(ctx.store_path),
+              "eval_seed_start": 1000,  # the eval stage's seeds
               "out_dir": str(ctx.out_dir / "refine"), "iterations": cfg.iterations,
               "episodes_per_iteration": cfg.episodes_per_iteration, "eval_episodes": cfg.eval_episodes,
               "workers": cfg.workers, "image_size": ctx.config.demos.image_size,
               "train": {"steps": cfg.train_steps, "ckpt_every": cfg.train_steps}}
     t0 = time.perf_counter()
-    rows = RefineRun(load_config(RefineConfig, "refine", "default", cfg.overrides, values=values)).run()
+    run = RefineRun(load_config(RefineConfig, "refine", "default", cfg.overrides, values=values))
+    # The eval stage already measured this checkpoint on the same seeds: that is version 0.
+    evaluated = ctx.out_dir / "eval_torch" / "summary.json"
+    if "eval" in ctx.results and evaluated.exists():
+        done = json.loads(evaluated.read_text())
+        same = {k: done["config"][k] for k in ("episodes", "seed_start", "n_action_steps", "task")} == {
+            "episodes": run.cfg.eval_episodes, "seed_start": run.cfg.eval_seed_start,
+            "n_action_steps": run.cfg.n_action_steps, "task": task}
+        target = run.out / "iter_00" / "eval" / "summary.json"
+        if same and not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(evaluated, target)
+    rows = run.run()
     before, after = rows[0], rows[-1]
 
     def rate(r: dict[str, Any]) -> str:
