@@ -66,9 +66,10 @@ class Watcher:
         os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")  # before rclpy loads rmw
         import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
-        from rclpy.executors import SingleThreadedExecutor
         from std_msgs.msg import String
         from std_srvs.srv import Trigger
+
+        from real.ros.spinner import BackgroundSpinner
 
         self._rclpy, self._trigger = rclpy, Trigger
         self.ctx = rclpy.context.Context()
@@ -81,15 +82,7 @@ class Watcher:
         self.node.create_subscription(String, "/task/status", self._on_status, 10)
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag, 10)
         self.reset_client = self.node.create_client(Trigger, "/bridge/reset")
-        self.exec = SingleThreadedExecutor(context=self.ctx)
-        self.exec.add_node(self.node)
-        self._stop = threading.Event()
-        self.thread = threading.Thread(target=self._spin, daemon=True)
-        self.thread.start()
-
-    def _spin(self) -> None:
-        while not self._stop.is_set():
-            self.exec.spin_once(timeout_sec=0.05)
+        self.spinner = BackgroundSpinner(self.node, self.ctx, period_s=0.05)
 
     def _on_status(self, msg: Any) -> None:
         with self.lock:
@@ -118,9 +111,7 @@ class Watcher:
         return json.loads(future.result().message)
 
     def close(self) -> None:
-        self._stop.set()
-        self.thread.join(5)
-        self.exec.shutdown()
+        self.spinner.close()
         self.node.destroy_node()
         self._rclpy.shutdown(context=self.ctx)
 

@@ -18,7 +18,6 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy")
 from builtin_interfaces.msg import Duration  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.qos import qos_profile_sensor_data  # noqa: E402
 from sensor_msgs.msg import Image, JointState  # noqa: E402
 from std_msgs.msg import Bool, Float64MultiArray, String  # noqa: E402
@@ -27,6 +26,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E
 
 from real.joint_vla import JOINT_NAMES, ArmKinematics  # noqa: E402
 from real.ros.bridge_node import BridgeConfig, BridgeNode, CommandValidator, load_bridge_config  # noqa: E402
+from real.ros.spinner import BackgroundSpinner  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(120)]
 
@@ -75,15 +75,7 @@ class Client:
         msg_type = Float64MultiArray if interface == "forward" else JointTrajectory
         self.pub = self.node.create_publisher(msg_type, CMD, 10)
         self.reset_client = self.node.create_client(Trigger, "/bridge/reset")
-        self.exec = SingleThreadedExecutor(context=self.ctx)
-        self.exec.add_node(self.node)
-        self._stop = threading.Event()
-        self.thread = threading.Thread(target=self._spin, daemon=True)
-        self.thread.start()
-
-    def _spin(self) -> None:
-        while not self._stop.is_set():
-            self.exec.spin_once(timeout_sec=0.02)
+        self.spinner = BackgroundSpinner(self.node, self.ctx)
 
     def _on_js(self, msg: JointState) -> None:
         assert list(msg.name) == list(JOINT_NAMES)
@@ -110,9 +102,7 @@ class Client:
         return json.loads(future.result().message)
 
     def close(self) -> None:
-        self._stop.set()
-        self.thread.join(5)
-        self.exec.shutdown()
+        self.spinner.close()
         self.node.destroy_node()
         rclpy.shutdown(context=self.ctx)
 

@@ -27,12 +27,12 @@ import yaml
 
 rclpy = pytest.importorskip("rclpy")
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.qos import qos_profile_sensor_data  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray, String  # noqa: E402
 from std_srvs.srv import SetBool  # noqa: E402
 
+from real.ros.spinner import BackgroundSpinner  # noqa: E402
 from real.stages import write_node_config  # noqa: E402
 from tests.real.test_joint_vla import build_tiny_checkpoint  # noqa: E402
 
@@ -78,15 +78,7 @@ class Monitor:
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag, 10)
         self.estop = self.node.create_client(SetBool, "/vla_policy/emergency_stop")
         self.dropout = self.node.create_client(SetBool, "/bridge/sensor_dropout")
-        self.exec = SingleThreadedExecutor(context=self.ctx)
-        self.exec.add_node(self.node)
-        self._stop = threading.Event()
-        self.thread = threading.Thread(target=self._spin, daemon=True)
-        self.thread.start()
-
-    def _spin(self) -> None:
-        while not self._stop.is_set():
-            self.exec.spin_once(timeout_sec=0.02)
+        self.spinner = BackgroundSpinner(self.node, self.ctx)
 
     def _on_cmd(self, msg: Float64MultiArray) -> None:
         c = np.array(msg.data)
@@ -127,9 +119,7 @@ class Monitor:
         assert future.result().success
 
     def close(self) -> None:
-        self._stop.set()
-        self.thread.join(5)
-        self.exec.shutdown()
+        self.spinner.close()
         self.node.destroy_node()
         rclpy.shutdown(context=self.ctx)
 

@@ -18,12 +18,12 @@ import yaml
 
 rclpy = pytest.importorskip("rclpy")
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from sensor_msgs.msg import Image, JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray, String  # noqa: E402
 from std_srvs.srv import SetBool  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
+from real.ros.spinner import BackgroundSpinner  # noqa: E402
 from real.testing import SyntheticPolicy  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(120)]
@@ -80,15 +80,7 @@ class FakeArm:
         self.estop = self.node.create_client(SetBool, "/vla_policy/emergency_stop")
         self.node.create_timer(0.02, self._tick_js)
         self.node.create_timer(0.1, self._tick_img)
-        self.exec = SingleThreadedExecutor(context=self.ctx)
-        self.exec.add_node(self.node)
-        self._stop = threading.Event()
-        self.thread = threading.Thread(target=self._spin, daemon=True)
-        self.thread.start()
-
-    def _spin(self) -> None:
-        while not self._stop.is_set():
-            self.exec.spin_once(timeout_sec=0.02)
+        self.spinner = BackgroundSpinner(self.node, self.ctx)
 
     def _on_cmd(self, msg) -> None:
         if isinstance(msg, JointTrajectory):
@@ -135,9 +127,7 @@ class FakeArm:
         assert future.result().success
 
     def close(self) -> None:
-        self._stop.set()
-        self.thread.join(5)
-        self.exec.shutdown()
+        self.spinner.close()
         self.node.destroy_node()
         rclpy.shutdown(context=self.ctx)
 
