@@ -56,6 +56,7 @@ from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from real.joint_vla import JOINT_NAMES, N_JOINTS
+from real.ros.spinner import run_node_until_stopped
 
 log = logging.getLogger(__name__)
 
@@ -393,17 +394,7 @@ def main(argv: list[str] | None = None) -> None:
                              command_topic=args.command_topic, ros_domain_id=args.domain_id,
                              result_file=args.result_file)
     rclpy.init(args=ros_args, domain_id=cfg.ros_domain_id)
-    node = BridgeNode(cfg)
-    node.start()
-    try:
-        deadline = None if args.duration is None else time.monotonic() + args.duration
-        while rclpy.ok() and (deadline is None or time.monotonic() < deadline):
-            time.sleep(0.1)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        node.stop()
-        rclpy.try_shutdown()
+    run_node_until_stopped(BridgeNode(cfg), args.duration)
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from real.config import DeployConfig, load_deploy_config, make_policy
 from real.executor import ChunkExecutor
 from real.ros.convert import MessageError, duration_parts, image_to_rgb, instruction_text, joint_positions
+from real.ros.spinner import run_node_until_stopped
 from real.safety import SafetyFilter
 from real.worker import MonotonicClock, ThreadWorker
 from vla.interfaces import Observation, Policy
@@ -215,17 +216,7 @@ def main(argv: list[str] | None = None) -> None:
     cfg = load_deploy_config(args.config)
     policy = make_policy(cfg.policy, 1.0 / cfg.executor.rate_hz, len(cfg.limits.names))
     rclpy.init(args=ros_args, domain_id=cfg.ros_domain_id)
-    node = PolicyNode(cfg, policy)
-    node.start()
-    try:
-        deadline = None if args.duration is None else time.monotonic() + args.duration
-        while rclpy.ok() and (deadline is None or time.monotonic() < deadline):
-            time.sleep(0.1)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        node.stop()
-        rclpy.try_shutdown()
+    run_node_until_stopped(PolicyNode(cfg, policy), args.duration)
 
 
 if __name__ == "__main__":

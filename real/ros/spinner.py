@@ -26,3 +26,22 @@ class BackgroundSpinner:
         self._stop.set()
         self.thread.join(timeout_s)
         self.executor.shutdown()
+
+
+def run_node_until_stopped(node: Any, duration_s: float | None) -> None:
+    """A node's process main loop: `start()`, wait for Ctrl-C, rclpy shutdown or `duration_s`,
+    then `stop()` and shut rclpy down (the bridge and the policy node share it)."""
+    import time
+
+    import rclpy
+
+    node.start()
+    try:
+        deadline = None if duration_s is None else time.monotonic() + duration_s
+        while rclpy.ok() and (deadline is None or time.monotonic() < deadline):
+            time.sleep(0.1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        node.stop()
+        rclpy.try_shutdown()

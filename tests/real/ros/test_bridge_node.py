@@ -27,6 +27,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E
 from real.joint_vla import JOINT_NAMES, ArmKinematics  # noqa: E402
 from real.ros.bridge_node import BridgeConfig, BridgeNode, CommandValidator, load_bridge_config  # noqa: E402
 from real.ros.spinner import BackgroundSpinner  # noqa: E402
+from tests.real.ros.helpers import wait_for  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(120)]
 
@@ -39,15 +40,6 @@ def domain_id(monkeypatch) -> int:
     monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     monkeypatch.setenv("ROS_DOMAIN_ID", str(d))
     return d
-
-
-def wait_for(pred, timeout: float, what: str) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if pred():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class Client:

@@ -34,6 +34,7 @@ from std_srvs.srv import SetBool  # noqa: E402
 
 from real.ros.spinner import BackgroundSpinner  # noqa: E402
 from real.stages import write_node_config  # noqa: E402
+from tests.real.ros.helpers import wait_for  # noqa: E402
 from tests.real.test_joint_vla import build_tiny_checkpoint  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(180)]
@@ -59,13 +60,6 @@ def wrap(cmd: list[str]) -> list[str]:
     return [str(OFFHOST), *cmd] if OFFHOST.exists() and shutil.which("strace") and not traced() else cmd
 
 
-def wait_for(pred, timeout: float, what: str) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if pred():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class Monitor:

@@ -25,6 +25,7 @@ from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 from real.ros.spinner import BackgroundSpinner  # noqa: E402
 from real.testing import SyntheticPolicy  # noqa: E402
+from tests.real.ros.helpers import wait_for  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(120)]
 
@@ -132,13 +133,6 @@ class FakeArm:
         rclpy.shutdown(context=self.ctx)
 
 
-def wait_for(pred, timeout: float, what: str) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if pred():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.mark.parametrize("interface", ["forward", "trajectory"])
