@@ -83,6 +83,11 @@ class Client:
         with self.lock:
             return None if self.q is None else self.q.copy()
 
+    def wait_until_heard(self) -> None:
+        # Joint states arriving only proves the bridge->client direction matched; a command sent
+        # before the bridge's subscription matches this publisher is silently dropped by DDS.
+        wait_for(lambda: self.pub.get_subscription_count() >= 1, 10, "the bridge subscribing to commands")
+
     def send(self, q: np.ndarray) -> None:
         self.pub.publish(Float64MultiArray(data=[float(x) for x in q]))
 
@@ -143,6 +148,7 @@ def test_expert_through_joint_commands_succeeds_and_bad_commands_hold(domain_id)
     try:
         wait_for(lambda: client.n_js >= 5 and "agentview" in client.images and client.instruction, 20,
                  "joint states, images and the instruction")
+        client.wait_until_heard()
         img = client.images["agentview"]
         assert (img.height, img.width, img.encoding, len(img.data)) == (32, 32, "rgb8", 32 * 32 * 3)
         q_home = client.joints()
@@ -202,6 +208,7 @@ def test_trajectory_interface_follows_the_point_due_now(domain_id) -> None:
     client = Client("trajectory")
     try:
         wait_for(lambda: client.n_js >= 3, 20, "joint states")
+        client.wait_until_heard()
         q0 = client.joints()
         goal = q0.copy()
         goal[0] += 0.3
