@@ -3,7 +3,10 @@ protocol (vla.interfaces.Intervener).
 
 While the policy acts, `wants_control` records the end-effector path and watches for imminent
 failure:
-- `regressed`: the sub-task went backwards (object dropped, tower knocked over);
+- `regressed`: the sub-task went backwards (object dropped, tower knocked over) and stayed so for
+  `regress_patience` steps: contact-based sub-task reports flicker while a policy holds an object
+  loosely and while it lets go at the goal, and a takeover on such a flicker makes the expert
+  re-grasp an object that was never lost (corrections that teach dropping it);
 - `timeout`: too many steps in one sub-task;
 - `off_plan`: the gripper wandered far (xy) from the corridor between the active object and its goal;
 - `disagreement`: the policy's action (put in `info["policy_action"]` by the session loop) differs
@@ -13,7 +16,9 @@ failure:
 Then, in RaC mode (arXiv 2509.07953), it first *rewinds*: drives the end effector back along the
 recorded path to the latest earlier state that looked in-distribution (no failure sign, on plan),
 those steps are returned with is_recovery=True; then it *corrects*: the expert finishes the
-sub-task that was current at takeover (is_recovery=False). RaC ends the episode after that
+sub-task that was current at takeover (is_recovery=False); after a regression that is the sub-task
+the policy had reached before it fell back (a cube dropped while carrying it: re-grasp *and* carry
+it, not only re-grasp and hand the carry that failed back to the policy). RaC ends the episode after that
 (`episode_done`); HG-DAgger mode skips the rewind and hands control back after the correction.
 
 Task-generic: it needs `eef_pos()`, `eef_quat()` (x, y, z, w) and `privileged()` from the env (see
@@ -63,7 +68,7 @@ class ExpertIntervener:
     `act(obs, info)`, else the policy's action. Stop the episode when `episode_done`."""
 
     def __init__(self, env: Any, expert: Any = None, mode: str = "rac", *,
-                 subtask_timeout: int = 120, max_off_plan: float = 0.15,
+                 subtask_timeout: int = 120, max_off_plan: float = 0.15, regress_patience: int = 8,
                  disagreement_threshold: float | None = None, disagreement_window: int = 5,
                  min_rewind: int = 5, max_rewind_steps: int = 40, max_correction_steps: int = 200) -> None:
         if mode not in MODES:
@@ -73,6 +78,9 @@ class ExpertIntervener:
         self.expert = expert if expert is not None else NativePickPlaceExpert(self.env)
         self.mode = mode
         self.subtask_timeout, self.max_off_plan = subtask_timeout, max_off_plan
+        if regress_patience < 1:
+            raise ValueError(f"regress_patience must be >= 1 step, got {regress_patience}")
+        self.regress_patience = regress_patience
         self.disagreement_threshold = disagreement_threshold
         self.disagreement_window = disagreement_window
         self.min_rewind, self.max_rewind_steps = min_rewind, max_rewind_steps
@@ -87,10 +95,12 @@ class ExpertIntervener:
         self._history: list[tuple[np.ndarray, np.ndarray, bool]] = []  # eef pos, eef mat, in-distribution
         self._disagree: deque[float] = deque(maxlen=self.disagreement_window)
         self._last_stage = -1
+        self._last_subtask = ""
         self._takeover_stage = 0
         self._seen_subtasks: list[str] = []
         self._was_held = False
         self._stage_steps = 0
+        self._regress_steps = 0
         self._requested: str | None = None
         self._waypoints: list[tuple[np.ndarray, np.ndarray]] = []
         self._phase_steps = 0
@@ -160,8 +170,10 @@ class ExpertIntervener:
         # Without an env-reported list of finished sub-tasks, names can flicker (reach/grasp): only
         # a fall back after the object had been held counts as regression there.
         exact = "subtasks_done" in info
-        if (stage < self._last_stage and not info.get("success", False)
-                and (exact or (self._was_held and not held))):
+        fell_back = (stage < self._last_stage and not info.get("success", False)
+                     and (exact or (self._was_held and not held)))
+        self._regress_steps = self._regress_steps + 1 if fell_back else 0
+        if self._regress_steps >= self.regress_patience:
             return "regressed"
         if self._stage_steps > self.subtask_timeout:
             return "timeout"
@@ -184,7 +196,7 @@ class ExpertIntervener:
             done = stage > self._takeover_stage or info.get("success", False)
             if self.phase == "correct" and (done or self._phase_steps >= self.max_correction_steps):
                 self.correction_failed = not done
-                self._hand_back(stage)
+                self._hand_back(stage, str(info.get("subtask", "")))
                 return False
             return True
         if self.phase == "done":
@@ -192,7 +204,8 @@ class ExpertIntervener:
         self._stage_steps = self._stage_steps + 1 if stage == self._last_stage else 0
         reason = self._failure_reason(obs, info)
         if reason is None:
-            self._last_stage = max(self._last_stage, stage)
+            if stage >= self._last_stage:
+                self._last_stage, self._last_subtask = stage, str(info.get("subtask", ""))
             self._was_held = self._was_held or task_view(self.env)[2]
             self._history.append((self.env.eef_pos(), self._eef_mat(), self._off_plan() < self.max_off_plan / 2))
             return False
@@ -203,6 +216,8 @@ class ExpertIntervener:
         self.reason, self._requested = reason, None
         self.takeovers.append((self._step, reason))
         self.target_subtask, self._takeover_stage = str(info.get("subtask", "")), stage
+        if reason == "regressed":  # finish what the policy had reached before falling back
+            self.target_subtask, self._takeover_stage = self._last_subtask, self._last_stage
         self._phase_steps = 0
         if self.mode == "rac" and self._history:
             # Latest in-distribution record at least min_rewind steps back, else the oldest one.
@@ -221,7 +236,7 @@ class ExpertIntervener:
         self.phase, self._phase_steps = "correct", 0
         self.expert.sync()
 
-    def _hand_back(self, stage: int) -> None:
+    def _hand_back(self, stage: int, subtask: str) -> None:
         if self.mode == "rac":
             self.phase = "done"
             return
@@ -229,6 +244,8 @@ class ExpertIntervener:
         self._history.clear()
         self._disagree.clear()
         self._last_stage, self._stage_steps, self._was_held = stage, 0, False
+        self._last_subtask = subtask
+        self._regress_steps = 0
 
     def act(self, obs: Any, info: dict[str, Any]) -> tuple[np.ndarray, bool]:
         self._phase_steps += 1

@@ -139,7 +139,8 @@ def test_scripted_hg_dagger_hands_back_to_the_policy(tmp_path: Path) -> None:
     f = flags(store, 0)
     first = f.index("C")
     assert "R" not in f and first > 0 and "p" in f[first:]  # control came back to the policy
-    assert result.episodes[0].length == 150 and store.table().source[0] == "intervention"
+    ep = result.episodes[0]  # HG-DAgger does not end the episode with the correction
+    assert (ep.length == 150 or ep.success) and store.table().source[0] == "intervention"
 
 
 def test_resume_continues_the_seed_sequence(tmp_path: Path) -> None:
