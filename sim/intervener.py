@@ -21,6 +21,12 @@ the policy had reached before it fell back (a cube dropped while carrying it: re
 it, not only re-grasp and hand the carry that failed back to the policy). RaC ends the episode after that
 (`episode_done`); HG-DAgger mode skips the rewind and hands control back after the correction.
 
+Where we differ from the paper: no rewind after a regression. Retracing the end-effector path
+restores an in-distribution state only when the failure is the arm's own (drift, stall); a dropped
+cube or a knocked-over tower stays where it fell, and rewinding the arm away from it records
+"back off from the object" in states where the demonstrations approach it: conflicting labels
+that cost RaC 20 points after one round in our first measurement (51% -> 31%).
+
 Task-generic: it needs `eef_pos()`, `eef_quat()` (x, y, z, w) and `privileged()` from the env (see
 `task_view`) and an expert with `act`, `reset` and `sync`; native and robosuite tasks qualify.
 """
@@ -219,7 +225,7 @@ class ExpertIntervener:
         if reason == "regressed":  # finish what the policy had reached before falling back
             self.target_subtask, self._takeover_stage = self._last_subtask, self._last_stage
         self._phase_steps = 0
-        if self.mode == "rac" and self._history:
+        if self.mode == "rac" and self._history and reason != "regressed":
             # Latest in-distribution record at least min_rewind steps back, else the oldest one.
             last = len(self._history) - 1 - self.min_rewind
             start = 0

@@ -102,7 +102,7 @@ def test_drop_triggers_regressed(env):
     inter = ExpertIntervener(env, mode="rac")
     flags, info = session(env, inter, drop)
     assert inter.takeovers[0][1] == "regressed"
-    assert "R" in flags and flags.rstrip("C").endswith("R")
+    assert "R" not in flags and "C" in flags  # retracing the arm cannot undo a drop: no rewind
     # The correction finishes what the policy had reached (carrying the cube), not only the re-grasp.
     assert inter.target_subtask == "place_cube"
     assert info["success"] and flags.endswith("C")
@@ -172,8 +172,12 @@ def test_rac_on_stack3_corrects_the_subtask_current_at_takeover():
     flags, info = session(env, inter, policy, steps=400)
     # Drifting sideways from the freshly placed green cube either sweeps the tower over (the task
     # regresses to pick_green) or leaves the corridor to the blue cube.
-    assert inter.takeovers[0][1] in ("off_plan", "regressed")
-    assert "R" in flags and flags.rstrip("C").endswith("R")
+    reason = inter.takeovers[0][1]
+    assert reason in ("off_plan", "regressed")
+    if reason == "off_plan":  # the arm's own drift is rewound; a knocked-over tower is not
+        assert "R" in flags and flags.rstrip("C").endswith("R")
+    else:
+        assert "R" not in flags
     assert inter.episode_done and not inter.correction_failed
     assert inter.target_subtask in ("pick_green", "pick_blue")
     assert inter.target_subtask in info["subtasks_done"]
