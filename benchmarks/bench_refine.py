@@ -29,10 +29,12 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 METHODS = ("habc", "rac", "hg_dagger", "sft", "filtered_bc", "awr")
-# HABC ablations (vla/refine/critics.py): run names -> (method, overrides)
-VARIANTS = {"habc_no_gate": ("habc", ["habc.use_gate=false"]),
+# The demos-only control and the HABC ablations (vla/refine/critics.py): run names -> (method, overrides)
+VARIANTS = {"demos_only": ("hg_dagger", ["demo_share=1.0"]),  # control: more fine-tuning on the demos alone
+            "habc_no_gate": ("habc", ["habc.use_gate=false"]),
             "habc_single_critic": ("habc", ["habc.single_critic=true"]),
-            "habc_no_mask": ("habc", ["habc.mask_interventions=false"])}
+            "habc_no_mask": ("habc", ["habc.mask_interventions=false"]),
+            "habc_unscaled": ("habc", ["habc.scale_by_viability=false"])}
 STATE_MODE = ["obs_mode=state", "cameras=[]"]
 
 
@@ -154,9 +156,10 @@ def run(args: argparse.Namespace) -> None:
     seeds = [int(x) for x in args.seeds.split(",")]
     methods = args.methods.split(",")
     ablation_tasks = args.ablation_tasks.split(",") if args.ablation_tasks else list(chosen)
+    main_tasks = args.main_tasks.split(",") if args.main_tasks else list(chosen)
     # Every method's seed 0 on every task first, so a deadline cuts seeds, not whole methods.
     order = [(task, method, seed) for seed in seeds for method in methods for task in chosen
-             if method not in VARIANTS or task in ablation_tasks]
+             if (task in ablation_tasks if method.startswith("habc_") else task in main_tasks)]
     jobs = []
     for task, method, seed in order:
         c = chosen[task]
@@ -166,6 +169,7 @@ def run(args: argparse.Namespace) -> None:
         algo, extra = VARIANTS.get(method, (method, []))
         cmd = vla("refine", algo, "--ckpt", c["ckpt"], "--demos", c["demos"], "--task", task,
                   "--out", str(run_dir), "--resume", *STATE_MODE, f"seed={seed}",
+                  f"collect_seed_start={200_000 + 10_000 * seed}",  # independent rollouts per seed
                   f"iterations={args.iterations}", f"episodes_per_iteration={args.episodes}",
                   f"eval_episodes={args.eval_episodes}", f"train.steps={args.train_steps}",
                   f"train.ckpt_every={args.train_steps}", "workers=1", "videos=0", "train.progress=false", *extra)
@@ -214,6 +218,7 @@ def main() -> None:
                    help=f"methods and HABC ablations ({', '.join(VARIANTS)})")
     p.add_argument("--seeds", default="0,1,2")
     p.add_argument("--ablation-tasks", default="pick_place", help="tasks the HABC ablations run on")
+    p.add_argument("--main-tasks", default="", help="tasks the methods and the control run on (default: all)")
     p.add_argument("--iterations", type=int, default=3)
     p.add_argument("--episodes", type=int, default=20)
     p.add_argument("--eval-episodes", type=int, default=30)

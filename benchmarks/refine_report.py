@@ -55,7 +55,7 @@ def plot(task: str, methods: dict[str, dict[int, list[dict[str, Any]]]], path: P
         rows = summary_rows(by_version)
         y = [r["success"] for r in rows]
         ci = [r["ci"] for r in rows]
-        style = "-" if "_no_" not in method and "single" not in method else ":"
+        style = "--" if method == "demos_only" else "-" if "_no_" not in method and "single" not in method else ":"
         for ax, key in ((axes[0], "env_episodes"), (axes[1], "intervention_steps")):
             x = [r[key] for r in rows]
             ax.plot(x, y, style, marker="o", label=method)
@@ -109,6 +109,21 @@ def targets(methods: dict[str, dict[int, list[dict[str, Any]]]]) -> list[str]:
     return lines
 
 
+def final_table(methods: dict[str, dict[int, list[dict[str, Any]]]]) -> list[str]:
+    """Each method's last version against the pretrained policy and the demos-only control (the
+    share of any gain that more fine-tuning on the demos alone would also have given)."""
+    finals = {m: summary_rows(v)[-1] for m, v in methods.items()}
+    start = {m: summary_rows(v)[0]["success"] for m, v in methods.items()}
+    ctrl = finals.get("demos_only")
+    lines = ["| method | final version | success (mean ± 95% t) | vs pretrained | vs demos-only control "
+             "| intervention steps |", "|---|---|---|---|---|---|"]
+    for m, r in sorted(finals.items(), key=lambda kv: -kv[1]["success"]):
+        vs_ctrl = f"{(r['success'] - ctrl['success']) * 100:+.0f} pts" if ctrl and m != "demos_only" else ""
+        lines.append(f"| {m} | {r['version']} | {r['success']:.0%} ± {r['ci']:.0%} | "
+                     f"{(r['success'] - start[m]) * 100:+.0f} pts | {vs_ctrl} | {r['intervention_steps']:.0f} |")
+    return lines
+
+
 def report(args: argparse.Namespace) -> None:
     """One section per results file: each is its own pretraining, so their seeds are not pooled."""
     png_dir = Path(args.png_dir)
@@ -144,6 +159,6 @@ def report(args: argparse.Namespace) -> None:
                     lines.append(f"| {method} | {r['version']} | {r['seeds']} | {r['success']:.0%} ± {r['ci']:.0%} | "
                                  f"{r['pooled']} | {r['env_episodes']:.0f} | {r['intervention_steps']:.0f} |")
             png = plot(task, methods, png_dir / f"refine_run{i}_{task}.png")
-            lines += ["", f"![{task}]({png.name})", "", "Targets:", *targets(methods), ""]
+            lines += ["", *final_table(methods), "", f"![{task}]({png.name})", "", "Targets:", *targets(methods), ""]
     Path(args.md).write_text("\n".join(lines) + "\n")
     print(f"wrote {args.md}")

@@ -171,6 +171,11 @@ class RobosuiteTask(gym.Env):
 
     # --- gymnasium API -------------------------------------------------------------------------
 
+    @property
+    def INSTRUCTIONS(self) -> tuple[str, ...]:  # the native tasks' class constant, per instance here
+        """Every phrasing of this task's instruction (the native tasks' `INSTRUCTIONS`)."""
+        return tuple(self.spec_.instructions)
+
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[dict[str, Any], dict[str, Any]]:
         super().reset(seed=seed)

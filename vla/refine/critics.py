@@ -5,7 +5,8 @@ Paper: HABC, arXiv 2606.17043; the formulation (losses, gate, advantages) is wri
 the instruction embedding, or the frozen policy encoder's features when images matter) and share
 a trunk with two heads: viability logits and efficiency in (0, 1). `single_critic=True` (an
 ablation) ties both to the viability head, `use_gate=False` fixes the gate at 0.5 and
-`mask_interventions=False` labels every rollout step with the episode outcome.
+`mask_interventions=False` labels every rollout step with the episode outcome and
+`scale_by_viability=False` drops the V(s') factor on the policy steps' weights.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class CriticConfig:
     use_gate: bool = True
     single_critic: bool = False
     mask_interventions: bool = True
+    scale_by_viability: bool = True  # HABC: policy-step weights times V(s') (vla.refine.habc_math)
 
 
 class TwinCritic(nn.Module):
@@ -106,5 +108,7 @@ def habc_weights(critic: TwinCritic, features: torch.Tensor, next_index: torch.T
     if rows.sum() >= 2:
         a_v, a_e = a_v / (a_v[rows].std() + 1e-6), a_e / (a_e[rows].std() + 1e-6)
     adv = hm.merged_advantage(a_v, a_e, g, normalise=False)
-    w = hm.bc_weights(adv, is_intervention, cfg.beta, cfg.w_max, cfg.demo_weight)
+    reached = torch.where(done_success.bool(), torch.ones_like(v_next), v_next)  # a success is viable
+    w = hm.bc_weights(adv, is_intervention, cfg.beta, cfg.w_max, cfg.demo_weight,
+                      viability_next=reached if cfg.scale_by_viability else None)
     return {"weight": w, "advantage": adv, "gate": g, "viability": v, "efficiency": eff}

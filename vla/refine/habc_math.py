@@ -17,7 +17,15 @@ or the losses. Ours (to be ablated: no gate, single critic, no intervention mask
   when s' ends the episode in success. Along a successful trajectory with an exact E this is
   zero; a step that brings the goal nearer than expected is positive, a wasted step negative.
   Each advantage is divided by its batch standard deviation so the gate mixes comparable scales.
-- A = (1 - g) * A_V + g * A_E;  weight w = min(exp(A / beta), w_max) on policy steps.
+- A = (1 - g) * A_V + g * A_E;  weight w = min(exp(A / beta), w_max) * V(s') on policy steps,
+  with V(s') = 1 after the last step of a success. The one-step advantage ranks the policy's
+  actions; the viability of the state an action leads to scales the whole weight, so actions the
+  critic expects to end in a takeover are not imitated however they rank. Filled in by us: a
+  viability critic fitted to per-segment outcome labels is nearly constant inside a segment, so
+  one-step advantages there are ~0 and exp(A / beta) gives every policy step, the ones that led
+  to a takeover included, the weight of a demonstration; measured on pick_place that imitation of
+  the policy's own mistakes took it from 51% to 32% in three rounds, where the same data without
+  the policy's steps (HG-DAgger) reached 76%. `scale_by_viability=False` is the unscaled form.
 - Intervention steps are demonstrations: weight `demo_weight` regardless of the critics.
 """
 
@@ -81,11 +89,14 @@ def merged_advantage(a_viability: torch.Tensor, a_efficiency: torch.Tensor, g: t
 
 
 def bc_weights(advantage: torch.Tensor, is_intervention: torch.Tensor, beta: float = 1.0, w_max: float = 20.0,
-               demo_weight: float = 1.0) -> torch.Tensor:
-    """exp(A / beta) clipped to w_max on policy steps; `demo_weight` on intervention steps."""
+               demo_weight: float = 1.0, viability_next: torch.Tensor | None = None) -> torch.Tensor:
+    """exp(A / beta) clipped to w_max on policy steps, times `viability_next` (V(s') in [0, 1])
+    when given; `demo_weight` on intervention steps."""
     if beta <= 0:
         raise ValueError(f"beta must be > 0, got {beta}")
     w = torch.exp(advantage / beta).clamp(max=w_max)
+    if viability_next is not None:
+        w = w * viability_next.clamp(0.0, 1.0)
     return torch.where(is_intervention.bool(), torch.full_like(w, demo_weight), w)
 
 

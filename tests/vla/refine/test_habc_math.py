@@ -54,6 +54,15 @@ def test_weights_clip_and_interventions_are_demonstrations() -> None:
         bc_weights(adv, torch.zeros(4, dtype=torch.bool), beta=0.0)
 
 
+def test_weights_scale_with_the_viability_of_the_next_state() -> None:
+    """Equal advantages: the action that leads where a takeover is expected is not imitated; an
+    intervention step keeps its demonstration weight whatever the critic says."""
+    adv = torch.zeros(4)
+    v_next = torch.tensor([0.9, 0.05, 1.7, 0.0])
+    w = bc_weights(adv, torch.tensor([False, False, False, True]), demo_weight=1.0, viability_next=v_next)
+    torch.testing.assert_close(w, torch.tensor([0.9, 0.05, 1.0, 1.0]))
+
+
 def test_losses_are_masked_and_weights_carry_no_gradient() -> None:
     logits = torch.tensor([10.0, -10.0, 0.0], requires_grad=True)
     loss = viability_loss(logits, torch.tensor([1.0, 0.0, 1.0]), torch.tensor([True, True, False]))
