@@ -8,11 +8,16 @@ MuJoCo model (no physics, no task objects):
 
 - observation: joint positions -> forward kinematics -> the VLA's 9-d proprio;
 - chunk: each EE delta goes through the same damped-least-squares IK step as the simulator
-  (`sim.tasks.native.base.dls_joint_targets`), integrated from the measured joints assuming the
-  arm reaches each target (what a stiff position controller does), so the joint chunk reproduces
-  the motion the VLA learned;
-- prefix (executor `aligned` mode): the committed joint targets are turned back into EE deltas by
-  FK differences, so the VLA's prefix conditioning (training-time RTC) sees its own action space;
+  (`sim.tasks.native.base.dls_joint_targets`), taken at the pose the arm is *predicted* to have
+  when that target is sent: a dynamics copy of the arm (its position servos, no task objects) is
+  stepped under the previous targets, from the measured joints at rest, after replaying the
+  committed prefix. The simulator applies each EE delta at the measured pose, and the arm lags its
+  targets by most of a step; integrating the IK from the previous *target* instead (a stiff-arm
+  assumption) sends targets that run ahead of the arm, and took the pick_place policy from 65% in
+  simulation to 0/40 (`benchmarks/results/deploy.md`);
+- prefix (executor `aligned` mode): the committed joint targets go back to the VLA as the EE deltas
+  this adapter made them from (remembered per issued row; FK differences for rows it did not
+  issue), so the VLA's prefix conditioning (training-time RTC) sees its own action space;
 - guidance (executor `rtc` mode): the joint-space hook is wrapped so it acts on EE-delta chunks.
 
 The gripper joint is the per-finger opening in metres (0 closed .. FINGER_MAX open), the target the
@@ -67,6 +72,9 @@ class ArmKinematics:
         self.site = m.site("grip").id
         self._jacp = np.zeros((3, m.nv))
         self._jacr = np.zeros((3, m.nv))
+        self.finger_dadr = np.array([m.jnt_dofadr[m.joint(j).id] for j in ("finger_l", "finger_r")])
+        self.dyn = mujoco.MjData(m)  # the dynamics copy for `rollout`
+        self.n_substeps = round(CONTROL_DT / m.opt.timestep)
 
     @property
     def lower(self) -> np.ndarray:
@@ -120,6 +128,34 @@ class ArmKinematics:
             out[i, 7] = gripper_target(ai[6])
         return out
 
+    def rollout(self, joints: np.ndarray, actions: np.ndarray, prefix: np.ndarray | None = None) -> np.ndarray:
+        """EE-delta actions [N, 7] -> joint targets [N, 8], each IK step at the arm's predicted
+        pose (see the module docstring). `joints` (8) are the measured joints, taken at rest with
+        the servos holding them; `prefix` [P, 8]: targets already committed, executed first."""
+        a = np.clip(np.asarray(actions, dtype=np.float64), -1.0, 1.0)
+        if a.ndim != 2 or a.shape[1] != EE_DIM:
+            raise ValueError(f"EE-delta actions must have shape (N, {EE_DIM}), got {a.shape}")
+        if not np.all(np.isfinite(a)):
+            raise ValueError("EE-delta actions contain NaN or inf")
+        q = check_joints(joints, "joint state")
+        m, d = self.model, self.dyn
+        mujoco.mj_resetData(m, d)
+        d.qpos[self.arm_qadr], d.qpos[self.finger_qadr] = q[:7], q[7]
+        d.ctrl[:7], d.ctrl[7:9] = q[:7], q[7]
+        for row in [] if prefix is None else np.asarray(prefix, dtype=np.float64):
+            d.ctrl[:7], d.ctrl[7:9] = row[:7], row[7]
+            mujoco.mj_step(m, d, nstep=self.n_substeps)
+        out = np.empty((len(a), N_JOINTS))
+        for i, ai in enumerate(a):
+            mujoco.mj_kinematics(m, d)
+            mujoco.mj_comPos(m, d)
+            out[i, :7] = dls_joint_targets(m, d, self.site, self.arm_qadr, self.arm_dadr, self.arm_range, ai,
+                                           self._jacp, self._jacr)
+            out[i, 7] = gripper_target(ai[6])
+            d.ctrl[:7], d.ctrl[7:9] = out[i, :7], out[i, 7]
+            mujoco.mj_step(m, d, nstep=self.n_substeps)
+        return out
+
     def joints_to_ee(self, q_arm: np.ndarray, joints: np.ndarray) -> np.ndarray:
         """Joint targets [N, 8] reached one after the other from `q_arm` -> EE deltas [N, 7] (FK
         differences: position / POS_SCALE, world-frame rotation vector / ROT_SCALE, gripper command),
@@ -159,9 +195,18 @@ class JointSpaceVLA:
         if delay_s < 0:
             raise ValueError(f"delay_s must be >= 0, got {delay_s}")
         self.delay_s = delay_s  # injected extra inference time, added to the real one (benchmarks)
+        self._issued: dict[bytes, np.ndarray] = {}  # float32 joint row -> the EE action it came from
 
     def reset(self) -> None:
         self.vla.reset()
+        self._issued.clear()
+
+    def _prefix_to_ee(self, q_arm: np.ndarray, prefix: np.ndarray) -> np.ndarray:
+        """Committed joint targets [P, 8] -> the EE deltas they were made from (FK differences for
+        rows this adapter did not issue)."""
+        approx = self.kin.joints_to_ee(q_arm, prefix)
+        rows = [self._issued.get(np.asarray(r, np.float32).tobytes()) for r in prefix]
+        return np.stack([approx[i] if r is None else r for i, r in enumerate(rows)])
 
     def sample_chunk(self, obs_batch: Sequence[Observation], prefix: np.ndarray | None = None,
                      guidance: GuidanceFn | None = None) -> np.ndarray:
@@ -178,36 +223,43 @@ class JointSpaceVLA:
                 raise ValueError(f"prefix must have shape ({len(obs_batch)}, P, {N_JOINTS}), got {prefix.shape}")
             if not np.all(np.isfinite(prefix)):
                 raise ValueError("prefix has non-finite values")
-            ee_prefix = np.stack([self.kin.joints_to_ee(q, p) for q, p in zip(q0, prefix, strict=True)])
+            ee_prefix = np.stack([self._prefix_to_ee(q, p) for q, p in zip(q0, prefix, strict=True)])
             ee_prefix = ee_prefix.astype(np.float32)
-        ee_guidance = None if guidance is None else self._wrap_guidance(guidance, q0)
+        ee_guidance = None if guidance is None else self._wrap_guidance(guidance, states)
         chunk_ee = np.asarray(self.vla.sample_chunk(ee_obs, prefix=ee_prefix, guidance=ee_guidance))
         out = np.empty((len(obs_batch), chunk_ee.shape[1], N_JOINTS))
-        for b, q in enumerate(q0):
+        for b, s in enumerate(states):
             if prefix is None:
-                out[b] = self.kin.ee_to_joints(q, chunk_ee[b])
-            else:  # the committed prefix stays exact; the rest continues from its last target
+                out[b] = self.kin.rollout(s, chunk_ee[b])
+            else:  # the committed prefix stays exact; the rest continues from where it leaves the arm
                 p = prefix.shape[1]
                 out[b, :p] = prefix[b]
-                out[b, p:] = self.kin.ee_to_joints(prefix[b, -1, :7], chunk_ee[b, p:])
+                out[b, p:] = self.kin.rollout(s, chunk_ee[b, p:], prefix=prefix[b])
         # Inside the joint ranges *after* the float32 cast (a target clipped to exactly a limit can
         # round past it, and the safety layer rejects anything outside).
-        out = np.clip(out, self.kin.lower + LIMIT_MARGIN, self.kin.upper - LIMIT_MARGIN)
+        out = np.clip(out, self.kin.lower + LIMIT_MARGIN, self.kin.upper - LIMIT_MARGIN).astype(np.float32)
+        if len(self._issued) > 8 * out.shape[1]:  # only the latest chunks can come back as a prefix
+            self._issued.clear()
+        for b in range(len(out)):
+            for row, ee in zip(out[b], np.clip(chunk_ee[b], -1.0, 1.0), strict=True):
+                self._issued[row.tobytes()] = ee.astype(np.float32)
         if self.delay_s > 0:  # on top of the real inference time
             time.sleep(self.delay_s)
-        return out.astype(np.float32)
+        return out
 
-    def _wrap_guidance(self, guidance: GuidanceFn, q0: list[np.ndarray]) -> GuidanceFn:
-        """Joint-space hook -> EE-space hook: estimate -> joints, ask the hook, map the corrected
-        joints back to EE deltas and return the difference."""
+    def _wrap_guidance(self, guidance: GuidanceFn, states: list[np.ndarray]) -> GuidanceFn:
+        """Joint-space hook -> EE-space hook: estimate -> joints (the same rollout the chunk gets),
+        ask the hook, and map its joint correction back to EE deltas as the difference of two FK
+        mappings (so their common linearisation error cancels)."""
 
         def ee_guidance(estimate: np.ndarray, tau: float) -> np.ndarray:
             est = np.asarray(estimate, dtype=np.float64)
-            joints = np.stack([self.kin.ee_to_joints(q, e) for q, e in zip(q0, est, strict=True)])
+            joints = np.stack([self.kin.rollout(s, e) for s, e in zip(states, est, strict=True)])
             wanted = joints + np.asarray(guidance(joints, tau), dtype=np.float64)
             wanted[..., 7] = np.clip(wanted[..., 7], 0.0, FINGER_MAX)
-            back = np.stack([self.kin.joints_to_ee(q, w) for q, w in zip(q0, wanted, strict=True)])
-            return (back - est).astype(np.float32)
+            delta = [self.kin.joints_to_ee(s[:7], w) - self.kin.joints_to_ee(s[:7], j)
+                     for s, w, j in zip(states, wanted, joints, strict=True)]
+            return np.stack(delta).astype(np.float32)
 
         return ee_guidance
 

@@ -144,10 +144,38 @@ def test_adapter_prefix_goes_back_to_ee_space(kin: ArmKinematics) -> None:
     # aligned mode: the committed joint prefix reaches the VLA as (about) the EE deltas that made it
     prefix = first[:, :4]
     second = pol.sample_chunk([joint_obs(q)], prefix=prefix)
-    np.testing.assert_allclose(ee.calls[1]["prefix"][0], ee.chunk[:4], atol=0.03)
+    np.testing.assert_allclose(ee.calls[1]["prefix"][0], ee.chunk[:4], atol=1e-6)  # the EE actions it issued
     np.testing.assert_array_equal(second[:, :4], prefix)  # committed actions stay exact
-    # and the rest continues from the prefix's last target, not from the observation
-    np.testing.assert_allclose(second[0, 4:], kin.ee_to_joints(prefix[0, -1, :7], ee.chunk[4:]), atol=1e-5)
+    # and the rest continues from where the prefix leaves the arm, not from the observation
+    np.testing.assert_allclose(second[0, 4:], kin.rollout(q, ee.chunk[4:], prefix=prefix[0]), atol=1e-5)
+    # a prefix it did not issue (another policy's targets) goes back by FK differences
+    foreign = kin.ee_to_joints(HOME_QPOS, ee.chunk[:4] * 0.5)[None].astype(np.float32)
+    pol.sample_chunk([joint_obs(q)], prefix=foreign)
+    np.testing.assert_allclose(ee.calls[2]["prefix"][0], ee.chunk[:4] * 0.5, atol=0.03)
+
+
+def test_rollout_targets_move_the_arm_as_the_simulators_ee_steps(kin: ArmKinematics) -> None:
+    """A chunk sent as joint targets (the robot path) moves the end effector as the simulator moves
+    it for the same EE deltas applied step by step at the measured pose (the policy's training)."""
+    rng = np.random.default_rng(4)
+    actions = np.clip(rng.normal(0, 0.6, (16, 7)), -1, 1)
+    actions[:, 3:6] *= 0.2
+
+    def gap(targets_of) -> float:
+        sim, robot = PickPlaceEnv(cameras=()), PickPlaceEnv(cameras=())
+        sim.reset(seed=5)
+        robot.reset(seed=5)
+        targets = targets_of(robot)
+        far = []
+        for a, t in zip(actions, targets, strict=True):
+            sim.step(a)
+            robot.step_joints(t[:7], float(np.clip(t[7], 0.0, FINGER_MAX)))
+            far.append(np.linalg.norm(sim.eef_pos() - robot.eef_pos()))
+        return max(far)
+
+    assert gap(lambda robot: kin.rollout(joints_of(robot), actions)) < 1e-3
+    # Integrating the IK from the previous target (a stiff arm) runs ahead of the lagging arm.
+    assert gap(lambda robot: kin.ee_to_joints(robot.arm_qpos(), actions)) > 0.05
 
 
 def test_adapter_guidance_acts_in_joint_space(kin: ArmKinematics) -> None:
