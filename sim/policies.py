@@ -54,7 +54,7 @@ class ConstantPolicy:
                      guidance: GuidanceFn | None = None) -> np.ndarray:
         return np.broadcast_to(self.action, (len(obs_batch), self.horizon, len(self.action))).copy()
 
-    def reset(self) -> None:
+    def reset(self, seed: int | None = None) -> None:
         pass
 
 
@@ -62,6 +62,10 @@ class RandomPolicy(ConstantPolicy):
     def __init__(self, action_dim: int, horizon: int = 1, seed: int = 0) -> None:
         super().__init__(action_dim, horizon)
         self.rng = np.random.default_rng(seed)
+
+    def reset(self, seed: int | None = None) -> None:
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
 
     def sample_chunk(self, obs_batch: Sequence[Observation], prefix: np.ndarray | None = None,
                      guidance: GuidanceFn | None = None) -> np.ndarray:

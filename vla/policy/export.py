@@ -165,8 +165,12 @@ class OnnxPolicy:
         self.seed = seed
         self.rng = np.random.default_rng(seed)
 
-    def reset(self) -> None:
+    def reset(self, seed: int | None = None) -> None:
+        """Clear the observation history and restart the sampling noise (from `seed` when given:
+        the evaluator passes the episode's seed, so an episode does not depend on the worker)."""
         self.history.reset()
+        if seed is not None:
+            self.seed = seed
         self.rng = np.random.default_rng(self.seed)
 
     def sample_chunk(self, obs_batch: Sequence[Observation], prefix: np.ndarray | None = None,

@@ -32,8 +32,12 @@ class TorchPolicy:
         self.history = ObservationHistory(self.cfg.cameras, self.cfg.state_dim, self.cfg.n_obs_steps)
         self.generator = torch.Generator().manual_seed(seed)
 
-    def reset(self) -> None:
+    def reset(self, seed: int | None = None) -> None:
+        """Clear the observation history and restart the sampling noise (from `seed` when given:
+        the evaluator passes the episode's seed, so an episode does not depend on the worker)."""
         self.history.reset()
+        if seed is not None:
+            self.seed = seed
         self.generator.manual_seed(self.seed)
 
     def sample_chunk(self, obs_batch: Sequence[Observation], prefix: np.ndarray | None = None,

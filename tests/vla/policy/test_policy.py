@@ -23,6 +23,12 @@ def test_protocol_shapes_and_seeded_determinism() -> None:
     assert not np.array_equal(a, b)  # fresh noise on each call
     policy.reset()
     np.testing.assert_array_equal(policy.sample_chunk(obs), a)  # reset reseeds
+    policy.reset(seed=123)  # an episode's own seed (the evaluator's), whatever ran before
+    c = policy.sample_chunk(obs)
+    assert not np.array_equal(c, a)
+    policy.sample_chunk(obs)
+    policy.reset(seed=123)
+    np.testing.assert_array_equal(policy.sample_chunk(obs), c)
 
 
 def test_bad_observations_are_named() -> None:
