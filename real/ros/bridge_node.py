@@ -16,7 +16,7 @@ Commands (the policy node's topics): std_msgs/Float64MultiArray on the forward_c
 topic, or trajectory_msgs/JointTrajectory (joint_trajectory_controller: the trajectory starts on
 receipt; each tick the first point whose `time_from_start` has not passed is the target, the last
 point once all have). Every command is validated (size / joint names, finite, inside the joint
-ranges, at most `max_step` from the last accepted target): a bad one is rejected, counted per
+ranges, at most `max_step` per control period since the last accepted target): a bad one is rejected, counted per
 reason and logged, and the arm keeps the last good target. No command -> the arm holds its target.
 
 Service `/bridge/sensor_dropout` (std_srvs/SetBool): fault injection, true stops the joint states
@@ -117,8 +117,10 @@ class CommandValidator:
     def __init__(self, lower: np.ndarray, upper: np.ndarray, max_step: float) -> None:
         self.lower, self.upper, self.max_step = np.asarray(lower, float), np.asarray(upper, float), max_step
 
-    def check(self, values: Any, last: np.ndarray) -> tuple[np.ndarray | None, str | None, str]:
-        """(target, None, "") if good, else (None, reason, detail)."""
+    def check(self, values: Any, last: np.ndarray, periods: float = 1.0) -> tuple[np.ndarray | None, str | None, str]:
+        """(target, None, "") if good, else (None, reason, detail). `periods`: control periods since
+        `last` was accepted; the allowed jump grows with it (max_step per period, a speed), so a command
+        lost in transit does not make the next one a "jump" and the arm is never locked out."""
         try:
             q = np.asarray(values, dtype=np.float64).ravel()
         except (TypeError, ValueError) as exc:
@@ -132,8 +134,10 @@ class CommandValidator:
             names = [JOINT_NAMES[i] for i in np.flatnonzero(bad)]
             return None, "limit", f"joints {names} at {q[bad]} outside [{self.lower[bad]}, {self.upper[bad]}]"
         jump = np.abs(q[:7] - last[:7]).max()
-        if jump > self.max_step:
-            return None, "jump", f"arm target moves {jump:.3f} rad in one command (max_step {self.max_step})"
+        allowed = self.max_step * max(1.0, periods)
+        if jump > allowed:
+            return None, "jump", (f"arm target moves {jump:.3f} rad in {max(1.0, periods):.1f} control periods "
+                                  f"(max_step {self.max_step} per period)")
         return q, None, ""
 
 
@@ -219,6 +223,7 @@ class BridgeNode:
         self.t_start = time.monotonic()
         self.t_first_command: float | None = None
         self.counts = {"received": 0, "accepted": 0, **{f"rejected_{r}": 0 for r in REJECT_REASONS}}
+        self._t_accept: float | None = None  # the jump check's clock (see CommandValidator.check)
         self._publish_instruction_now = True
 
     def status(self) -> dict[str, Any]:
@@ -242,7 +247,11 @@ class BridgeNode:
         self.node.get_logger().warning(f"rejected command ({reason}): {detail}; holding the last good target",
                                        throttle_duration_sec=1.0)
 
+    def _periods_since_accept(self) -> float:
+        return 1.0 if self._t_accept is None else (time.monotonic() - self._t_accept) / self.period
+
     def _accept(self) -> None:
+        self._t_accept = time.monotonic()
         self.counts["accepted"] += 1
         if self.t_first_command is None:
             self.t_first_command = time.monotonic()
@@ -250,7 +259,7 @@ class BridgeNode:
     def _on_forward(self, msg: Float64MultiArray) -> None:
         with self._lock:
             self.counts["received"] += 1
-            q, reason, detail = self.validator.check(list(msg.data), self.target)
+            q, reason, detail = self.validator.check(list(msg.data), self.target, self._periods_since_accept())
             if reason is not None:
                 return self._reject(reason, detail)
             self.target, self._trajectory = q, None
@@ -263,12 +272,12 @@ class BridgeNode:
             times, pts, reason, detail = trajectory_arrays(msg)
             if reason is not None:
                 return self._reject(reason, detail)
-            prev = self.target
+            prev, periods = self.target, self._periods_since_accept()
             for p in pts:  # every point must be a good command (a trajectory never carries a bad one)
-                _, reason, detail = self.validator.check(p, prev)
+                _, reason, detail = self.validator.check(p, prev, periods)
                 if reason is not None:
                     return self._reject(reason, detail)
-                prev = p
+                prev, periods = p, 1.0
             self._trajectory = (now, times, pts)
             self._accept()
 

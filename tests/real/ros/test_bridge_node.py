@@ -132,6 +132,9 @@ def test_validator_and_config_errors(tmp_path) -> None:
     far = home.copy()
     far[0] = 1.0
     assert v.check(far, home)[1] == "jump"
+    # a speed, not a distance: after 3 periods without an accepted command (one lost in transit,
+    # a stalled sender) the same target is reachable, so the arm is never locked out
+    assert v.check(far, home, periods=3.0)[1] is None and v.check(far, home, periods=1.5)[1] == "jump"
     (tmp_path / "b.yaml").write_text("task: pick_place\nrate: 20\n")
     with pytest.raises(ValueError, match="unknown keys"):
         load_bridge_config(tmp_path / "b.yaml")
