@@ -20,7 +20,6 @@ import numpy as np
 
 from real.joint_vla import ArmKinematics, JointSpaceVLA
 from sim.policies import load_policy
-from sim.tasks.native.base import dls_joint_targets, gripper_target
 from vla.registry import TASKS
 
 MODES = ("ee", "stiff", "adapter", "velocity")
@@ -33,15 +32,7 @@ def true_state_targets(kin: ArmKinematics, env, chunk: np.ndarray) -> np.ndarray
     d.qpos[kin.arm_qadr], d.qvel[kin.arm_dadr] = u.arm_qpos(), u.arm_qvel()
     d.qpos[kin.finger_qadr] = u.finger_qpos()
     d.ctrl[:] = u.data.ctrl[: m.nu]
-    out = []
-    for a in np.clip(chunk, -1, 1):
-        mujoco.mj_kinematics(m, d)
-        mujoco.mj_comPos(m, d)
-        t = dls_joint_targets(m, d, kin.site, kin.arm_qadr, kin.arm_dadr, kin.arm_range, a)
-        d.ctrl[:7], d.ctrl[7:9] = t, gripper_target(a[6])
-        mujoco.mj_step(m, d, nstep=kin.n_substeps)
-        out.append(np.append(t, gripper_target(a[6])))
-    return np.array(out)
+    return kin.continue_rollout(chunk)
 
 
 def run(checkpoint: str, mode: str, seeds: range, noise_seed: int, n_exec: int) -> int:

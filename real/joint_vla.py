@@ -72,7 +72,6 @@ class ArmKinematics:
         self.site = m.site("grip").id
         self._jacp = np.zeros((3, m.nv))
         self._jacr = np.zeros((3, m.nv))
-        self.finger_dadr = np.array([m.jnt_dofadr[m.joint(j).id] for j in ("finger_l", "finger_r")])
         self.dyn = mujoco.MjData(m)  # the dynamics copy for `rollout`
         self.n_substeps = round(CONTROL_DT / m.opt.timestep)
 
@@ -113,11 +112,7 @@ class ArmKinematics:
 
         Step i runs the simulator's IK at the previous target (a position-controlled arm reaches it).
         """
-        a = np.clip(np.asarray(actions, dtype=np.float64), -1.0, 1.0)
-        if a.ndim != 2 or a.shape[1] != EE_DIM:
-            raise ValueError(f"EE-delta actions must have shape (N, {EE_DIM}), got {a.shape}")
-        if not np.all(np.isfinite(a)):
-            raise ValueError("EE-delta actions contain NaN or inf")
+        a = check_ee_actions(actions)
         q = np.asarray(q_arm, dtype=np.float64).copy()
         out = np.empty((len(a), N_JOINTS))
         for i, ai in enumerate(a):
@@ -132,11 +127,6 @@ class ArmKinematics:
         """EE-delta actions [N, 7] -> joint targets [N, 8], each IK step at the arm's predicted
         pose (see the module docstring). `joints` (8) are the measured joints, taken at rest with
         the servos holding them; `prefix` [P, 8]: targets already committed, executed first."""
-        a = np.clip(np.asarray(actions, dtype=np.float64), -1.0, 1.0)
-        if a.ndim != 2 or a.shape[1] != EE_DIM:
-            raise ValueError(f"EE-delta actions must have shape (N, {EE_DIM}), got {a.shape}")
-        if not np.all(np.isfinite(a)):
-            raise ValueError("EE-delta actions contain NaN or inf")
         q = check_joints(joints, "joint state")
         m, d = self.model, self.dyn
         mujoco.mj_resetData(m, d)
@@ -145,6 +135,13 @@ class ArmKinematics:
         for row in [] if prefix is None else np.asarray(prefix, dtype=np.float64):
             d.ctrl[:7], d.ctrl[7:9] = row[:7], row[7]
             mujoco.mj_step(m, d, nstep=self.n_substeps)
+        return self.continue_rollout(actions)
+
+    def continue_rollout(self, actions: np.ndarray) -> np.ndarray:
+        """`rollout`'s planning loop from the dynamics copy's current state (`self.dyn`, which a
+        caller that knows the arm's true velocities and servo targets may set itself)."""
+        a = check_ee_actions(actions)
+        m, d = self.model, self.dyn
         out = np.empty((len(a), N_JOINTS))
         for i, ai in enumerate(a):
             mujoco.mj_kinematics(m, d)
@@ -177,6 +174,16 @@ class ArmKinematics:
         return np.clip(out, -1.0, 1.0)
 
 
+def check_ee_actions(actions: np.ndarray) -> np.ndarray:
+    """EE-delta actions [N, 7] as float64, clipped to [-1, 1] like every action the VLA was trained on."""
+    a = np.clip(np.asarray(actions, dtype=np.float64), -1.0, 1.0)
+    if a.ndim != 2 or a.shape[1] != EE_DIM:
+        raise ValueError(f"EE-delta actions must have shape (N, {EE_DIM}), got {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError("EE-delta actions contain NaN or inf")
+    return a
+
+
 def check_joints(joints: np.ndarray, what: str) -> np.ndarray:
     q = np.asarray(joints, dtype=np.float64)
     if q.shape != (N_JOINTS,):
@@ -204,8 +211,10 @@ class JointSpaceVLA:
     def _prefix_to_ee(self, q_arm: np.ndarray, prefix: np.ndarray) -> np.ndarray:
         """Committed joint targets [P, 8] -> the EE deltas they were made from (FK differences for
         rows this adapter did not issue)."""
-        approx = self.kin.joints_to_ee(q_arm, prefix)
         rows = [self._issued.get(np.asarray(r, np.float32).tobytes()) for r in prefix]
+        if all(r is not None for r in rows):
+            return np.stack(rows)
+        approx = self.kin.joints_to_ee(q_arm, prefix)  # FK differences chain through every row
         return np.stack([approx[i] if r is None else r for i, r in enumerate(rows)])
 
     def sample_chunk(self, obs_batch: Sequence[Observation], prefix: np.ndarray | None = None,

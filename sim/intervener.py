@@ -221,9 +221,10 @@ class ExpertIntervener:
     def _take_over(self, reason: str, info: dict[str, Any], stage: int) -> None:
         self.reason, self._requested = reason, None
         self.takeovers.append((self._step, reason))
-        self.target_subtask, self._takeover_stage = str(info.get("subtask", "")), stage
         if reason == "regressed":  # finish what the policy had reached before falling back
             self.target_subtask, self._takeover_stage = self._last_subtask, self._last_stage
+        else:
+            self.target_subtask, self._takeover_stage = str(info.get("subtask", "")), stage
         self._phase_steps = 0
         if self.mode == "rac" and self._history and reason != "regressed":
             # Latest in-distribution record at least min_rewind steps back, else the oldest one.

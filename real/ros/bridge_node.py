@@ -134,9 +134,9 @@ class CommandValidator:
             names = [JOINT_NAMES[i] for i in np.flatnonzero(bad)]
             return None, "limit", f"joints {names} at {q[bad]} outside [{self.lower[bad]}, {self.upper[bad]}]"
         jump = np.abs(q[:7] - last[:7]).max()
-        allowed = self.max_step * max(1.0, periods)
-        if jump > allowed:
-            return None, "jump", (f"arm target moves {jump:.3f} rad in {max(1.0, periods):.1f} control periods "
+        periods = max(1.0, periods)
+        if jump > self.max_step * periods:
+            return None, "jump", (f"arm target moves {jump:.3f} rad in {periods:.1f} control periods "
                                   f"(max_step {self.max_step} per period)")
         return q, None, ""
 
@@ -254,7 +254,7 @@ class BridgeNode:
         self._t_accept = time.monotonic()
         self.counts["accepted"] += 1
         if self.t_first_command is None:
-            self.t_first_command = time.monotonic()
+            self.t_first_command = self._t_accept
 
     def _on_forward(self, msg: Float64MultiArray) -> None:
         with self._lock:
