@@ -2,7 +2,8 @@
 
 Modes (`ExecutorConfig.mode`):
 
-- `sync`: when the queue is empty, infer (the robot holds meanwhile), then execute the chunk.
+- `sync`: when the queue is empty, infer (the robot holds meanwhile), then execute the chunk (its
+  first `sync_action_steps` actions, like the simulator's evaluator with `n_action_steps`).
 - `naive_async`: infer while executing; when a chunk arrives it *replaces* the queue and its first
   action runs at once, although it was computed for the observation taken `d` ticks earlier
   (the replace-on-arrival scheme of LeRobot's async client, SmolVLA, arXiv 2506.01844).
@@ -50,6 +51,7 @@ class ExecutorConfig:
     mode: str = "aligned"
     rate_hz: float = 20.0
     trigger_threshold: int | None = None  # aligned/rtc: remaining actions that trigger; None = auto
+    sync_action_steps: int | None = None  # sync: actions executed per chunk (None = all)
     naive_threshold_fraction: float = 0.5  # naive_async triggers at this fraction of the chunk
     latency_window: int = 20  # recent inference delays used for the estimate
     latency_percentile: float = 95.0
@@ -69,6 +71,8 @@ class ExecutorConfig:
             raise ValueError(f"rate_hz must be in (0, 1000], got {self.rate_hz}")
         if not 0 < self.naive_threshold_fraction < 1:
             raise ValueError(f"naive_threshold_fraction must be in (0, 1), got {self.naive_threshold_fraction}")
+        if self.sync_action_steps is not None and self.sync_action_steps < 1:
+            raise ValueError(f"sync_action_steps must be >= 1, got {self.sync_action_steps}")
         if self.trigger_threshold is not None and self.trigger_threshold < 1:
             raise ValueError(f"trigger_threshold must be >= 1, got {self.trigger_threshold}")
         for name in ("latency_window", "initial_latency_ticks"):
@@ -211,7 +215,7 @@ class ChunkExecutor:
         with self._stats_lock:
             self.records.append(rec)
         if hold is None:
-            self._maybe_trigger(k, obs)
+            self._maybe_trigger(k, obs, command)
         return rec
 
     def _watchdogs(self, obs: Observation | None, now: float) -> tuple[str, str] | None:
@@ -228,12 +232,16 @@ class ChunkExecutor:
             return ("stale_observation", f"observation is {age:.3f} s old")
         return None
 
-    def _maybe_trigger(self, k: int, obs: Observation) -> None:
+    def _maybe_trigger(self, k: int, obs: Observation, command: np.ndarray) -> None:
         if self._pending is not None or self.worker.busy:
             return
         remaining = self.queue.remaining_after(k)
         if remaining > self.trigger_threshold():
             return
+        if self.cfg.mode in ("aligned", "rtc"):
+            # The observation was read before this tick's command went out, so the arm runs that
+            # command before the prefix: a policy that predicts the arm's motion needs it.
+            obs = {**obs, "command": command.astype(np.float32)}
         prefix = guidance = None
         n_prefix = 0
         if self.cfg.mode in ("aligned", "rtc") and remaining > 0:
@@ -263,6 +271,8 @@ class ChunkExecutor:
         self.chunk_len = chunk.shape[0]
         self.n_chunks += 1
         self._first_chunk_seen = True
+        if self.cfg.mode == "sync" and self.cfg.sync_action_steps is not None:
+            chunk = chunk[: self.cfg.sync_action_steps]
         if self.cfg.mode in ("sync", "naive_async"):
             self.queue.replace(chunk, first_tick=k, chunk_id=req.request_id)
             return

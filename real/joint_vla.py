@@ -10,8 +10,9 @@ MuJoCo model (no physics, no task objects):
 - chunk: each EE delta goes through the same damped-least-squares IK step as the simulator
   (`sim.tasks.native.base.dls_joint_targets`), taken at the pose the arm is *predicted* to have
   when that target is sent: a dynamics copy of the arm (its position servos, no task objects) is
-  stepped under the previous targets, from the measured joints at rest, after replaying the
-  committed prefix. The simulator applies each EE delta at the measured pose, and the arm lags its
+  stepped under the previous targets, from the measured joints and joint velocities (at rest when
+  the robot reports none), after running the command the executor sent with the observation and
+  replaying the committed prefix. The simulator applies each EE delta at the measured pose, and the arm lags its
   targets by most of a step; integrating the IK from the previous *target* instead (a stiff-arm
   assumption) sends targets that run ahead of the arm, and took the pick_place policy from 65% in
   simulation to 0/40 (`benchmarks/results/deploy.md`);
@@ -69,6 +70,7 @@ class ArmKinematics:
         self.arm_dadr = np.array([m.jnt_dofadr[m.joint(j).id] for j in ARM_JOINTS])
         self.arm_range = np.array([m.jnt_range[m.joint(j).id] for j in ARM_JOINTS])
         self.finger_qadr = np.array([m.jnt_qposadr[m.joint(j).id] for j in ("finger_l", "finger_r")])
+        self.finger_dadr = np.array([m.jnt_dofadr[m.joint(j).id] for j in ("finger_l", "finger_r")])
         self.site = m.site("grip").id
         self._jacp = np.zeros((3, m.nv))
         self._jacr = np.zeros((3, m.nv))
@@ -123,16 +125,24 @@ class ArmKinematics:
             out[i, 7] = gripper_target(ai[6])
         return out
 
-    def rollout(self, joints: np.ndarray, actions: np.ndarray, prefix: np.ndarray | None = None) -> np.ndarray:
+    def rollout(self, joints: np.ndarray, actions: np.ndarray, prefix: np.ndarray | None = None,
+                velocity: np.ndarray | None = None, command: np.ndarray | None = None) -> np.ndarray:
         """EE-delta actions [N, 7] -> joint targets [N, 8], each IK step at the arm's predicted
-        pose (see the module docstring). `joints` (8) are the measured joints, taken at rest with
-        the servos holding them; `prefix` [P, 8]: targets already committed, executed first."""
+        pose (see the module docstring). `joints` (8) are the measured joints; `velocity` (8) the
+        measured joint velocities (None: at rest, the servos holding `joints`); `command` (8) a
+        target the arm runs for one control period first (the executor's current command);
+        `prefix` [P, 8]: targets already committed, executed next."""
         q = check_joints(joints, "joint state")
         m, d = self.model, self.dyn
         mujoco.mj_resetData(m, d)
         d.qpos[self.arm_qadr], d.qpos[self.finger_qadr] = q[:7], q[7]
+        if velocity is not None:
+            v = check_joints(velocity, "joint velocity")
+            d.qvel[self.arm_dadr], d.qvel[self.finger_dadr] = v[:7], v[7]
         d.ctrl[:7], d.ctrl[7:9] = q[:7], q[7]
-        for row in [] if prefix is None else np.asarray(prefix, dtype=np.float64):
+        rows = [] if command is None else [check_joints(command, "command")]
+        rows += [] if prefix is None else list(np.asarray(prefix, dtype=np.float64))
+        for row in rows:
             d.ctrl[:7], d.ctrl[7:9] = row[:7], row[7]
             mujoco.mj_step(m, d, nstep=self.n_substeps)
         return self.continue_rollout(actions)
@@ -219,56 +229,79 @@ class JointSpaceVLA:
 
     def sample_chunk(self, obs_batch: Sequence[Observation], prefix: np.ndarray | None = None,
                      guidance: GuidanceFn | None = None) -> np.ndarray:
+        """Joint-target chunk [B, H, 8], or [B, H - 1, 8] when the observations carry the executor's
+        current `command` and a prefix is given: the command then leads the VLA's prefix (it runs
+        right after the observation, as the simulator's first action does), and the VLA's row for
+        it is not returned (the chunk still starts at the tick after the observation)."""
         if len(obs_batch) == 0:
             raise ValueError("obs_batch is empty")
         states = [check_joints(o["state"], f"observation {i} state") for i, o in enumerate(obs_batch)]
+        velocities = self._optional(obs_batch, "velocity")
+        commands = self._optional(obs_batch, "command")
         q0 = [s[:7] for s in states]
         ee_obs = [{**o, "state": self.kin.proprio(s).astype(np.float32)}
                   for o, s in zip(obs_batch, states, strict=True)]
         ee_prefix = None
+        lead = 0
         if prefix is not None:
             prefix = np.asarray(prefix, dtype=np.float64)
             if prefix.ndim != 3 or prefix.shape[0] != len(obs_batch) or prefix.shape[2] != N_JOINTS:
                 raise ValueError(f"prefix must have shape ({len(obs_batch)}, P, {N_JOINTS}), got {prefix.shape}")
             if not np.all(np.isfinite(prefix)):
                 raise ValueError("prefix has non-finite values")
-            ee_prefix = np.stack([self._prefix_to_ee(q, p) for q, p in zip(q0, prefix, strict=True)])
+            lead = int(commands[0] is not None)
+            rows = [p if c is None else np.concatenate([c[None], p]) for c, p in zip(commands, prefix, strict=True)]
+            ee_prefix = np.stack([self._prefix_to_ee(q, r) for q, r in zip(q0, rows, strict=True)])
             ee_prefix = ee_prefix.astype(np.float32)
-        ee_guidance = None if guidance is None else self._wrap_guidance(guidance, states)
-        chunk_ee = np.asarray(self.vla.sample_chunk(ee_obs, prefix=ee_prefix, guidance=ee_guidance))
+        ee_guidance = None if guidance is None else self._wrap_guidance(guidance, states, velocities, commands, lead)
+        chunk_ee = np.clip(np.asarray(self.vla.sample_chunk(ee_obs, prefix=ee_prefix, guidance=ee_guidance)),
+                           -1.0, 1.0)[:, lead:]
         out = np.empty((len(obs_batch), chunk_ee.shape[1], N_JOINTS))
-        for b, s in enumerate(states):
+        for b, (s, v, c) in enumerate(zip(states, velocities, commands, strict=True)):
             if prefix is None:
-                out[b] = self.kin.rollout(s, chunk_ee[b])
+                out[b] = self.kin.rollout(s, chunk_ee[b], velocity=v, command=c)
             else:  # the committed prefix stays exact; the rest continues from where it leaves the arm
                 p = prefix.shape[1]
                 out[b, :p] = prefix[b]
-                out[b, p:] = self.kin.rollout(s, chunk_ee[b, p:], prefix=prefix[b])
+                out[b, p:] = self.kin.rollout(s, chunk_ee[b, p:], prefix=prefix[b], velocity=v, command=c)
         # Inside the joint ranges *after* the float32 cast (a target clipped to exactly a limit can
         # round past it, and the safety layer rejects anything outside).
         out = np.clip(out, self.kin.lower + LIMIT_MARGIN, self.kin.upper - LIMIT_MARGIN).astype(np.float32)
         if len(self._issued) > 8 * out.shape[1]:  # only the latest chunks can come back as a prefix
             self._issued.clear()
         for b in range(len(out)):
-            for row, ee in zip(out[b], np.clip(chunk_ee[b], -1.0, 1.0), strict=True):
+            for row, ee in zip(out[b], chunk_ee[b], strict=True):
                 self._issued[row.tobytes()] = ee.astype(np.float32)
         if self.delay_s > 0:  # on top of the real inference time
             time.sleep(self.delay_s)
         return out
 
-    def _wrap_guidance(self, guidance: GuidanceFn, states: list[np.ndarray]) -> GuidanceFn:
-        """Joint-space hook -> EE-space hook: estimate -> joints (the same rollout the chunk gets),
-        ask the hook, and map its joint correction back to EE deltas as the difference of two FK
-        mappings (so their common linearisation error cancels)."""
+    @staticmethod
+    def _optional(obs_batch: Sequence[Observation], key: str) -> list[np.ndarray | None]:
+        """Per-observation optional joint vector (`velocity`, `command`): all or none of the batch."""
+        have = [key in o for o in obs_batch]
+        if any(have) and not all(have):
+            raise ValueError(f"observations must all carry {key!r} or none: {have}")
+        return [check_joints(o[key], f"observation {i} {key}") if h else None
+                for i, (o, h) in enumerate(zip(obs_batch, have, strict=True))]
+
+    def _wrap_guidance(self, guidance: GuidanceFn, states: list[np.ndarray], velocities: list[np.ndarray | None],
+                       commands: list[np.ndarray | None], lead: int) -> GuidanceFn:
+        """Joint-space hook -> EE-space hook: estimate -> joints (the same rollout the chunk gets,
+        without the `lead` row of the current command), ask the hook, and map its joint correction
+        back to EE deltas as the difference of two FK mappings (so their common linearisation
+        error cancels)."""
 
         def ee_guidance(estimate: np.ndarray, tau: float) -> np.ndarray:
-            est = np.asarray(estimate, dtype=np.float64)
-            joints = np.stack([self.kin.rollout(s, e) for s, e in zip(states, est, strict=True)])
+            est = np.asarray(estimate, dtype=np.float64)[:, lead:]
+            joints = np.stack([self.kin.rollout(s, e, velocity=v, command=c)
+                               for s, e, v, c in zip(states, est, velocities, commands, strict=True)])
             wanted = joints + np.asarray(guidance(joints, tau), dtype=np.float64)
             wanted[..., 7] = np.clip(wanted[..., 7], 0.0, FINGER_MAX)
-            delta = [self.kin.joints_to_ee(s[:7], w) - self.kin.joints_to_ee(s[:7], j)
-                     for s, w, j in zip(states, wanted, joints, strict=True)]
-            return np.stack(delta).astype(np.float32)
+            delta = np.zeros(np.shape(estimate), dtype=np.float32)
+            for b, (s, w, j) in enumerate(zip(states, wanted, joints, strict=True)):
+                delta[b, lead:] = self.kin.joints_to_ee(s[:7], w) - self.kin.joints_to_ee(s[:7], j)
+            return delta
 
         return ee_guidance
 

@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, TypedDict, runtime_checkable
+from typing import Any, NotRequired, Protocol, TypedDict, runtime_checkable
 
 import numpy as np
 
@@ -20,6 +20,11 @@ class Observation(TypedDict):
     state: np.ndarray  # float32[D]
     instruction: str
     timestamp: float
+    # Robots only, optional: measured joint velocities, and the command the arm executes from this
+    # observation on (set by the chunk executor in its aligned modes). A joint-space adapter that
+    # predicts the arm's motion (real.joint_vla) starts from them instead of from rest.
+    velocity: NotRequired[np.ndarray]  # float32[D]
+    command: NotRequired[np.ndarray]  # float32[A]
 
 
 # A guidance hook sees the current estimate of the clean chunk (action units, float[B, H, A]) and

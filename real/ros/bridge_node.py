@@ -319,6 +319,7 @@ class BridgeNode:
             q = np.clip(self.env.arm_qpos(), self.lower[:7], self.upper[:7])
             qd = self.env.arm_qvel()
             finger = float(np.clip(self.env.finger_qpos().mean(), self.lower[7], self.upper[7]))
+            finger_vel = float(self.env.finger_qvel().mean())
             obs, info, status = self.obs, self.info, self._status()
             send_instruction = self._publish_instruction_now or self.step % round(self.cfg.rate_hz) == 0
             self._publish_instruction_now = False
@@ -326,7 +327,8 @@ class BridgeNode:
         self.pub_status.publish(String(data=json.dumps(status)))
         if self.sensor_dropout:
             return
-        js = JointState(name=list(JOINT_NAMES), position=[*map(float, q), finger], velocity=[*map(float, qd), 0.0])
+        js = JointState(name=list(JOINT_NAMES), position=[*map(float, q), finger],
+                        velocity=[*map(float, qd), finger_vel])
         js.header.stamp = stamp
         self.pub_js.publish(js)
         for cam, pub in self.pub_img.items():

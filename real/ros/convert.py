@@ -58,6 +58,21 @@ def joint_positions(msg: Any, joint_names: tuple[str, ...]) -> np.ndarray:
     return q
 
 
+def joint_velocities(msg: Any, joint_names: tuple[str, ...]) -> np.ndarray | None:
+    """sensor_msgs/JointState -> float64 velocities in the order of `joint_names`, or None when the
+    message carries none (the field is optional). Call after `joint_positions` validated the names."""
+    if len(msg.velocity) == 0:
+        return None
+    names = list(msg.name)
+    if len(msg.velocity) != len(names):
+        raise MessageError(f"joint state has {len(names)} names but {len(msg.velocity)} velocities")
+    index = {n: i for i, n in enumerate(names)}
+    v = np.array([float(msg.velocity[index[n]]) for n in joint_names])
+    if not np.all(np.isfinite(v)):
+        raise MessageError(f"joint state velocities not finite: {v}")
+    return v
+
+
 def instruction_text(msg: Any, max_chars: int) -> str:
     text = str(msg.data)
     if len(text) > max_chars:

@@ -1,7 +1,7 @@
 """ROS 2 policy node: wraps `ChunkExecutor` (async chunk execution + safety layer) for a ros2_control arm.
 
-Subscribes `sensor_msgs/JointState` (the configured joints, by name), one `sensor_msgs/Image` per
-camera (rgb8/bgr8, exact size) and an instruction `std_msgs/String`; publishes
+Subscribes `sensor_msgs/JointState` (the configured joints, by name; velocities too when present),
+one `sensor_msgs/Image` per camera (rgb8/bgr8, exact size) and an instruction `std_msgs/String`; publishes
 `std_msgs/Float64MultiArray` (forward_command_controller) or `trajectory_msgs/JointTrajectory`
 (joint_trajectory_controller: the current command, then the remaining queued actions passed
 through a preview of the safety filter, `time_from_start` = (i + 1) / rate), and
@@ -41,7 +41,14 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from real.config import DeployConfig, load_deploy_config, make_policy
 from real.executor import ChunkExecutor
-from real.ros.convert import MessageError, duration_parts, image_to_rgb, instruction_text, joint_positions
+from real.ros.convert import (
+    MessageError,
+    duration_parts,
+    image_to_rgb,
+    instruction_text,
+    joint_positions,
+    joint_velocities,
+)
 from real.ros.spinner import run_node_until_stopped
 from real.safety import SafetyFilter
 from real.worker import MonotonicClock, ThreadWorker
@@ -60,6 +67,7 @@ class PolicyNode:
         self.node = rclpy.create_node(name, context=context)
         self._lock = threading.Lock()
         self._q: np.ndarray | None = None
+        self._qd: np.ndarray | None = None
         self._q_time = -np.inf
         self._images: dict[str, np.ndarray] = {}
         self._image_times: dict[str, float] = {}
@@ -98,10 +106,11 @@ class PolicyNode:
     def _on_joint_state(self, msg: JointState) -> None:
         try:
             q = joint_positions(msg, self.cfg.limits.names)
+            qd = joint_velocities(msg, self.cfg.limits.names)
         except MessageError as err:
             return self._reject("joint_states", err)
         with self._lock:
-            self._q, self._q_time = q, self.clock.now()
+            self._q, self._qd, self._q_time = q, qd, self.clock.now()
 
     def _on_image(self, msg: Image, cam) -> None:
         try:
@@ -135,8 +144,11 @@ class PolicyNode:
             # Stamped with the oldest receipt time (joints or any camera) on the executor's clock:
             # a dead camera holds the robot like dead joint states, and no clock sync is needed.
             stamp = min([self._q_time, *self._image_times.values()])
-            return {"images": dict(self._images), "state": self._q.astype(np.float32),
-                    "instruction": self._instruction, "timestamp": stamp}
+            obs: Observation = {"images": dict(self._images), "state": self._q.astype(np.float32),
+                                "instruction": self._instruction, "timestamp": stamp}
+            if self._qd is not None:
+                obs["velocity"] = self._qd.astype(np.float32)
+            return obs
 
     # ---- outgoing ------------------------------------------------------------------------------
     def _send(self, command: np.ndarray) -> None:

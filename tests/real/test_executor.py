@@ -18,6 +18,12 @@ def test_aligned_prefix_equals_what_executes_meanwhile(delay):
         assert p == delay  # delay - 1 ticks run from the old queue, + 1 tick of margin
         ran_meanwhile = np.stack([ran[k + 1 + i] for i in range(p)])
         np.testing.assert_allclose(ran_meanwhile, req.prefix[0], atol=1e-6)
+        # the observation carries the command the arm runs before the prefix: the trigger tick's
+        np.testing.assert_allclose(req.observation["command"], ex_commands(ex)[k], atol=1e-6)
+
+
+def ex_commands(ex) -> dict[int, np.ndarray]:
+    return {r.tick: r.command for r in ex.records}
 
 
 @pytest.mark.parametrize(("estimate", "actual"), [(1, 4), (2, 7), (5, 5)])
@@ -70,8 +76,18 @@ def test_sync_infers_only_on_empty_queue_and_holds_meanwhile():
         # no queued action existed after the trigger tick: the records show nothing ran in between
         later = [r for r in ex.records if req.trigger_tick < r.tick < req.trigger_tick + 4]
         assert all(r.action is None and r.hold == "starved" for r in later)
-        assert req.prefix is None and req.guidance is None
+        assert req.prefix is None and req.guidance is None and "command" not in req.observation
     assert ex.stats()["starved_ticks"] > 0
+
+
+def test_sync_executes_only_its_action_steps_per_chunk():
+    ex, _, worker, _, _ = make("sync", delay_ticks=2, horizon=10, sync_action_steps=4)
+    ex.run(60)
+    assert len(worker.requests) >= 8
+    for res in worker.results[:-1]:
+        ran = [r for r in ex.records if r.chunk_id == res.request.request_id]
+        assert len(ran) == 4  # then the queue is empty and the next inference starts
+        np.testing.assert_allclose(np.stack([r.action for r in ran]), res.chunk[0, :4], atol=1e-6)
 
 
 def test_rtc_passes_soft_mask_guidance_and_continues_previous_chunk():
@@ -177,6 +193,8 @@ def test_config_validation():
         ExecutorConfig(mode="fast")
     with pytest.raises(ValueError, match="rate_hz"):
         ExecutorConfig(rate_hz=0)
+    with pytest.raises(ValueError, match="sync_action_steps"):
+        ExecutorConfig(sync_action_steps=0)
     with pytest.raises(ValueError, match="dt"):
         make("aligned", rate_hz=50)
 

@@ -178,6 +178,63 @@ def test_rollout_targets_move_the_arm_as_the_simulators_ee_steps(kin: ArmKinemat
     assert gap(lambda robot: kin.ee_to_joints(robot.arm_qpos(), actions)) > 0.05
 
 
+def test_rollout_from_a_moving_arm_starts_from_its_velocity_and_current_command(kin: ArmKinematics) -> None:
+    """Mid-chunk (the executor's aligned mode) the arm is moving and already has its next command:
+    the rollout that starts from the measured velocities and runs that command first reproduces the
+    simulator's EE stepping; one that starts at rest falls behind."""
+    rng = np.random.default_rng(4)
+    actions = np.clip(rng.normal(0, 0.6, (22, 7)), -1, 1)
+    actions[:, 3:6] *= 0.2
+    history, chunk = actions[:6], actions[6:]
+
+    def gap(from_state: bool) -> float:
+        sim, robot = PickPlaceEnv(cameras=()), PickPlaceEnv(cameras=())
+        sim.reset(seed=5)
+        robot.reset(seed=5)
+        for a in history:
+            sim.step(a)
+            robot.step(a)
+        q, v = joints_of(robot), np.append(robot.arm_qvel(), robot.finger_qvel().mean())
+        assert np.linalg.norm(v[:7]) > 0.5  # the arm is moving
+        command = kin.ee_to_joints(robot.arm_qpos(), chunk[:1])[0]  # the simulator's IK step at this pose
+        targets = (kin.rollout(q, chunk[1:], velocity=v, command=command) if from_state
+                   else kin.rollout(q, chunk[1:]))
+        far = []
+        for a, t in zip(chunk, [command, *targets], strict=True):
+            sim.step(a)
+            robot.step_joints(t[:7], float(np.clip(t[7], 0.0, FINGER_MAX)))
+            far.append(np.linalg.norm(sim.eef_pos() - robot.eef_pos()))
+        return max(far)
+
+    assert gap(from_state=True) < 1e-4
+    assert gap(from_state=False) > 0.01
+
+
+def test_adapter_puts_the_current_command_ahead_of_the_prefix(kin: ArmKinematics) -> None:
+    ee = RecordingEEPolicy()
+    pol = JointSpaceVLA(ee, kin)
+    q = np.append(HOME_QPOS, FINGER_MAX)
+    first = pol.sample_chunk([joint_obs(q)])
+    moving = {**joint_obs(q), "velocity": np.full(8, 0.1, np.float32), "command": first[0, 0]}
+    second = pol.sample_chunk([moving], prefix=first[:, 1:4])
+    # The VLA sees the command as the first committed action (it runs right after the observation)...
+    np.testing.assert_allclose(ee.calls[1]["prefix"][0], ee.chunk[:4], atol=1e-6)
+    # ...and its row for the command is not returned: the chunk still starts at the next tick.
+    assert second.shape == (1, 15, 8)
+    np.testing.assert_array_equal(second[:, :3], first[:, 1:4])
+    v, c = moving["velocity"], moving["command"]
+    np.testing.assert_allclose(second[0, 3:], kin.rollout(q, ee.chunk[4:], prefix=first[0, 1:4], velocity=v,
+                                                          command=c), atol=1e-5)
+    # Without a prefix the command still runs first in the rollout, and the whole chunk comes back.
+    third = pol.sample_chunk([moving])
+    assert third.shape == (1, 16, 8)
+    np.testing.assert_allclose(third[0], kin.rollout(q, ee.chunk, velocity=v, command=c), atol=1e-5)
+    with pytest.raises(ValueError, match="all carry 'velocity' or none"):
+        pol.sample_chunk([moving, joint_obs(q)])
+    with pytest.raises(ValueError, match="observation 0 command"):
+        pol.sample_chunk([{**moving, "command": np.full(8, np.inf)}])
+
+
 def test_adapter_guidance_acts_in_joint_space(kin: ArmKinematics) -> None:
     ee = RecordingEEPolicy()
     pol = JointSpaceVLA(ee, kin)

@@ -118,6 +118,7 @@ class NativeArmEnv(gym.Env):
         self._arm_dadr = np.array([m.jnt_dofadr[m.joint(j).id] for j in ARM_JOINTS])
         self._arm_range = np.array([m.jnt_range[m.joint(j).id] for j in ARM_JOINTS])
         self._finger_qadr = np.array([m.jnt_qposadr[m.joint(j).id] for j in ("finger_l", "finger_r")])
+        self._finger_dadr = np.array([m.jnt_dofadr[m.joint(j).id] for j in ("finger_l", "finger_r")])
         self._grip_site = m.site("grip").id
         self._pad_ids = (m.geom("pad_l").id, m.geom("pad_r").id)
         self._pad_contacts: tuple[set[int], set[int]] | None = None  # per-step cache
@@ -181,6 +182,9 @@ class NativeArmEnv(gym.Env):
 
     def finger_qpos(self) -> np.ndarray:
         return self.data.qpos[self._finger_qadr].copy()
+
+    def finger_qvel(self) -> np.ndarray:
+        return self.data.qvel[self._finger_dadr].copy()
 
     def gripper_opening(self) -> float:
         """Distance between the finger pads (m)."""

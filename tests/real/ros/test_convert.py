@@ -3,7 +3,14 @@ from types import SimpleNamespace as Msg
 import numpy as np
 import pytest
 
-from real.ros.convert import MessageError, duration_parts, image_to_rgb, instruction_text, joint_positions
+from real.ros.convert import (
+    MessageError,
+    duration_parts,
+    image_to_rgb,
+    instruction_text,
+    joint_positions,
+    joint_velocities,
+)
 
 
 def image(h=2, w=3, enc="rgb8", pad=0, data=None):
@@ -48,6 +55,16 @@ def test_joint_positions_reorders_and_ignores_extra_joints():
 def test_joint_positions_rejects(msg, match):
     with pytest.raises(MessageError, match=match):
         joint_positions(msg, ("a", "b"))
+
+
+def test_joint_velocities_are_optional_and_validated():
+    assert joint_velocities(Msg(name=["a", "b"], position=[1.0, 2.0], velocity=[]), ("a", "b")) is None
+    msg = Msg(name=["b", "gripper", "a"], position=[2.0, 9.0, 1.0], velocity=[0.2, 0.0, 0.1])
+    np.testing.assert_array_equal(joint_velocities(msg, ("a", "b")), [0.1, 0.2])
+    with pytest.raises(MessageError, match="velocities"):
+        joint_velocities(Msg(name=["a", "b"], position=[1.0, 2.0], velocity=[0.1]), ("a", "b"))
+    with pytest.raises(MessageError, match="velocities not finite"):
+        joint_velocities(Msg(name=["a", "b"], position=[1.0, 2.0], velocity=[0.1, float("inf")]), ("a", "b"))
 
 
 def test_instruction_and_duration():
