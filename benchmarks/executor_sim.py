@@ -7,7 +7,9 @@ Here the same `ChunkExecutor`, `SafetyFilter` and `JointSpaceVLA` run against `P
 exactly `--delay-ticks` ticks after its trigger, on a `FakeClock`: every run is deterministic and
 takes CPU time only for the simulation and the policy.
 
-Variants:
+Modes: the executor's, and `simulator`: the policy's own setting (EE deltas stepped by the
+simulator, 8 actions per chunk, no delay), the reference for success and for the jump.
+Variants (asynchronous modes):
   state  the observation carries the measured joint velocities, and (aligned / rtc) the executor
          adds the command the arm runs next: the adapter's rollout starts from the moving arm;
   rest   both removed: the rollout starts from the measured joints at rest (the adapter before).
@@ -78,7 +80,7 @@ def run_episode(policy: JointSpaceVLA, variant: str, mode: str, seed: int, delay
     safety = SafetyFilter(cfg.limits, 1.0 / cfg.executor.rate_hz)
     safety.reset(observe()["state"].astype(np.float64))
     ex_cfg = replace(cfg.executor, mode=mode, initial_latency_ticks=delay_ticks)
-    worker = SteppedWorker(policy if variant == "state" else WithoutMotion(policy), delay_ticks, clock)
+    worker = SteppedWorker(WithoutMotion(policy) if variant == "rest" else policy, delay_ticks, clock)
     ex = ChunkExecutor(worker, observe, send, safety, ex_cfg, clock)
     ticks = 0
     for k in range(10 * HORIZON):
@@ -94,13 +96,41 @@ def run_episode(policy: JointSpaceVLA, variant: str, mode: str, seed: int, delay
             "starved": int(ex.stats()["starved_ticks"]), "violations": int(safety.n_violations)}
 
 
+def run_reference(policy: JointSpaceVLA, seed: int, n_exec: int = 8) -> dict[str, float]:
+    """What the policy was trained and evaluated on: EE deltas stepped by the simulator, `n_exec`
+    actions per chunk, no delay. The jump is taken on the joint targets the simulator's own IK
+    sends (its actuator controls), so it compares with the executor's joint-space figure."""
+    env = TASKS.make("pick_place")
+    u = env.unwrapped
+    obs, info = env.reset(seed=seed)
+    policy.vla.reset(seed=seed)
+    targets, chunk_ids, ticks = [], [], 0
+    while ticks < HORIZON and not info["success"]:
+        chunk = np.asarray(policy.vla.sample_chunk([obs]))[0]
+        for a in chunk[:n_exec]:
+            obs, _, _, _, info = env.step(a)
+            targets.append(np.append(u.data.ctrl[:7], u.data.ctrl[7]))
+            chunk_ids.append(len(chunk_ids) and chunk_ids[-1] + (ticks % n_exec == 0))
+            ticks += 1
+            if info["success"] or ticks >= HORIZON:
+                break
+    t = np.asarray(targets)
+    steps = np.linalg.norm(np.diff(t, axis=0), axis=1)
+    switch = np.diff(np.asarray(chunk_ids)) != 0
+    med = float(np.median(steps))
+    return {"success": bool(info["success"]), "ticks": ticks,
+            "jump_mean": float(steps[switch].mean() / med) if switch.any() else float("nan"),
+            "starved": 0, "violations": 0}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--checkpoint", required=True, help="torch checkpoint folder (image-mode pick_place VLA)")
     ap.add_argument("--episodes", type=int, default=20)
     ap.add_argument("--first-seed", type=int, default=1000)
     ap.add_argument("--delay-ticks", type=int, default=4)
-    ap.add_argument("--modes", nargs="+", default=["sync", "aligned"])
+    ap.add_argument("--modes", nargs="+", default=["simulator", "sync", "aligned"],
+                    help="executor modes, and `simulator` (the policy's own setting, see run_reference)")
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
@@ -109,11 +139,12 @@ def main() -> None:
     t0 = time.time()
     rows = []
     for mode in args.modes:
-        for variant in args.variants if mode != "sync" else ["state"]:  # sync starts every chunk at rest
-            rs = [run_episode(policy, variant, mode, s, args.delay_ticks)
-                  for s in range(args.first_seed, args.first_seed + args.episodes)]
+        for variant in args.variants if mode not in ("sync", "simulator") else ["-"]:  # sync starts at rest
+            seeds = range(args.first_seed, args.first_seed + args.episodes)
+            rs = ([run_reference(policy, s) for s in seeds] if mode == "simulator"
+                  else [run_episode(policy, variant, mode, s, args.delay_ticks) for s in seeds])
             wins = [r for r in rs if r["success"]]
-            row = (f"| {mode} | {variant if mode != 'sync' else '-'} | {len(wins)}/{len(rs)} | "
+            row = (f"| {mode} | {variant} | {len(wins)}/{len(rs)} | "
                    f"{np.mean([r['ticks'] for r in wins]) / 20 if wins else float('nan'):.2f} | "
                    f"{np.nanmean([r['jump_mean'] for r in rs]):.2f} | {sum(r['starved'] for r in rs)} | "
                    f"{sum(r['violations'] for r in rs)} |")
