@@ -109,18 +109,40 @@ def targets(methods: dict[str, dict[int, list[dict[str, Any]]]]) -> list[str]:
     return lines
 
 
+def final_by_seed(by_version: dict[int, list[dict[str, Any]]]) -> dict[int, float]:
+    """seed -> success of that seed's last version."""
+    last = max(by_version)
+    return {r["seed"]: r["success_rate"] for r in by_version[last]}
+
+
+def paired(methods: dict[str, dict[int, list[dict[str, Any]]]], method: str, baseline: str) -> str:
+    """method - baseline over the seeds both ran (the same rollout seeds and evaluation seeds),
+    mean ± 95% t; empty when they share fewer than two seeds."""
+    if baseline not in methods or method == baseline:
+        return ""
+    a, b = final_by_seed(methods[method]), final_by_seed(methods[baseline])
+    common = sorted(set(a) & set(b))
+    if len(common) < 2:
+        return ""
+    m, h = mean_ci([a[k] - b[k] for k in common])
+    return f"{m * 100:+.0f} ± {h * 100:.0f} pts ({len(common)})"
+
+
 def final_table(methods: dict[str, dict[int, list[dict[str, Any]]]]) -> list[str]:
-    """Each method's last version against the pretrained policy and the demos-only control (the
-    share of any gain that more fine-tuning on the demos alone would also have given)."""
+    """Each method's last version against the pretrained policy, the demos-only control (the
+    share of any gain that more fine-tuning on the demos alone would also have given) and SFT and
+    HG-DAgger paired by seed."""
     finals = {m: summary_rows(v)[-1] for m, v in methods.items()}
     start = {m: summary_rows(v)[0]["success"] for m, v in methods.items()}
     ctrl = finals.get("demos_only")
-    lines = ["| method | final version | success (mean ± 95% t) | vs pretrained | vs demos-only control "
-             "| intervention steps |", "|---|---|---|---|---|---|"]
+    lines = ["| method | final version | seeds | success (mean ± 95% t) | vs pretrained | vs demos-only control "
+             "| vs SFT, paired by seed | vs HG-DAgger, paired by seed | intervention steps |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for m, r in sorted(finals.items(), key=lambda kv: -kv[1]["success"]):
         vs_ctrl = f"{(r['success'] - ctrl['success']) * 100:+.0f} pts" if ctrl and m != "demos_only" else ""
-        lines.append(f"| {m} | {r['version']} | {r['success']:.0%} ± {r['ci']:.0%} | "
-                     f"{(r['success'] - start[m]) * 100:+.0f} pts | {vs_ctrl} | {r['intervention_steps']:.0f} |")
+        lines.append(f"| {m} | {r['version']} | {r['seeds']} | {r['success']:.0%} ± {r['ci']:.0%} | "
+                     f"{(r['success'] - start[m]) * 100:+.0f} pts | {vs_ctrl} | {paired(methods, m, 'sft')} | "
+                     f"{paired(methods, m, 'hg_dagger')} | {r['intervention_steps']:.0f} |")
     return lines
 
 

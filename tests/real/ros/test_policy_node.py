@@ -117,6 +117,9 @@ class FakeArm:
 
     def publish_garbage(self) -> None:
         self.pub_js.publish(JointState(name=["a", "b"], position=[0.0, 0.0]))
+        with self.lock:
+            q = [*map(float, self.q), 0.0]
+        self.pub_js.publish(JointState(name=[*NAMES, "gripper"], position=q, velocity=[float("nan")] * len(q)))
         self.pub_img.publish(Image(height=H + 1, width=W, encoding="rgb8", step=W * 3, data=bytes((H + 1) * W * 3)))
         self.pub_img.publish(Image(height=H, width=W, encoding="32FC1", step=W * 4, data=bytes(H * W * 4)))
         self.pub_ins.publish(String(data="pick up the red cube"))
@@ -145,7 +148,7 @@ def test_policy_node_over_dds(tmp_path, domain_id, interface):
     try:
         wait_for(lambda: len(arm.commands) >= 40, 40, "40 commands from the node")
         arm.publish_garbage()
-        wait_for(lambda: float(arm.diag.get("rejected_joint_states", 0)) >= 1
+        wait_for(lambda: float(arm.diag.get("rejected_joint_states", 0)) >= 2  # bad names, NaN velocities
                  and float(arm.diag.get("rejected_image", 0)) >= 2, 10, "diagnostics counting rejects")
         assert float(arm.diag["chunks"]) >= 1 and "latency_p50_s" in arm.diag
         with arm.lock:
