@@ -34,7 +34,9 @@ VARIANTS = {"demos_only": ("hg_dagger", ["demo_share=1.0"]),  # control: more fi
             "habc_no_gate": ("habc", ["habc.use_gate=false"]),
             "habc_single_critic": ("habc", ["habc.single_critic=true"]),
             "habc_no_mask": ("habc", ["habc.mask_interventions=false"]),
-            "habc_unscaled": ("habc", ["habc.scale_by_viability=false"])}
+            "habc_unscaled": ("habc", ["habc.scale_by_viability=false"]),
+            # demonstrations and corrections at 3x the weight of the policy's own (critic-weighted) steps
+            "habc_demo_weight3": ("habc", ["habc.demo_weight=3.0"])}
 STATE_MODE = ["obs_mode=state", "cameras=[]"]
 
 

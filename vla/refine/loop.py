@@ -149,7 +149,8 @@ class RefineRun:
                 critic_weight = rw.awr_weights(returns, values.numpy(), a.beta, a.w_max)
                 info = {"value_loss": losses["efficiency_loss"],
                         "rollout_weight_mean": float(critic_weight[rollout].mean()) if rollout.any() else 0.0}
-        w = rw.method_weights(c.method, labels, success, is_demo, critic_weight=critic_weight, demo_share=c.share())
+        w = rw.method_weights(c.method, labels, success, is_demo, critic_weight=critic_weight, demo_share=c.share(),
+                              demo_weight=c.habc.demo_weight if c.method == "habc" else 1.0)
         info["supervised_steps"] = float((w.loss > 0).sum())
         return w, info
 

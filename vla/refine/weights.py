@@ -80,12 +80,16 @@ def sample_distribution(loss: np.ndarray, demo: np.ndarray, demo_share: float | 
 
 
 def method_weights(method: str, labels: StepLabels, episode_success: np.ndarray, episode_is_demo: np.ndarray, *,
-                   critic_weight: np.ndarray | None = None, demo_share: float | None = None) -> StepWeights:
+                   critic_weight: np.ndarray | None = None, demo_share: float | None = None,
+                   demo_weight: float = 1.0) -> StepWeights:
     """Loss and sampling weights of `method` (see the module docstring).
 
     `episode_success`, `episode_is_demo`: per episode of the store. `critic_weight`: per-step
     weights from a critic, required by `habc` (the policy's steps) and `awr` (non-demo steps).
+    `demo_weight`: `habc`'s loss weight on demonstrations and corrections (`habc.demo_weight`).
     """
+    if demo_weight <= 0:
+        raise ValueError(f"demo_weight must be > 0, got {demo_weight}")
     if method not in METHODS:
         raise ValueError(f"unknown refinement method '{method}' (valid: {', '.join(METHODS)})")
     if method in ("habc", "awr") and critic_weight is None:
@@ -104,7 +108,7 @@ def method_weights(method: str, labels: StepLabels, episode_success: np.ndarray,
         loss[selected] = np.where(demo_step[selected], 1.0, critic_weight[selected])
     elif method == "habc":
         assert critic_weight is not None
-        loss[labels.demo] = 1.0
+        loss[labels.demo] = demo_weight
         loss[labels.policy_step] = critic_weight[labels.policy_step]
     else:  # rac, hg_dagger: demonstrations and corrections only
         loss[demo_step | correction] = 1.0

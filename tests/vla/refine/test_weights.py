@@ -43,6 +43,12 @@ def test_each_method_supervises_its_steps(store: EpisodeStore) -> None:
     habc = weights_for(store, "habc", critic)
     np.testing.assert_allclose(habc.loss[[0, 1, 2, 9, 10, 13, 14]], 1.0)  # demos and corrections
     np.testing.assert_allclose(habc.loss[[3, 4, 5, 6, 7, 8, 11, 12]], critic[[3, 4, 5, 6, 7, 8, 11, 12]])
+    # habc.demo_weight scales demonstrations and corrections against the critic-weighted steps
+    table = store.table()
+    heavy = rw.method_weights("habc", build_step_labels(store), table.success, table.source == "demo",
+                              critic_weight=critic, demo_weight=3.0)
+    np.testing.assert_allclose(heavy.loss[[0, 1, 2, 9, 10, 13, 14]], 3.0)
+    np.testing.assert_allclose(heavy.loss[[3, 4, 5, 6, 7, 8, 11, 12]], critic[[3, 4, 5, 6, 7, 8, 11, 12]])
     awr = weights_for(store, "awr", critic)
     np.testing.assert_allclose(awr.loss[:3], 1.0)
     np.testing.assert_allclose(awr.loss[3:], critic[3:])  # interventions weighted like any rollout step
