@@ -50,7 +50,15 @@ def test_sigkill_never_damages_committed_episodes(tmp_path: Path, group: int) ->
         assert proc.stdout is not None
         line = proc.stdout.readline()
         assert line.startswith("READY"), f"writer did not start: {line!r}"
-        time.sleep(rng.uniform(0.0, 0.25))
+        # Kill at a random point of a write, on this machine's own clock: let 1-2 episodes commit,
+        # then kill a random fraction of one write's duration into the next (a fixed sleep lands
+        # before the first commit on a loaded machine and tests nothing).
+        t = time.perf_counter()
+        for _ in range(rng.randint(1, 2)):
+            line = proc.stdout.readline()
+            assert line.startswith("COMMITTED"), f"writer stopped: {line!r}"
+            write_s, t = time.perf_counter() - t, time.perf_counter()
+        time.sleep(rng.uniform(0.0, write_s))
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         # A reader opened over the wreckage sees exactly the committed prefix.
