@@ -49,16 +49,21 @@ class SessionConfig:
     disagreement_threshold: float | None = None  # scripted intervener: take over on policy/expert mismatch
 
     def validate(self) -> None:
+        """The values given (run on every load, so `vla config show session` works without paths)."""
         if self.device not in DEVICES:
             raise ValueError(f"unknown device '{self.device}'" + closest(self.device, DEVICES))
         if self.mode not in MODES:
             raise ValueError(f"unknown mode '{self.mode}'" + closest(self.mode, MODES))
+        if self.episodes < 1 or self.n_action_steps < 1:
+            raise ValueError(f"episodes and n_action_steps must be >= 1, got {self.episodes}, {self.n_action_steps}")
+
+    def check_runnable(self) -> None:
+        """What a session needs besides valid values: a policy and a store."""
+        self.validate()
         if not self.ckpt:
             raise ValueError("no policy given: pass --ckpt with a checkpoint or ONNX export folder")
         if not self.store:
             raise ValueError("no EpisodeStore given: pass --store OUT.zarr")
-        if self.episodes < 1 or self.n_action_steps < 1:
-            raise ValueError(f"episodes and n_action_steps must be >= 1, got {self.episodes}, {self.n_action_steps}")
 
     @property
     def hz(self) -> float:
@@ -176,7 +181,7 @@ def run_session(cfg: SessionConfig, *, intervener_factory: Callable[[Any], Any] 
     from sim.policies import load_policy
     from vla.registry import TASKS
 
-    cfg.validate()
+    cfg.check_runnable()
     TASKS.get(cfg.task)  # an unknown task fails here, naming the valid ones
     env = TASKS.make(cfg.task, **env_kwargs(cfg))
     store = intervener = None

@@ -222,6 +222,10 @@ def test_cli(tmp_path: Path) -> None:
     assert not (tmp_path / "k.zarr").exists()
     result = runner.invoke(app, ["session", "--ckpt", "zero", "--store", str(store), "episodes_n=3"])
     assert "unknown key 'episodes_n'" in str(result.exception)
+    # The preset shows without a policy or a store (they are needed to run, not to be valid).
+    result = runner.invoke(app, ["config", "show", "session", "scripted"])
+    assert result.exit_code == 0, result.output
+    assert "device: scripted" in result.output and "ckpt: ''" in result.output
 
 
 @pytest.mark.slow
