@@ -51,23 +51,25 @@ def plot(task: str, methods: dict[str, dict[int, list[dict[str, Any]]]], path: P
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
-    for method, by_version in sorted(methods.items()):
+    colours = plt.get_cmap("tab20").colors  # more methods than the default cycle has colours
+    for i, (method, by_version) in enumerate(sorted(methods.items())):
+        colour = colours[(2 * i) % 20 + (2 * i) // 20]
         rows = summary_rows(by_version)
         y = [r["success"] for r in rows]
         ci = [r["ci"] for r in rows]
         style = "--" if method == "demos_only" else "-" if "_no_" not in method and "single" not in method else ":"
         for ax, key in ((axes[0], "env_episodes"), (axes[1], "intervention_steps")):
             x = [r[key] for r in rows]
-            ax.plot(x, y, style, marker="o", label=method)
+            ax.plot(x, y, style, marker="o", label=method, color=colour)
             ax.fill_between(x, [a - b for a, b in zip(y, ci, strict=True)], [a + b for a, b in zip(y, ci, strict=True)],
-                            alpha=0.12)
+                            alpha=0.08, color=colour)
     axes[0].set_xlabel("env episodes collected")
     axes[1].set_xlabel("intervention steps (mean over seeds)")
     axes[0].set_ylabel("success rate (mean over seeds, 95% t band)")
     for ax in axes:
         ax.set_ylim(0, 1)
         ax.grid(alpha=0.3)
-    axes[1].legend(fontsize=8)
+    axes[1].legend(fontsize=7, loc="upper left", ncol=2)
     fig.suptitle(f"refinement on {task}")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
