@@ -24,10 +24,11 @@ import argparse
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from real.config import load_deploy_config
+from real.config import DeployConfig, load_deploy_config
 from real.executor import ChunkExecutor, action_changes
 from real.joint_vla import JointSpaceVLA
 from real.safety import SafetyFilter
@@ -55,9 +56,8 @@ class WithoutMotion:
         self.policy.reset()
 
 
-def run_episode(policy: JointSpaceVLA, variant: str, mode: str, seed: int, delay_ticks: int) -> dict[str, float]:
-    cfg = load_deploy_config(NODE_CONFIG)
-    env = TASKS.make("pick_place")
+def run_episode(env: Any, cfg: DeployConfig, policy: JointSpaceVLA, variant: str, mode: str, seed: int,
+                delay_ticks: int) -> dict[str, float]:
     u = env.unwrapped
     clock = FakeClock()
     obs, info = env.reset(seed=seed)
@@ -96,11 +96,10 @@ def run_episode(policy: JointSpaceVLA, variant: str, mode: str, seed: int, delay
             "starved": int(ex.stats()["starved_ticks"]), "violations": int(safety.n_violations)}
 
 
-def run_reference(policy: JointSpaceVLA, seed: int, n_exec: int = 8) -> dict[str, float]:
+def run_reference(env: Any, policy: JointSpaceVLA, seed: int, n_exec: int = 8) -> dict[str, float]:
     """What the policy was trained and evaluated on: EE deltas stepped by the simulator, `n_exec`
     actions per chunk, no delay. The jump is taken on the joint targets the simulator's own IK
     sends (its actuator controls), so it compares with the executor's joint-space figure."""
-    env = TASKS.make("pick_place")
     u = env.unwrapped
     obs, info = env.reset(seed=seed)
     policy.vla.reset(seed=seed)
@@ -134,15 +133,16 @@ def main() -> None:
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
-    env = TASKS.make("pick_place")
+    env = TASKS.make("pick_place")  # reset per episode, as the evaluator's workers do
+    cfg = load_deploy_config(NODE_CONFIG)
     policy = JointSpaceVLA(load_policy(args.checkpoint, env, seed=0))
     t0 = time.time()
     rows = []
     for mode in args.modes:
         for variant in args.variants if mode not in ("sync", "simulator") else ["-"]:  # sync starts at rest
             seeds = range(args.first_seed, args.first_seed + args.episodes)
-            rs = ([run_reference(policy, s) for s in seeds] if mode == "simulator"
-                  else [run_episode(policy, variant, mode, s, args.delay_ticks) for s in seeds])
+            rs = ([run_reference(env, policy, s) for s in seeds] if mode == "simulator"
+                  else [run_episode(env, cfg, policy, variant, mode, s, args.delay_ticks) for s in seeds])
             wins = [r for r in rs if r["success"]]
             row = (f"| {mode} | {variant} | {len(wins)}/{len(rs)} | "
                    f"{np.mean([r['ticks'] for r in wins]) / 20 if wins else float('nan'):.2f} | "

@@ -46,16 +46,7 @@ def joint_positions(msg: Any, joint_names: tuple[str, ...]) -> np.ndarray:
     names = list(msg.name)
     if len(set(names)) != len(names):
         raise MessageError(f"joint state has duplicated names {names}")
-    if len(msg.position) != len(names):
-        raise MessageError(f"joint state has {len(names)} names but {len(msg.position)} positions")
-    index = {n: i for i, n in enumerate(names)}
-    missing = [n for n in joint_names if n not in index]
-    if missing:
-        raise MessageError(f"joint state lacks joints {missing} (got {names})")
-    q = np.array([float(msg.position[index[n]]) for n in joint_names])
-    if not np.all(np.isfinite(q)):
-        raise MessageError(f"joint state positions not finite: {q}")
-    return q
+    return _by_name(names, msg.position, "positions", joint_names)
 
 
 def joint_velocities(msg: Any, joint_names: tuple[str, ...]) -> np.ndarray | None:
@@ -63,14 +54,22 @@ def joint_velocities(msg: Any, joint_names: tuple[str, ...]) -> np.ndarray | Non
     message carries none (the field is optional). Call after `joint_positions` validated the names."""
     if len(msg.velocity) == 0:
         return None
-    names = list(msg.name)
-    if len(msg.velocity) != len(names):
-        raise MessageError(f"joint state has {len(names)} names but {len(msg.velocity)} velocities")
+    return _by_name(list(msg.name), msg.velocity, "velocities", joint_names)
+
+
+def _by_name(names: list[str], values: Any, what: str, joint_names: tuple[str, ...]) -> np.ndarray:
+    """One JointState array (`what`: its plural, for errors): length-checked against the names,
+    reordered to `joint_names`, all finite."""
+    if len(values) != len(names):
+        raise MessageError(f"joint state has {len(names)} names but {len(values)} {what}")
     index = {n: i for i, n in enumerate(names)}
-    v = np.array([float(msg.velocity[index[n]]) for n in joint_names])
-    if not np.all(np.isfinite(v)):
-        raise MessageError(f"joint state velocities not finite: {v}")
-    return v
+    missing = [n for n in joint_names if n not in index]
+    if missing:
+        raise MessageError(f"joint state lacks joints {missing} (got {names})")
+    out = np.array([float(values[index[n]]) for n in joint_names])
+    if not np.all(np.isfinite(out)):
+        raise MessageError(f"joint state {what} not finite: {out}")
+    return out
 
 
 def instruction_text(msg: Any, max_chars: int) -> str:
