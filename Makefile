@@ -14,9 +14,14 @@ export PYOPENGL_PLATFORM ?= osmesa
 export HF_HUB_OFFLINE := 1
 export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
 
-.PHONY: install run test lint bench clean
+.PHONY: install system-deps run test lint bench clean
 
-$(VENV)/.installed: pyproject.toml constraints/cpu.txt
+# System packages (libosmesa6; libegl1 with a GPU): installed with apt-get as root or with
+# passwordless sudo, otherwise one line says what to run. Checked on every install (cheap).
+system-deps:
+	@tools/system-deps
+
+$(VENV)/.installed: pyproject.toml constraints/cpu.txt | system-deps
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(if $(HAS_GPU),$(PY) -m pip install -q torch,$(PY) -m pip install -q torch==2.13.0)
@@ -25,7 +30,7 @@ $(VENV)/.installed: pyproject.toml constraints/cpu.txt
 	$(PY) -m pip install -q --no-deps robosuite==1.5.2
 	touch $@
 
-install: $(VENV)/.installed
+install: system-deps $(VENV)/.installed
 
 run: install
 	$(VENV)/bin/vla run
