@@ -37,7 +37,7 @@ os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")  # before rc
 
 from real.config import load_deploy_config, make_policy
 from real.executor import MODES, action_changes
-from real.stages import BRIDGE_CONFIG, ROOT, Watcher, ros_env, stop_process, wait_until, write_node_config
+from real.stages import BRIDGE_CONFIG, Watcher, ros_env, stop_process, wait_until, write_node_config
 
 HORIZON = 200  # ticks per episode (10 s), as the evaluator's pick_place horizon
 
@@ -91,7 +91,7 @@ def run_block(policy_path: Path, out: Path, mode: str, delay_ms: float, episodes
                                   delay_s=delay_ms / 1000, **executor)
     log = open(out / f"bridge_{mode}_{delay_ms:g}.log", "w")  # noqa: SIM115
     bridge = subprocess.Popen([sys.executable, "-m", "real.ros.bridge_node", "--config", str(BRIDGE_CONFIG),
-                               "--seed", str(first_seed), "--horizon", str(HORIZON)], cwd=ROOT,
+                               "--seed", str(first_seed), "--horizon", str(HORIZON)],
                               env=ros_env(domain_id), stdout=log, stderr=subprocess.STDOUT)
     watcher = Watcher(domain_id)
     ctx = rclpy.context.Context()

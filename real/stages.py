@@ -23,11 +23,13 @@ from typing import Any
 
 import yaml
 
+from vla.config import CONFIG_DIR
 from vla.job import JobContext, stage
 
-ROOT = Path(__file__).resolve().parents[1]
-NODE_CONFIG = ROOT / "configs" / "deploy" / "native_arm.yaml"
-BRIDGE_CONFIG = ROOT / "configs" / "deploy" / "bridge.yaml"
+NODE_CONFIG = CONFIG_DIR / "deploy" / "native_arm.yaml"
+BRIDGE_CONFIG = CONFIG_DIR / "deploy" / "bridge.yaml"
+# The folder that holds the `real` package (the repository, or site-packages in a wheel install).
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 FIRST_SEED = 1000  # held-out seeds (demos use 0..)
 
 
@@ -43,9 +45,21 @@ def write_node_config(out: Path, policy_path: str | Path, backend: str, mode: st
 
 
 def ros_env(domain_id: int) -> dict[str, str]:
+    """This process's environment for the ROS 2 child processes. They run in the run's folder, so
+    `python -m real.ros...` must import this very `real` package from any working directory: its
+    folder goes on PYTHONPATH unless the interpreter finds it anyway (an installed package)."""
     env = os.environ.copy()
     env.update(ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", ROS_DOMAIN_ID=str(domain_id), PYTHONUNBUFFERED="1")
+    if not _on_default_path(PACKAGE_ROOT):
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_ROOT), env.get("PYTHONPATH")) if p)
     return env
+
+
+def _on_default_path(folder: Path) -> bool:
+    """Whether a child interpreter started elsewhere finds `folder` on sys.path (site-packages, a .pth
+    entry, PYTHONPATH): every sys.path entry but the working directory's."""
+    cwd = Path.cwd().resolve()
+    return any(p and Path(p).resolve() == folder != cwd for p in sys.path)
 
 
 def stop_process(proc: subprocess.Popen, timeout: float = 15.0) -> int:
@@ -133,6 +147,8 @@ def run_deploy(policy_path: str | Path, out_dir: Path, episodes: int = 1, mode: 
     """Run `episodes` episodes of pick_place over ROS 2; per-episode records + aggregates."""
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
+    # The nodes run in out_dir (any working directory works for them): every path they get is absolute.
+    out_dir, policy_path = Path(out_dir).resolve(), Path(policy_path).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     node_cfg = write_node_config(out_dir / "policy_node.yaml", policy_path, backend, mode, rate_hz, delay_s)
     env = ros_env(domain_id)
@@ -140,7 +156,7 @@ def run_deploy(policy_path: str | Path, out_dir: Path, episodes: int = 1, mode: 
     bridge = subprocess.Popen([sys.executable, "-m", "real.ros.bridge_node", "--config", str(BRIDGE_CONFIG),
                                "--seed", str(first_seed), "--horizon", str(horizon),
                                "--result-file", str(out_dir / "episodes.jsonl")],
-                              cwd=ROOT, env=env, stdout=bridge_log, stderr=subprocess.STDOUT)
+                              cwd=out_dir, env=env, stdout=bridge_log, stderr=subprocess.STDOUT)
     watcher = Watcher(domain_id)
     records: list[dict[str, Any]] = []
     t_start = time.monotonic()
@@ -166,7 +182,7 @@ def _episode(watcher: Watcher, node_cfg: Path, env: dict[str, str], log_path: Pa
     episode = watcher.snapshot()[0].get("episode")
     with open(log_path, "w") as log:
         node = subprocess.Popen([sys.executable, "-m", "real.ros.policy_node", "--config", str(node_cfg)],
-                                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+                                cwd=log_path.parent, env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
             wait_until(lambda: watcher.snapshot()[0].get("done"), timeout_s, f"episode {episode} to finish", node)
             time.sleep(0.6)  # one more diagnostics message (2 Hz) that covers the episode's end

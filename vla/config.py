@@ -1,5 +1,8 @@
 """Typed configs: dataclasses, YAML presets in `configs/<kind>/<name>.yaml`, `key=value` overrides.
 
+The presets are package data (`vla/configs/`, so that a wheel install has them); the repository's
+`configs` is a symlink to that folder.
+
 One library does the merging (OmegaConf structured configs): the dataclass is the schema, a preset
 is a partial YAML over its defaults, and command-line overrides go last. Unknown keys, unknown
 presets and values of the wrong type are errors that name the key and suggest the closest valid
@@ -18,7 +21,7 @@ import yaml
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException, ValidationError
 
-CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
+CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 T = TypeVar("T")
 
 
