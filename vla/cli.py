@@ -21,9 +21,10 @@ app.add_typer(config_app, name="config")
 
 # Modules that define `register(app)` to add their subcommands, imported when present.
 PLUGIN_MODULES = ("vla.data.cli", "vla.job", "vla.policy.cli", "vla.train.cli", "vla.refine.cli", "sim.cli", "real.cli",
-                  "real.session.cli")
+                  "real.session.cli", "worldmodel.cli")
 CONFIG_KINDS = {"job": "vla.job:JobConfig", "eval": "sim.evaluate:EvalConfig",
-                "refine": "vla.refine.config:RefineConfig", "session": "real.session.runner:SessionConfig"}
+                "refine": "vla.refine.config:RefineConfig", "session": "real.session.runner:SessionConfig",
+                "worldmodel": "worldmodel.config:WMJobConfig"}
 
 
 @config_app.command("list")

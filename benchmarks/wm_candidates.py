@@ -1,0 +1,104 @@
+"""Inputs of the world-model benchmark (issue 12), resumable: demos, policy checkpoints spread over
+real success, their real success on held-out seeds, and the rollouts the world model trains on.
+
+  python benchmarks/wm_candidates.py --out runs/bench_wm/inputs
+
+pick_place in state mode (the object pose is in the state, so the imagined environment can feed a
+state policy). Everything is split by seed so the ranking never sees its own evaluation data:
+  seeds 0..           expert demos (noise 0.1) and failed expert attempts (skill 0.5): training data
+  seeds 5000..        rollouts of every candidate (world-model training data: failures, near misses)
+  seeds 100000..      held-out: each candidate's real success (>= 50 episodes, recorded), and the
+                      real start states of the ranking.
+Candidates: checkpoints of two pretraining runs (100 and 15 demos) at several training lengths.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+STATE = ["obs_mode=state", "cameras=[]", "videos=0"]
+
+
+def vla(*args: str) -> list[str]:
+    return [sys.executable, "-m", "vla.cli", *args]
+
+
+def sh(cmd: list[str], log: Path) -> None:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    t = time.time()
+    with open(log, "w") as f:
+        subprocess.run(cmd, check=True, stdout=f, stderr=subprocess.STDOUT,
+                       env={**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"})
+    print(f"[{time.strftime('%H:%M:%S')}] {log.stem}: {time.time() - t:.0f} s", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default="runs/bench_wm/inputs")
+    ap.add_argument("--demos", type=int, default=100)
+    ap.add_argument("--small-demos", type=int, default=15)
+    ap.add_argument("--steps", default="250,500,1000,2000,3000", help="checkpoints of the 100-demo run")
+    ap.add_argument("--small-steps", default="1000,3000")
+    ap.add_argument("--eval-episodes", type=int, default=50)
+    ap.add_argument("--rollout-episodes", type=int, default=20)
+    ap.add_argument("--workers", type=int, default=2)
+    args = ap.parse_args()
+    out = Path(args.out).resolve()
+    logs = out / "logs"
+    w = f"workers={args.workers}"
+    demos, failed = out / "demos.zarr", out / "expert_failures.zarr"
+    if not (out / "demos.done").exists():
+        sh(vla("sim", "collect", str(demos), "task=pick_place", f"episodes={args.demos}", "seed_start=0", w,
+               "noise=0.1", f"out_dir={out / 'collect'}", *STATE), logs / "collect_demos.log")
+        (out / "demos.done").touch()
+    if not (out / "failures.done").exists():
+        sh(vla("sim", "collect", str(failed), "task=pick_place", "episodes=30", "seed_start=2000", w,
+               "noise=0.3", "skill=0.5", f"out_dir={out / 'collect_fail'}", *STATE), logs / "collect_failures.log")
+        (out / "failures.done").touch()
+    runs = {"d100": (args.demos, [int(s) for s in args.steps.split(",")]),
+            "d15": (args.small_demos, [int(s) for s in args.small_steps.split(",")])}
+    cands: dict[str, Path] = {}
+    for name, (n_demos, steps) in runs.items():
+        run = out / "pretrain" / name
+        store = demos
+        if n_demos < args.demos:  # the first n demos only: a small store of its own
+            store = out / f"demos_{n_demos}.zarr"
+            if not (out / f"demos_{n_demos}.done").exists():
+                sh(vla("sim", "collect", str(store), "task=pick_place", f"episodes={n_demos}", "seed_start=0", w,
+                       "noise=0.1", f"out_dir={out / 'collect_small'}", *STATE), logs / f"collect_{n_demos}.log")
+                (out / f"demos_{n_demos}.done").touch()
+        if not (run / "done").exists():
+            # ckpt every 250 steps, all kept: the candidates are some of them
+            sh(vla("train", str(store), "--out", str(run), "--policy", "tiny", "--train", "default", "--resume",
+                   f"train.steps={max(steps)}", "train.batch_size=64", "train.warmup_steps=100",
+                   "train.ckpt_every=250", "train.keep_checkpoints=0", "train.progress=false",
+                   "train.val_every=100000"), logs / f"pretrain_{name}.log")
+            (run / "done").touch()
+        for s in steps:
+            cands[f"{name}_s{s}"] = run / "checkpoints" / f"step_{s:08d}"
+    real: dict[str, float] = {}
+    for name, ck in cands.items():
+        ev = out / "eval" / name
+        if not (ev / "summary.json").exists():
+            sh(vla("eval", str(ck), "task=pick_place", f"episodes={args.eval_episodes}", "seed_start=100000", w,
+                   f"record={out / 'heldout' / (name + '.zarr')}", f"out_dir={ev}", *STATE), logs / f"eval_{name}.log")
+        real[name] = json.loads((ev / "summary.json").read_text())["success_rate"]
+        ro = out / "rollouts" / name
+        if not (ro / "summary.json").exists():
+            sh(vla("eval", str(ck), "task=pick_place", f"episodes={args.rollout_episodes}", "seed_start=5000", w,
+                   f"record={out / 'rollouts.zarr'}", f"out_dir={ro}", *STATE), logs / f"rollouts_{name}.log")
+        print(f"{name}: real success {real[name]:.2f}", flush=True)
+    (out / "candidates.json").write_text(json.dumps({n: {"ckpt": str(c), "real_success": real[n],
+                                                         "heldout": str(out / "heldout" / f"{n}.zarr")}
+                                                     for n, c in cands.items()}, indent=1))
+    print(f"wrote {out / 'candidates.json'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,249 @@
+"""The imagined environment: a batched, gymnasium-style environment over the world model.
+
+It starts from real recorded states (an episode's first frame or a mid-episode keyframe: WoVR's
+keyframe-initialised rollouts, see DESIGN.md), takes one action chunk per
+step for B episodes at once, and reports per episode the predicted success probability, the
+value and the ensemble's disagreement. Each ensemble member carries its own latent, so the
+disagreement grows where the model is unsure. An episode is imagined a success when the members'
+mean success probability passes `success_threshold`; a success the members disagree on
+(disagreement above `max_disagreement`) is not counted (the hallucination guard).
+
+The observation it returns holds the predicted state and no images: a decoder-free model renders
+nothing, so state policies can act in it and image policies cannot (`check_policy`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from vla.data.store import EpisodeStore
+from worldmodel.data import WorldModelDataError, check_store, resize_images
+from worldmodel.model import WorldModel
+
+
+@dataclass
+class StartStates:
+    """Real recorded states to start imagined episodes from."""
+
+    state: np.ndarray  # float32 [B, D]
+    images: np.ndarray | None  # uint8 [B, n_cams, S, S, 3] (the world model's cameras and size)
+    instructions: list[str]
+    episode: np.ndarray  # int64 [B]: source episode index in its store
+    step: np.ndarray  # int64 [B]: step within that episode
+    success: np.ndarray  # bool [B]: how that real episode ended
+
+    def __len__(self) -> int:
+        return len(self.state)
+
+    def repeat(self, k: int) -> StartStates:
+        """Each start k times in a row (K samples from the same start)."""
+        return StartStates(np.repeat(self.state, k, 0), None if self.images is None else np.repeat(self.images, k, 0),
+                           [s for s in self.instructions for _ in range(k)], np.repeat(self.episode, k),
+                           np.repeat(self.step, k), np.repeat(self.success, k))
+
+
+def start_states(store_path: str | Path, model: WorldModel, episodes: np.ndarray | None = None,
+                 keyframe: float = 0.0) -> StartStates:
+    """Start states from a store: each episode's step at `keyframe` x its length (0 = first frame)."""
+    if not 0 <= keyframe < 1:
+        raise ValueError(f"keyframe must be in [0, 1), got {keyframe}")
+    if not (Path(store_path) / "zarr.json").exists():
+        raise WorldModelDataError(f"{store_path}: not an EpisodeStore (no zarr.json)")
+    cfg = model.cfg
+    with EpisodeStore.open(store_path) as store:
+        check_store(store, cfg, f"start states {store_path}")
+        table = store.table()
+        eps = np.arange(len(table)) if episodes is None else np.asarray(episodes, np.int64)
+        idx, steps = [], []
+        for e in eps:
+            start, end = store.episode_bounds(int(e))
+            t = int(keyframe * (end - start))
+            idx.append(start + t)
+            steps.append(t)
+        state = np.stack([store.read("state", i, i + 1)[0] for i in idx]).astype(np.float32)
+        images = None
+        if cfg.cameras:
+            images = np.stack([np.stack([resize_images(store.read(f"images/{c}", i, i + 1), cfg.image_size)[0]
+                                         for c in cfg.cameras]) for i in idx])
+        return StartStates(state, images, [str(table.instruction[e]) for e in eps], eps, np.asarray(steps),
+                           table.success[eps].astype(bool))
+
+
+class ImaginedEnv:
+    """B imagined episodes at once. `reset(starts)`, then `step(chunks [B, c, A])`."""
+
+    def __init__(self, model: WorldModel, success_threshold: float = 0.5, max_disagreement: float = float("inf"),
+                 max_chunks: int = 25, fps: float = 20.0) -> None:
+        self.model = model.eval()
+        self.cfg = model.cfg
+        self.success_threshold, self.max_disagreement = success_threshold, max_disagreement
+        self.max_chunks, self.fps = max_chunks, fps
+        self.z: torch.Tensor | None = None
+
+    @torch.no_grad()
+    def reset(self, starts: StartStates) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        if starts.state.shape[1] != self.cfg.state_dim:
+            raise WorldModelDataError(f"start state size {starts.state.shape[1]}, the world model needs "
+                                      f"{self.cfg.state_dim}")
+        images = None if starts.images is None else torch.from_numpy(starts.images)
+        z = self.model.encode(torch.from_numpy(starts.state), images)
+        self.z = z.unsqueeze(0).expand(self.cfg.ensemble, *z.shape).contiguous()
+        self.starts = starts
+        self.n = len(starts)
+        self.t = 0
+        self.done = np.zeros(self.n, bool)
+        self.success = np.zeros(self.n, bool)
+        self.state = starts.state.copy()
+        return self._obs(), {"value": self._value(self.z)}
+
+    def _obs(self) -> list[dict[str, Any]]:
+        ts = self.t * self.cfg.chunk / self.fps
+        return [{"images": {}, "state": self.state[i], "instruction": self.starts.instructions[i], "timestamp": ts}
+                for i in range(self.n)]
+
+    def _value(self, z: torch.Tensor) -> np.ndarray:
+        return torch.sigmoid(self.model.value_logit(z)).mean(0).numpy()
+
+    @torch.no_grad()
+    def step(self, chunks: np.ndarray) -> tuple[list[dict[str, Any]], np.ndarray, np.ndarray, np.ndarray,
+                                                dict[str, Any]]:
+        if self.z is None:
+            raise RuntimeError("call reset(starts) before step()")
+        a = np.asarray(chunks, np.float32)
+        want = (self.n, self.cfg.chunk, self.cfg.action_dim)
+        if a.shape != want:
+            raise ValueError(f"chunks must have shape {want} (episodes, chunk, action), got {a.shape}")
+        if not np.isfinite(a).all():
+            raise ValueError("chunks contain NaN or inf")
+        z = self.model.next(self.z, torch.from_numpy(a))
+        live = torch.from_numpy(~self.done)
+        self.z = torch.where(live[None, :, None], z, self.z)  # finished episodes stay where they ended
+        p_members = torch.sigmoid(self.model.success_logit(self.z))  # [E, B]
+        p = p_members.mean(0).numpy()
+        dis = (self.z.std(0, unbiased=False).mean(-1).numpy() if self.cfg.ensemble > 1 else np.zeros(self.n))
+        new_state = self.model.state(self.z).mean(0).numpy().astype(np.float32)
+        self.state = np.where(self.done[:, None], self.state, new_state)
+        self.t += 1
+        hit = (p >= self.success_threshold) & ~self.done
+        trusted = dis <= self.max_disagreement
+        self.success |= hit & trusted
+        terminated = hit.copy()
+        self.done |= hit
+        truncated = np.full(self.n, self.t >= self.max_chunks) & ~self.done
+        info = {"success_prob": p, "success_prob_std": p_members.std(0, unbiased=False).numpy(), "disagreement": dis,
+                "value": self._value(self.z), "success": self.success.copy(), "rejected": hit & ~trusted}
+        return self._obs(), p, terminated, truncated, info
+
+
+def check_policy(policy: Any) -> None:
+    """Only a policy that reads the state alone can act on imagined observations."""
+    cams = getattr(getattr(policy, "cfg", None), "cameras", None)
+    if cams:
+        raise WorldModelDataError(f"the policy needs images of cameras {list(cams)}; the imagined environment "
+                                  "predicts the state only (train the policy in state mode to rank it)")
+
+
+def rollout(env: ImaginedEnv, policy: Any, starts: StartStates, n_chunks: int, seed: int = 0) -> dict[str, np.ndarray]:
+    """Roll `policy` (sample_chunk over a batch) in the imagined env for n_chunks from `starts`.
+    Returns per episode and chunk: success_prob, disagreement, value [B, K]; states [B, K+1, D];
+    actions [B, K, c, A]; and the imagined success [B]."""
+    check_policy(policy)
+    if hasattr(policy, "reset"):
+        try:
+            policy.reset(seed)
+        except TypeError:
+            policy.reset()
+    obs, info = env.reset(starts)
+    c = env.cfg.chunk
+    rec: dict[str, list[np.ndarray]] = {"success_prob": [], "disagreement": [], "value": [info["value"]],
+                                        "states": [env.state.copy()], "actions": []}
+    for _ in range(n_chunks):
+        chunk = np.asarray(policy.sample_chunk(obs), np.float32)
+        if chunk.shape[1] < c:
+            raise WorldModelDataError(f"the policy's chunks have {chunk.shape[1]} actions, the world model steps {c}")
+        chunk = chunk[:, :c]
+        obs, _, _, _, info = env.step(chunk)
+        for k in ("success_prob", "disagreement", "value"):
+            rec[k].append(info[k])
+        rec["states"].append(env.state.copy())
+        rec["actions"].append(chunk)
+        if env.done.all():
+            break
+    out = {k: np.stack(v, 1) for k, v in rec.items()}
+    out["success"] = env.success.copy()
+    return out
+
+
+def replay(env: ImaginedEnv, starts: StartStates, actions: list[np.ndarray]) -> dict[str, np.ndarray]:
+    """Imagine the outcome of logged action sequences (one [T_i, A] array per start): whole chunks,
+    the last one padded with its final action. Returns success_prob / disagreement [B, K] and
+    states [B, K+1, D] with K = the longest sequence's chunks (shorter ones stay where they ended)."""
+    c = env.cfg.chunk
+    n_chunks = max(int(np.ceil(len(a) / c)) for a in actions)
+    env.reset(starts)
+    probs, dis, states, live = [], [], [env.state.copy()], []
+    for k in range(n_chunks):
+        chunk = np.stack([_chunk_of(a, k, c) for a in actions])
+        alive = np.array([k * c < len(a) for a in actions])
+        env.done |= ~alive
+        _, p, _, _, info = env.step(chunk)
+        probs.append(np.where(alive, p, 0.0))
+        dis.append(info["disagreement"])
+        states.append(env.state.copy())
+        live.append(alive)
+    return {"success_prob": np.stack(probs, 1), "disagreement": np.stack(dis, 1), "states": np.stack(states, 1),
+            "alive": np.stack(live, 1)}
+
+
+def _chunk_of(a: np.ndarray, k: int, c: int) -> np.ndarray:
+    part = a[k * c:(k + 1) * c]
+    if len(part) == 0:
+        part = a[-1:]
+    if len(part) < c:
+        part = np.concatenate([part, np.repeat(part[-1:], c - len(part), 0)])
+    return part
+
+
+def write_imagined(store_path: str | Path, starts: StartStates, result: dict[str, np.ndarray], task: str,
+                   chunk: int, fps: float = 20.0, seeds: np.ndarray | None = None) -> int:
+    """Append imagined episodes (from `rollout`) to a state-only store with source="imagined".
+    Within a chunk the state is interpolated linearly between the predicted chunk boundaries; the
+    reward is the imagined success on the chunk's last step. Returns the number written."""
+    from vla.data.schema import Episode
+
+    path = Path(store_path)
+    if not (path / "zarr.json").exists():
+        from vla.data.schema import StoreSchema
+
+        d, a = result["states"].shape[-1], result["actions"].shape[-1]
+        store = EpisodeStore.create(path, StoreSchema(cameras={}, state_dim=d, action_dim=a, fps=fps))
+    else:
+        store = EpisodeStore.open(path, mode="a")
+    with store:
+        if store.schema.cameras:
+            raise WorldModelDataError(f"{path}: has cameras {list(store.schema.cameras)}; imagined episodes have no "
+                                      "images, write them to a state-only store")
+        n = 0
+        for i in range(len(starts)):
+            k = int(np.argmax(result["success_prob"][i] >= 0.5)) + 1 if result["success"][i] else \
+                result["actions"].shape[1]
+            acts = result["actions"][i, :k].reshape(-1, result["actions"].shape[-1])
+            s = result["states"][i, : k + 1]
+            frac = (np.arange(chunk) / chunk)[None, :, None]
+            states = (s[:-1, None] * (1 - frac) + s[1:, None] * frac).reshape(-1, s.shape[-1])
+            reward = np.zeros(len(acts), np.float32)
+            reward[-1] = float(result["success"][i])
+            steps = {"state": states.astype(np.float32), "action": acts.astype(np.float32), "reward": reward,
+                     "is_intervention": np.zeros(len(acts), bool), "is_recovery": np.zeros(len(acts), bool),
+                     "policy_version": np.zeros(len(acts), np.int32),
+                     "timestamp": np.arange(len(acts), dtype=np.float64) / fps}
+            seed = int(seeds[i]) if seeds is not None else -1
+            store.append_episode(Episode(steps=steps, task=task, instruction=starts.instructions[i],
+                                         success=bool(result["success"][i]), source="imagined", seed=seed))
+            n += 1
+    return n
