@@ -106,3 +106,13 @@ def test_without_apt_get_names_the_debian_package(tmp_path):
     r = run(tmp_path, [], root=True, apt="")
     assert r.returncode == 1
     assert len(r.stderr.splitlines()) == 1 and "libosmesa6" in r.stderr
+
+
+def test_failing_apt_get_says_what_to_run(tmp_path):
+    apt = tmp_path / "broken-apt"
+    apt.write_text("#!/bin/sh\necho 'E: Unable to locate package' >&2\nexit 100\n")
+    apt.chmod(0o755)
+    r = run(tmp_path, [], root=True, apt=str(apt))
+    assert r.returncode == 1
+    assert "Unable to locate package" in r.stderr
+    assert r.stderr.splitlines()[-1].endswith("sudo apt-get install -y libosmesa6")
