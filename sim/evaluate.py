@@ -192,7 +192,12 @@ def run_evaluation(config: EvalConfig, progress: bool = True) -> dict[str, Any]:
             for log in logs:
                 log.close()
         if store is not None:
-            _record(store, Path(tmp) / "episodes", results, config)
+            # Closed here, not by the garbage collector: a second evaluation in this process that
+            # records to the same store must find the writer lock free.
+            try:
+                _record(store, Path(tmp) / "episodes", results, config)
+            finally:
+                store.close()
     summary = summarise(sorted(results, key=lambda r: r.seed), config)
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
     plot_summary(summary, out_dir / "summary.png")

@@ -2,12 +2,30 @@
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import typer
 
 wm_app = typer.Typer(help="World model: train, evaluate, rank policies, imagine rollouts.", no_args_is_help=True)
+
+
+def _clear_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A bad checkpoint is a one-line error (vla.cli prints ValueErrors), not a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from vla.policy.checkpoint import CheckpointError
+
+        try:
+            return fn(*args, **kwargs)
+        except CheckpointError as e:
+            raise ValueError(str(e)) from None
+
+    return wrapper
 
 
 def _job(preset: str, overrides: list[str] | None):
@@ -23,6 +41,7 @@ def _job(preset: str, overrides: list[str] | None):
 
 
 @wm_app.command("train")
+@_clear_errors
 def train_cmd(args: list[str] = typer.Argument(..., help="EpisodeStores (demos, rollouts, interventions...), then "
                                                        "key=value overrides, e.g. model.ensemble=3 train.steps=500"),
               out: Path = typer.Option(..., help="run folder (checkpoints/, tb/, train_summary.json)"),
@@ -48,6 +67,7 @@ def train_cmd(args: list[str] = typer.Argument(..., help="EpisodeStores (demos, 
 
 
 @wm_app.command("eval")
+@_clear_errors
 def eval_cmd(ckpt: Path = typer.Argument(..., help="world-model checkpoint or run folder"),
              stores: list[Path] = typer.Option([], "--store", help="held-out stores (default: the model's own "
                                                                   "validation episodes)"),
@@ -79,6 +99,7 @@ def eval_cmd(ckpt: Path = typer.Argument(..., help="world-model checkpoint or ru
 
 
 @wm_app.command("rank")
+@_clear_errors
 def rank_cmd(ckpts: list[Path] = typer.Argument(None, help="policy checkpoints to rank"),
              wm: Path = typer.Option(..., help="world-model checkpoint or run folder"),
              starts: Path = typer.Option(..., help="store whose first frames are the real start states"),
@@ -106,7 +127,7 @@ def rank_cmd(ckpts: list[Path] = typer.Argument(None, help="policy checkpoints t
         cands = {str(c): {"ckpt": str(c), "real_success": r} for c, r in zip(ckpts, reals, strict=True)}
     else:
         raise ValueError("give policy checkpoints or --candidates FILE")
-    st = start_states(starts, model)
+    st = start_states(starts, model, task=meta.get("task", ""))
     st_n = min(n_starts, len(st))
     st = type(st)(st.state[:st_n], None if st.images is None else st.images[:st_n], st.instructions[:st_n],
                   st.episode[:st_n], st.step[:st_n], st.success[:st_n])
@@ -123,6 +144,7 @@ def rank_cmd(ckpts: list[Path] = typer.Argument(None, help="policy checkpoints t
 
 
 @wm_app.command("imagine")
+@_clear_errors
 def imagine_cmd(policy: Path = typer.Argument(..., help="policy checkpoint (state mode)"),
                 wm: Path = typer.Option(..., help="world-model checkpoint or run folder"),
                 starts: Path = typer.Option(..., help="store with the real start states"),
@@ -138,7 +160,7 @@ def imagine_cmd(policy: Path = typer.Argument(..., help="policy checkpoint (stat
     from worldmodel.rank import load_candidate
 
     model, job, meta, _, _ = load_checkpoint(wm)
-    st = start_states(starts, model, episodes=np.arange(episodes), keyframe=keyframe)
+    st = start_states(starts, model, episodes=np.arange(episodes), keyframe=keyframe, task=meta.get("task", ""))
     res = rollout(ImaginedEnv(model, max_chunks=chunks, fps=meta.get("fps", 20.0)), load_candidate(policy), st, chunks)
     n = write_imagined(record, st, res, meta.get("task", "unknown"), job.model.chunk, meta.get("fps", 20.0))
     typer.echo(json.dumps({"written": n, "imagined_success": float(res["success"].mean()), "store": str(record)}))

@@ -48,8 +48,9 @@ class StartStates:
 
 
 def start_states(store_path: str | Path, model: WorldModel, episodes: np.ndarray | None = None,
-                 keyframe: float = 0.0) -> StartStates:
-    """Start states from a store: each episode's step at `keyframe` x its length (0 = first frame)."""
+                 keyframe: float = 0.0, task: str = "") -> StartStates:
+    """Start states from a store: each episode's step at `keyframe` x its length (0 = first frame).
+    With `task` (the world model's), episodes of another task are an error."""
     if not 0 <= keyframe < 1:
         raise ValueError(f"keyframe must be in [0, 1), got {keyframe}")
     if not (Path(store_path) / "zarr.json").exists():
@@ -59,6 +60,12 @@ def start_states(store_path: str | Path, model: WorldModel, episodes: np.ndarray
         check_store(store, cfg, f"start states {store_path}")
         table = store.table()
         eps = np.arange(len(table)) if episodes is None else np.asarray(episodes, np.int64)
+        if len(eps) == 0 or eps.max() >= len(table) or eps.min() < 0:
+            raise WorldModelDataError(f"{store_path}: has {len(table)} episodes, asked for {eps.tolist()[:5]}...")
+        other = sorted(set(table.task[eps].tolist()) - {task}) if task else []
+        if other:
+            raise WorldModelDataError(f"{store_path}: start states of task {other[0]!r}, the world model was trained "
+                                      f"on {task!r}")
         idx, steps = [], []
         for e in eps:
             start, end = store.episode_bounds(int(e))
@@ -140,19 +147,27 @@ class ImaginedEnv:
         return self._obs(), p, terminated, truncated, info
 
 
-def check_policy(policy: Any) -> None:
-    """Only a policy that reads the state alone can act on imagined observations."""
-    cams = getattr(getattr(policy, "cfg", None), "cameras", None)
-    if cams:
-        raise WorldModelDataError(f"the policy needs images of cameras {list(cams)}; the imagined environment "
+def check_policy(policy: Any, model: WorldModel) -> None:
+    """Only a policy that reads the state alone, of this model's state and action sizes, can act on
+    imagined observations."""
+    cfg = getattr(policy, "cfg", None)
+    if cfg is None:
+        return
+    if getattr(cfg, "cameras", None):
+        raise WorldModelDataError(f"the policy needs images of cameras {list(cfg.cameras)}; the imagined environment "
                                   "predicts the state only (train the policy in state mode to rank it)")
+    for name in ("state_dim", "action_dim"):
+        have, need = getattr(cfg, name, None), getattr(model.cfg, name)
+        if have is not None and have != need:
+            raise WorldModelDataError(f"the policy's {name} is {have}, the world model's is {need} "
+                                      "(a checkpoint of another task or observation mode?)")
 
 
 def rollout(env: ImaginedEnv, policy: Any, starts: StartStates, n_chunks: int, seed: int = 0) -> dict[str, np.ndarray]:
     """Roll `policy` (sample_chunk over a batch) in the imagined env for n_chunks from `starts`.
     Returns per episode and chunk: success_prob, disagreement, value [B, K]; states [B, K+1, D];
     actions [B, K, c, A]; and the imagined success [B]."""
-    check_policy(policy)
+    check_policy(policy, env.model)
     if hasattr(policy, "reset"):
         try:
             policy.reset(seed)

@@ -62,7 +62,8 @@ class ConvEncoder(nn.Module):
     def __init__(self, size: int, out: int) -> None:
         super().__init__()
         self.net = nn.Sequential(nn.Conv2d(3, 32, 4, 2), nn.Mish(), nn.Conv2d(32, 64, 4, 2), nn.Mish(),
-                                 nn.Conv2d(64, 64, 3, 2), nn.Mish(), nn.Conv2d(64, 64, 3, 1), nn.Mish(), nn.Flatten())
+                                 nn.Conv2d(64, 64, 3, 2), nn.Mish(), nn.Conv2d(64, 64, 3, 1, padding=1), nn.Mish(),
+                                 nn.Flatten())
         with torch.no_grad():
             n = self.net(torch.zeros(1, 3, size, size)).shape[1]
         self.out = nn.Linear(n, out)

@@ -1,0 +1,54 @@
+import numpy as np
+import pytest
+
+from worldmodel.metrics import auroc, bootstrap_interval, ece, mmrv, pairwise_accuracy, pearson, rank_report, spearman
+
+
+def test_auroc() -> None:
+    y = np.array([0, 0, 1, 1])
+    assert auroc(np.array([0.1, 0.2, 0.8, 0.9]), y) == 1.0
+    assert auroc(np.array([0.9, 0.8, 0.2, 0.1]), y) == 0.0
+    assert auroc(np.full(4, 0.5), y) == 0.5
+    assert auroc(np.array([0.1, 0.6, 0.5, 0.9]), y) == 0.75
+    assert np.isnan(auroc(np.array([0.1, 0.2]), np.array([1, 1])))
+
+
+def test_ece() -> None:
+    assert ece(np.array([0.0, 0.0, 1.0, 1.0]), np.array([0, 0, 1, 1])) == 0.0
+    assert ece(np.array([1.0, 1.0]), np.array([0, 0])) == 1.0
+    # one bin at 0.75 confidence with accuracy 0.5
+    assert ece(np.full(4, 0.75), np.array([1, 0, 1, 0])) == pytest.approx(0.25)
+
+
+def test_rank_correlations() -> None:
+    real = np.array([0.1, 0.3, 0.5, 0.9])
+    assert spearman(real ** 2, real) == pytest.approx(1.0)
+    assert spearman(-real, real) == pytest.approx(-1.0)
+    assert pearson(2 * real + 1, real) == pytest.approx(1.0)
+    assert np.isnan(pearson(np.ones(4), real))
+
+
+def test_mmrv_is_zero_for_a_perfect_order_and_the_largest_violated_gap_otherwise() -> None:
+    real = np.array([0.1, 0.3, 0.9])
+    assert mmrv(np.array([1.0, 2.0, 3.0]), real) == 0.0
+    # the proxy swaps policies 0 and 1 (gap 0.2): both get 0.2, policy 2 none -> 0.4 / 3
+    assert mmrv(np.array([2.0, 1.0, 3.0]), real) == pytest.approx(0.4 / 3)
+    # swapping the extremes costs more
+    assert mmrv(np.array([3.0, 2.0, 1.0]), real) > mmrv(np.array([2.0, 1.0, 3.0]), real)
+
+
+def test_pairwise_accuracy_skips_ties_in_real_success() -> None:
+    real = np.array([0.2, 0.2, 0.8])
+    assert pairwise_accuracy(np.array([0.0, 1.0, 2.0]), real) == 1.0
+    assert pairwise_accuracy(np.array([3.0, 1.0, 2.0]), real) == 0.5
+
+
+def test_bootstrap_interval_brackets_the_value() -> None:
+    rng = np.random.default_rng(0)
+    real = np.linspace(0.1, 0.9, 8)
+    proxy = real + rng.normal(0, 0.1, 8)
+    lo, hi = bootstrap_interval(spearman, proxy, real, n=300)
+    assert lo <= spearman(proxy, real) <= hi <= 1.0
+    rep = rank_report(proxy, real)
+    assert set(rep) == {"spearman", "pearson", "mmrv", "pairwise_accuracy"}
+    assert all(set(v) == {"value", "lo", "hi"} for v in rep.values())
