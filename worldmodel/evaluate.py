@@ -61,8 +61,9 @@ def k_step_errors(model: WorldModel, data: EpisodeData, ks: tuple[int, ...] = K_
         row = {"n": int(sum(len(x) for x in lat)), "latent_mse": float(np.concatenate(lat).mean()),
                "copy_last_latent_mse": float(np.concatenate(lat_copy).mean())}
         if probe:
-            row.update(probe_err_m=float(np.concatenate(probe).mean()),
-                       copy_last_err_m=float(np.concatenate(probe_copy).mean()))
+            pe, ce = np.concatenate(probe), np.concatenate(probe_copy)
+            row.update(probe_err_m=float(pe.mean()), copy_last_err_m=float(ce.mean()),
+                       probe_err_median_m=float(np.median(pe)), copy_last_err_median_m=float(np.median(ce)))
         out[str(k)] = row
     return out
 
