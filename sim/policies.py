@@ -99,6 +99,12 @@ def load_policy(spec: str, env: Any, *, noise: float = 0.0, skill: float = 1.0, 
         return RandomPolicy(action_dim, seed=seed)
     if spec == "expert":
         return ExpertPolicy(env, noise=noise, skill=skill, seed=seed)
+    prefix, sep, rest = spec.partition(":")
+    if sep and len(prefix) > 1:  # "wm-select:ARGS" (not a Windows drive letter)
+        from vla.registry import POLICY_SPECS
+
+        return POLICY_SPECS.get(prefix)(rest, env=env, seed=seed,
+                                        load=lambda s: load_policy(s, env, noise=noise, skill=skill, seed=seed))
     path = Path(spec)
     if not path.exists():
         raise FileNotFoundError(f"policy '{spec}' is neither a built-in ({', '.join(BUILTIN)}) nor an existing "

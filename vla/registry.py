@@ -64,3 +64,9 @@ STAGES: Registry[Any] = Registry("stage", modules=("vla.job", "sim.stages", "rea
 EVALUATORS: Registry[Any] = Registry("evaluator", modules=("sim.evaluate",))
 # Refinement algorithms: vla/refine registers them.
 ALGORITHMS: Registry[Any] = Registry("algorithm", modules=("vla.refine",))
+# Refinement methods from outside vla/ that plug into the refinement loop (vla/refine/plugin.py):
+# worldmodel/ registers "imagination".
+REFINE_METHODS: Registry[Any] = Registry("refinement method", modules=("worldmodel.imagination",))
+# Policy specs with a prefix ("NAME:ARGS") that wrap a policy, e.g. worldmodel's test-time chunk
+# selection "wm-select:..." (sim.policies.load_policy looks them up).
+POLICY_SPECS: Registry[Any] = Registry("policy spec", modules=("worldmodel.select",))

@@ -163,7 +163,7 @@ def imagine_cmd(policy: Path = typer.Argument(..., help="policy checkpoint (stat
     st = start_states(starts, model, episodes=np.arange(episodes), keyframe=keyframe, task=meta.get("task", ""))
     res = rollout(ImaginedEnv(model, max_chunks=chunks, fps=meta.get("fps", 20.0)), load_candidate(policy), st, chunks)
     n = write_imagined(record, st, res, meta.get("task", "unknown"), job.model.chunk, meta.get("fps", 20.0))
-    typer.echo(json.dumps({"written": n, "imagined_success": float(res["success"].mean()), "store": str(record)}))
+    typer.echo(json.dumps({"written": len(n), "imagined_success": float(res["success"].mean()), "store": str(record)}))
 
 
 def register(app: typer.Typer) -> None:

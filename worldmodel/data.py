@@ -77,8 +77,10 @@ def check_store(store: EpisodeStore, cfg: WorldModelConfig, where: str) -> None:
 
 
 def load_episodes(stores: Sequence[str | Path], cfg: WorldModelConfig, task: str = "",
-                  episodes: Sequence[np.ndarray | None] | None = None) -> EpisodeData:
-    """Read the selected episodes (all by default) of every store into memory."""
+                  episodes: Sequence[np.ndarray | None] | None = None,
+                  exclude_sources: Sequence[str] = ("imagined",)) -> EpisodeData:
+    """Read the selected episodes (all by default) of every store into memory. Imagined episodes
+    are left out by default: a model must not learn from its own predictions."""
     parts: dict[str, list[np.ndarray]] = {k: [] for k in ("state", "action", "reward", "images", "lengths",
                                                            "success", "takeover")}
     instructions: list[str] = []
@@ -92,6 +94,8 @@ def load_episodes(stores: Sequence[str | Path], cfg: WorldModelConfig, task: str
         sel = np.arange(len(table)) if episodes is None or episodes[i] is None else np.asarray(episodes[i])
         if task:
             sel = sel[table.task[sel] == task]
+        if exclude_sources:
+            sel = sel[~np.isin(table.source[sel], list(exclude_sources))]
         for e in sel:
             start, end = store.episode_bounds(int(e))
             parts["state"].append(store.read("state", start, end))

@@ -225,10 +225,12 @@ def _chunk_of(a: np.ndarray, k: int, c: int) -> np.ndarray:
 
 
 def write_imagined(store_path: str | Path, starts: StartStates, result: dict[str, np.ndarray], task: str,
-                   chunk: int, fps: float = 20.0, seeds: np.ndarray | None = None) -> int:
-    """Append imagined episodes (from `rollout`) to a state-only store with source="imagined".
-    Within a chunk the state is interpolated linearly between the predicted chunk boundaries; the
-    reward is the imagined success on the chunk's last step. Returns the number written."""
+                   chunk: int, fps: float = 20.0, seeds: np.ndarray | None = None, max_chunks: int | None = None,
+                   policy_version: int = 0, which: np.ndarray | None = None) -> list[int]:
+    """Append imagined episodes (from `rollout`; only the rollouts in `which`, at most `max_chunks`
+    chunks each) to a state-only store with source="imagined". Within a chunk the state is
+    interpolated linearly between the predicted chunk boundaries; the reward is the imagined
+    success on the last step. Returns the store indices of the episodes written."""
     from vla.data.schema import Episode
 
     path = Path(store_path)
@@ -243,22 +245,23 @@ def write_imagined(store_path: str | Path, starts: StartStates, result: dict[str
         if store.schema.cameras:
             raise WorldModelDataError(f"{path}: has cameras {list(store.schema.cameras)}; imagined episodes have no "
                                       "images, write them to a state-only store")
-        n = 0
-        for i in range(len(starts)):
+        written = []
+        for i in (range(len(starts)) if which is None else np.asarray(which).tolist()):
             k = int(np.argmax(result["success_prob"][i] >= 0.5)) + 1 if result["success"][i] else \
                 result["actions"].shape[1]
+            k = min(k, max_chunks) if max_chunks else k
             acts = result["actions"][i, :k].reshape(-1, result["actions"].shape[-1])
             s = result["states"][i, : k + 1]
             frac = (np.arange(chunk) / chunk)[None, :, None]
             states = (s[:-1, None] * (1 - frac) + s[1:, None] * frac).reshape(-1, s.shape[-1])
             reward = np.zeros(len(acts), np.float32)
-            reward[-1] = float(result["success"][i])
+            reward[-1] = float(result["success"][i] and k == int(np.argmax(result["success_prob"][i] >= 0.5)) + 1)
             steps = {"state": states.astype(np.float32), "action": acts.astype(np.float32), "reward": reward,
                      "is_intervention": np.zeros(len(acts), bool), "is_recovery": np.zeros(len(acts), bool),
-                     "policy_version": np.zeros(len(acts), np.int32),
+                     "policy_version": np.full(len(acts), policy_version, np.int32),
                      "timestamp": np.arange(len(acts), dtype=np.float64) / fps}
             seed = int(seeds[i]) if seeds is not None else -1
-            store.append_episode(Episode(steps=steps, task=task, instruction=starts.instructions[i],
-                                         success=bool(result["success"][i]), source="imagined", seed=seed))
-            n += 1
-    return n
+            written.append(store.append_episode(Episode(steps=steps, task=task, instruction=starts.instructions[i],
+                                                        success=bool(result["success"][i]), source="imagined",
+                                                        seed=seed)))
+    return written

@@ -4,6 +4,7 @@ presets with `key=value` overrides through the project's one loader (`vla.config
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from vla.refine.critics import CriticConfig
 from vla.refine.weights import METHODS
@@ -49,12 +50,17 @@ class RefineConfig:
     train: TrainConfig = field(default_factory=TrainConfig)
     habc: HabcConfig = field(default_factory=HabcConfig)
     awr: AwrConfig = field(default_factory=AwrConfig)
+    # settings of a plug-in method (vla/refine/plugin.py), e.g. imagination: {samples: 8, wm_steps: 2000}
+    method_args: dict[str, Any] = field(default_factory=dict)
 
     def validate(self) -> None:
         from vla.data.schema import closest
+        from vla.refine.plugin import make_plugin, plugin_names
 
-        if self.method not in METHODS:
-            raise ValueError(f"unknown refinement method '{self.method}'" + closest(self.method, METHODS))
+        valid = [*METHODS, *plugin_names()]
+        if self.method not in valid:
+            raise ValueError(f"unknown refinement method '{self.method}'" + closest(self.method, valid))
+        make_plugin(self)  # a plug-in checks its method_args here
         if not self.ckpt:
             raise ValueError("refine needs ckpt= (the pretrained checkpoint folder)")
         if not self.demos:

@@ -39,7 +39,10 @@ from vla.registry import EVALUATORS
 class RefineRun:
     def __init__(self, cfg: RefineConfig, progress: bool = True) -> None:
         cfg.validate()
+        from vla.refine.plugin import make_plugin
+
         self.cfg, self.progress = cfg, progress
+        self.plugin = make_plugin(cfg)
         self.out = Path(cfg.out_dir)
         self.store_path = self.out / "store.zarr"
 
@@ -94,19 +97,29 @@ class RefineRun:
             seed_start=self.cfg.eval_seed_start, videos=self.cfg.videos, out_dir=str(out), **self._eval_kwargs())
 
     def collect(self, version: int) -> None:
+        self.collect_real(version)
+        if self.plugin is not None:
+            self.plugin.after_collect(self, version)
+
+    def collect_real(self, version: int) -> None:
         store = EpisodeStore.open(self.store_path)
-        have = set(store.table().seed[store.table().source != "demo"].tolist())
+        table = store.table()
+        have = set(table.seed[(table.source != "demo") & (table.source != "imagined")].tolist())
+        store.close()
         missing = [s for s in self.collect_seeds(version) if s not in have]
         if not missing:
             return
+        mode = self.plugin.collection_mode if self.plugin is not None else rw.COLLECTION_MODE[self.cfg.method]
         EVALUATORS.get("sim_episodes")(
             progress=self.progress, policy=str(self.policy_path(version)), episodes=len(missing), seeds=missing,
             videos=0, record=str(self.store_path), source="rollout", policy_version=version,
-            intervener=rw.COLLECTION_MODE[self.cfg.method], intervener_args=dict(self.cfg.intervener_args),
+            intervener=mode, intervener_args=dict(self.cfg.intervener_args),
             out_dir=str(self.out / f"iter_{version:02d}" / "collect"), **self._eval_kwargs())
 
     def step_weights(self, version: int, model: torch.nn.Module) -> tuple[rw.StepWeights, dict[str, float]]:
         """The method's loss / sampling weights over the store, fitting its critic first if any."""
+        if self.plugin is not None:
+            return self.plugin.step_weights(self, version, model)
         c = self.cfg
         store = EpisodeStore.open(self.store_path)
         table = store.table()
@@ -202,7 +215,8 @@ class RefineRun:
                 break
             s = json.loads(f.read_text())
             before = [x for j in range(k) for x in self.collect_seeds(j)]
-            collected = np.isin(table.seed, before) & (table.source != "demo") if table is not None else []
+            real = (table.source != "demo") & (table.source != "imagined") if table is not None else []
+            collected = np.isin(table.seed, before) & real if table is not None else []
             info_file = self.out / f"iter_{k:02d}" / "train_info.json"
             rows.append({
                 "method": self.cfg.method, "task": self.cfg.task, "seed": self.cfg.seed, "version": k,
@@ -212,6 +226,9 @@ class RefineRun:
                 "intervention_steps": int(table.n_intervention_steps[collected].sum()) if table is not None else 0,
                 "recovery_steps": int(table.n_recovery_steps[collected].sum()) if table is not None else 0,
                 "collected_successes": int(table.success[collected].sum()) if table is not None else 0,
+                # imagined episodes of iteration j carry seed -(j + 1) (worldmodel.imagination)
+                "imagined_episodes": int(np.sum((table.source == "imagined") & (table.seed >= -k) & (table.seed < 0)))
+                if table is not None else 0,
                 "train": json.loads(info_file.read_text()) if info_file.exists() else None,
             })
         return rows

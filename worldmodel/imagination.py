@@ -1,0 +1,213 @@
+"""`vla refine imagination`: the policy improves from rollouts imagined in the world model, inside
+the one refinement loop (vla/refine/loop.py; registered in `vla.registry.REFINE_METHODS`).
+
+Per iteration k (policy version k), after the loop has collected a few real rollouts of version k
+without any intervener:
+1. co-evolution (WoVR, World-VLA-Loop): the world model is refitted on the run's store (demos and
+   every real rollout so far; never the imagined episodes) for `refit_steps` more steps, so its
+   errors where the new policy goes are corrected. The first iteration starts from `wm` (a trained
+   model) or trains one for `wm_steps`;
+2. start states: real recorded states of version k's rollouts, first frames and keyframes (every
+   fraction in `keyframes`), at most `starts` of them;
+3. K = `samples` chunk sequences of version k from each start, `chunks` chunks long, scored,
+   guarded and weighted by `worldmodel.imagination_math` (group-relative advantages);
+4. the first `train_chunks` chunks of the rollouts with a positive weight go to the run's store
+   (source=imagined, seed -(k + 1)), their weights to `iter_k/imagination/weights.json`.
+Fine-tuning version k then supervises demos (weight 1, `demo_share` of the windows) and the
+imagined steps (their rollout's weight); the policy's own real steps only with `real_weight` > 0.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from vla.registry import REFINE_METHODS
+
+
+@dataclass
+class ImaginationConfig:
+    wm: str = ""  # a trained world model (checkpoint or run folder) to start from; "" = train one
+    wm_preset: str = "default"
+    wm_overrides: list[str] = field(default_factory=list)  # e.g. [model.ensemble=3]
+    wm_steps: int = 2000  # training steps when no `wm` is given
+    refit_steps: int = 300  # co-evolution: more steps on the grown store each iteration (0 = never)
+    starts: int = 32  # real start states per iteration
+    keyframes: list[float] = field(default_factory=lambda: [0.0, 0.3, 0.6])
+    samples: int = 8  # chunk sequences per start (the group of the group-relative advantage)
+    chunks: int = 6  # imagined chunks per rollout (short: model error compounds)
+    train_chunks: int = 2  # leading chunks of each rollout that are supervised
+    value_weight: float = 0.5
+    disagreement_penalty: float = 1.0
+    guard_factor: float = 2.0  # successes with disagreement above guard_factor x the median are dropped
+    beta: float = 1.0
+    w_max: float = 5.0
+    real_weight: float = 0.0  # loss weight of the policy's own real rollout steps
+    demo_share: float = 0.5
+
+    def validate(self) -> None:
+        for name in ("starts", "samples", "chunks", "train_chunks"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"method_args.{name} must be >= 1, got {getattr(self, name)}")
+        if self.samples < 2:
+            raise ValueError("method_args.samples must be >= 2: advantages are relative within a start's samples")
+        if not all(0 <= f < 1 for f in self.keyframes) or not self.keyframes:
+            raise ValueError(f"method_args.keyframes must be fractions in [0, 1), got {self.keyframes}")
+        if not 0 <= self.demo_share <= 1:
+            raise ValueError(f"method_args.demo_share must be in [0, 1], got {self.demo_share}")
+
+
+class ImaginationMethod:
+    collection_mode = ""  # the policy's own rollouts, no person
+
+    def __init__(self, cfg: Any) -> None:
+        from vla.config import from_dict
+
+        self.run_cfg = cfg
+        self.cfg = from_dict(ImaginationConfig, dict(cfg.method_args), "method_args")
+        self.cfg.validate()
+        if cfg.obs_mode != "state":
+            raise ValueError("imagination refinement needs obs_mode=state (the world model predicts states, not "
+                             "images, so the policy must act on the state)")
+
+    # ------------------------------------------------------------------ world model
+    def wm_dir(self, run: Any) -> Path:
+        return run.out / "wm"
+
+    def refit(self, run: Any, version: int) -> dict[str, Any]:
+        from vla.config import load_config
+        from worldmodel.checkpoint import latest_checkpoint, resolve
+        from worldmodel.config import WMJobConfig
+        from worldmodel.train import train_world_model
+
+        c, out = self.cfg, self.wm_dir(run)
+        base = c.wm_steps
+        if c.wm and latest_checkpoint(out) is None:
+            src = resolve(c.wm)
+            step = json.loads((src / "train_state.json").read_text())["step"]
+            (out / "checkpoints").mkdir(parents=True, exist_ok=True)
+            shutil.copytree(src, out / "checkpoints" / f"step_{step:08d}")
+        if c.wm:
+            from worldmodel.checkpoint import load_checkpoint
+
+            _, job0, _, _, state = load_checkpoint(c.wm)
+            base = int(state["step"])
+        job = load_config(WMJobConfig, "worldmodel", c.wm_preset,
+                          [*c.wm_overrides, "train.progress=false", "train.val_fraction=0",
+                           f"train.steps={base + (version + 1) * c.refit_steps}", f"train.seed={self.run_cfg.seed}"])
+        if c.wm:
+            job.model = job0.model  # the given model's architecture
+        return train_world_model([str(run.store_path)], out, job, task=self.run_cfg.task, resume=True)
+
+    # ------------------------------------------------------------------ imagination
+    def after_collect(self, run: Any, version: int) -> None:
+        done = run.out / f"iter_{version:02d}" / "imagination" / "weights.json"
+        if done.exists():
+            return
+        from vla.data.store import EpisodeStore
+        from worldmodel.checkpoint import load_checkpoint
+        from worldmodel.imagination_math import advantage_weights, group_advantages, guard, rollout_scores
+        from worldmodel.imagine import ImaginedEnv, rollout, start_states, write_imagined
+        from worldmodel.rank import load_candidate
+
+        c = self.cfg
+        wm_info = self.refit(run, version)
+        model, job, meta, _, _ = load_checkpoint(self.wm_dir(run))
+        with EpisodeStore.open(run.store_path) as store:
+            table = store.table()
+            # a run resumed after a crash may hold imagined episodes of this iteration without their
+            # weights file: they are ignored (only episodes named in weights.json are supervised)
+            eps = np.flatnonzero(np.isin(table.seed, run.collect_seeds(version)) & (table.source != "demo")
+                                 & (table.source != "imagined"))
+        rng = np.random.default_rng([self.run_cfg.seed, version])
+        parts = [start_states(run.store_path, model, episodes=eps, keyframe=f, task=self.run_cfg.task)
+                 for f in c.keyframes]
+        starts = _concat(parts)
+        if len(starts) > c.starts:
+            starts = _take(starts, np.sort(rng.choice(len(starts), c.starts, replace=False)))
+        policy = load_candidate(run.policy_path(version), seed=self.run_cfg.seed * 1000 + version)
+        reps = starts.repeat(c.samples)
+        env = ImaginedEnv(model, max_chunks=c.chunks, fps=meta.get("fps", 20.0))
+        res = rollout(env, policy, reps, c.chunks, seed=self.run_cfg.seed * 1000 + version)
+        dis = res["disagreement"]
+        hit = np.argmax(res["success_prob"] >= 0.5, axis=1)
+        trusted = guard(res["success"], dis[np.arange(len(dis)), hit], c.guard_factor * float(np.median(dis)))
+        probs = np.where(trusted[:, None] | ~res["success"][:, None], res["success_prob"],
+                         np.minimum(res["success_prob"], 0.49))  # a distrusted success counts as a failure
+        scores = rollout_scores(probs, res["value"][:, -1], dis, value_weight=c.value_weight,
+                                disagreement_penalty=c.disagreement_penalty)
+        groups = np.repeat(np.arange(len(starts)), c.samples)
+        weights = advantage_weights(group_advantages(scores, groups), beta=c.beta, w_max=c.w_max)
+        keep = np.flatnonzero(weights > 0)
+        written = write_imagined(run.store_path, reps, res, self.run_cfg.task, job.model.chunk, meta.get("fps", 20.0),
+                                 seeds=np.full(len(reps), -(version + 1)), max_chunks=c.train_chunks,
+                                 policy_version=version, which=keep)
+        info = {"episodes": written, "weights": weights[keep].tolist(), "starts": len(starts),
+                "rollouts": len(reps), "imagined_success": float(res["success"].mean()),
+                "guard_rejected": int((res["success"] & ~trusted).sum()), "score_mean": float(scores.mean()),
+                "supervised_rollouts": len(keep), "real_start_episodes": eps.tolist(),
+                "wm": {k: wm_info.get(k) for k in ("steps", "seconds")}}
+        done.parent.mkdir(parents=True, exist_ok=True)
+        done.write_text(json.dumps(info, indent=1))
+
+    # ------------------------------------------------------------------ weights
+    def step_weights(self, run: Any, version: int, model: torch.nn.Module) -> tuple[Any, dict[str, float]]:
+        from vla.data.store import EpisodeStore
+        from vla.refine.weights import StepWeights, sample_distribution
+
+        with EpisodeStore.open(run.store_path) as store:
+            table = store.table()
+        starts, ends = table.episode_starts, table.episode_ends
+        loss = np.zeros(int(ends[-1]) if len(ends) else 0, np.float32)
+        demo = np.zeros_like(loss, dtype=bool)
+        for e in np.flatnonzero(table.source == "demo"):
+            loss[starts[e]:ends[e]] = 1.0
+            demo[starts[e]:ends[e]] = True
+        n_imagined, w_sum = 0, 0.0
+        for k in range(version + 1):  # imagined data of every iteration so far, aggregated
+            f = run.out / f"iter_{k:02d}" / "imagination" / "weights.json"
+            if not f.exists():
+                continue
+            info = json.loads(f.read_text())
+            for e, w in zip(info["episodes"], info["weights"], strict=True):
+                loss[starts[e]:ends[e]] = w
+                n_imagined += 1
+                w_sum += w
+        if self.cfg.real_weight > 0:
+            real = (table.source != "demo") & (table.source != "imagined")
+            for e in np.flatnonzero(real):
+                loss[starts[e]:ends[e]] = self.cfg.real_weight
+        sample = sample_distribution(loss, demo, self.cfg.demo_share)
+        return StepWeights(loss=loss, sample=sample), {
+            "imagined_episodes_supervised": float(n_imagined),
+            "imagined_weight_mean": w_sum / max(n_imagined, 1), "supervised_steps": float((loss > 0).sum())}
+
+
+def _concat(parts: list[Any]) -> Any:
+    from worldmodel.imagine import StartStates
+
+    return StartStates(np.concatenate([p.state for p in parts]),
+                       None if parts[0].images is None else np.concatenate([p.images for p in parts]),
+                       [s for p in parts for s in p.instructions], np.concatenate([p.episode for p in parts]),
+                       np.concatenate([p.step for p in parts]), np.concatenate([p.success for p in parts]))
+
+
+def _take(s: Any, idx: np.ndarray) -> Any:
+    from worldmodel.imagine import StartStates
+
+    return StartStates(s.state[idx], None if s.images is None else s.images[idx], [s.instructions[i] for i in idx],
+                       s.episode[idx], s.step[idx], s.success[idx])
+
+
+@REFINE_METHODS.register("imagination")
+def make_imagination(cfg: Any) -> ImaginationMethod:
+    return ImaginationMethod(cfg)
+
+
+__all__ = ["ImaginationConfig", "ImaginationMethod"]

@@ -1,0 +1,107 @@
+"""Test-time chunk selection through the world model (no training): sample K chunks for the
+current observation, imagine each briefly, execute the best.
+
+Each of the K candidate chunks is stepped in the imagined environment from the real observation;
+with `chunks` > 1 a state policy continues in imagination for the remaining chunks (so a chunk is
+judged by where it leads, not only by its first step). Candidates are scored as imagination
+refinement scores its rollouts (`imagination_math.rollout_scores`: predicted success, value
+bootstrap, disagreement penalty). A cheap first use of the model and the baseline that imagination
+refinement must beat. Spec for `vla eval`: `wm-select:ckpt=POLICY,wm=WORLDMODEL,k=8,chunks=2`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from vla.registry import POLICY_SPECS
+from worldmodel.data import resize_images
+from worldmodel.imagination_math import best_of, rollout_scores
+from worldmodel.imagine import ImaginedEnv, StartStates, check_policy
+from worldmodel.model import WorldModel
+
+
+class WorldModelSelection:
+    """A Policy (`sample_chunk`, `reset`) that picks the best of K chunks of `policy` by imagination."""
+
+    def __init__(self, policy: Any, model: WorldModel, k: int = 8, chunks: int = 1, value_weight: float = 0.5,
+                 disagreement_penalty: float = 1.0) -> None:
+        if k < 1 or chunks < 1:
+            raise ValueError(f"k and chunks must be >= 1, got {k}, {chunks}")
+        if chunks > 1:
+            check_policy(policy, model)  # it must act on imagined (state-only) observations
+        self.policy, self.model, self.k, self.chunks = policy, model, k, chunks
+        self.value_weight, self.disagreement_penalty = value_weight, disagreement_penalty
+        self.cfg = getattr(policy, "cfg", None)
+        self.last_scores: np.ndarray | None = None
+
+    def reset(self, seed: int | None = None) -> None:
+        self.policy.reset(seed)
+
+    def _starts(self, obs_batch: Sequence[dict[str, Any]]) -> StartStates:
+        cams = self.model.cfg.cameras
+        images = None
+        if cams:
+            images = np.stack([np.stack([resize_images(np.asarray(o["images"][c])[None], self.model.cfg.image_size)[0]
+                                         for c in cams]) for o in obs_batch])
+        n = len(obs_batch)
+        return StartStates(np.stack([np.asarray(o["state"], np.float32) for o in obs_batch]), images,
+                           [o["instruction"] for o in obs_batch], np.zeros(n, np.int64), np.zeros(n, np.int64),
+                           np.zeros(n, bool))
+
+    def sample_chunk(self, obs_batch: Sequence[Any], prefix: np.ndarray | None = None, guidance: Any = None
+                     ) -> np.ndarray:
+        b, k, c = len(obs_batch), self.k, self.model.cfg.chunk
+        rep = [o for o in obs_batch for _ in range(k)]
+        rep_prefix = None if prefix is None else np.repeat(np.asarray(prefix), k, axis=0)
+        cands = np.asarray(self.policy.sample_chunk(rep, prefix=rep_prefix), np.float32)
+        env = ImaginedEnv(self.model, success_threshold=1.1, max_chunks=self.chunks)
+        obs, _ = env.reset(self._starts(rep))
+        probs, dis = [], []
+        for j in range(self.chunks):
+            chunk = cands[:, :c] if j == 0 else np.asarray(self.policy.sample_chunk(obs), np.float32)[:, :c]
+            obs, p, _, _, info = env.step(chunk)
+            probs.append(p)
+            dis.append(info["disagreement"])
+        scores = rollout_scores(np.stack(probs, 1), info["value"], np.stack(dis, 1), value_weight=self.value_weight,
+                                disagreement_penalty=self.disagreement_penalty)
+        self.last_scores = scores.reshape(b, k)
+        best = best_of(scores, b)
+        return cands.reshape(b, k, *cands.shape[1:])[np.arange(b), best]
+
+
+def parse_spec(args: str) -> dict[str, str]:
+    out = {}
+    for part in filter(None, args.split(",")):
+        key, sep, value = part.partition("=")
+        if not sep:
+            raise ValueError(f"wm-select: '{part}' is not key=value (spec: wm-select:ckpt=P,wm=W,k=8,chunks=2)")
+        out[key.strip()] = value.strip()
+    unknown = sorted(set(out) - {"ckpt", "wm", "k", "chunks", "value_weight", "disagreement_penalty"})
+    if unknown:
+        raise ValueError(f"wm-select: unknown key '{unknown[0]}' (valid: ckpt, wm, k, chunks, value_weight, "
+                         "disagreement_penalty)")
+    for need in ("ckpt", "wm"):
+        if need not in out:
+            raise ValueError(f"wm-select: missing {need}= (spec: wm-select:ckpt=P,wm=W,k=8,chunks=2)")
+    return out
+
+
+@POLICY_SPECS.register("wm-select")
+def make_selection(args: str, env: Any = None, seed: int = 0, load: Callable[[str], Any] | None = None
+                   ) -> WorldModelSelection:
+    from worldmodel.checkpoint import load_checkpoint
+
+    a = parse_spec(args)
+    if load is None:
+        from worldmodel.rank import load_candidate
+
+        def load(s: str) -> Any:
+            return load_candidate(s, seed=seed)
+
+    model = load_checkpoint(a["wm"])[0]
+    return WorldModelSelection(load(a["ckpt"]), model, k=int(a.get("k", 8)), chunks=int(a.get("chunks", 1)),
+                               value_weight=float(a.get("value_weight", 0.5)),
+                               disagreement_penalty=float(a.get("disagreement_penalty", 1.0)))
