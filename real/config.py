@@ -48,12 +48,23 @@ class DeployConfig:
     max_instruction_chars: int = 1000
     diagnostics_hz: float = 1.0
     ros_domain_id: int | None = None
+    # Joint states and images whose header stamp is further than this from the node's ROS clock (wall
+    # time, or /clock under use_sim_time) are rejected: a replayed or stalled message is not fresh.
+    # None turns the check off (a driver whose clock is not synchronised with this machine's).
+    stamp_tolerance_s: float | None = 0.5
+    # Whether `~/emergency_stop` with data=false may clear a latched stop. Anyone on the ROS domain can
+    # call the service (see the README's SROS2 section), so it is off unless access control is in place.
+    allow_estop_clear: bool = False
 
     def __post_init__(self) -> None:
         if self.command_interface not in COMMAND_INTERFACES:
             raise ValueError(f"command_interface must be one of {COMMAND_INTERFACES}, got {self.command_interface!r}")
         if self.ros_domain_id is not None and not 0 <= self.ros_domain_id <= 232:
             raise ValueError(f"ros_domain_id must be in [0, 232], got {self.ros_domain_id}")
+        if self.stamp_tolerance_s is not None and not self.stamp_tolerance_s > 0:
+            raise ValueError(f"stamp_tolerance_s must be > 0 or null, got {self.stamp_tolerance_s}")
+        if not isinstance(self.allow_estop_clear, bool):
+            raise ValueError(f"allow_estop_clear must be true or false, got {self.allow_estop_clear!r}")
         names = [c.name for c in self.cameras]
         if len(set(names)) != len(names):
             raise ValueError(f"camera names must be unique, got {names}")

@@ -25,6 +25,7 @@ for tick k + 1 + i). Nothing here imports ROS.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -59,8 +60,10 @@ class ExecutorConfig:
     margin_ticks: int = 1  # slack added to the estimated delay
     rtc_soft_fraction: float = 0.25  # rtc: extra overlap (fraction of the chunk) for the soft-masked blend
     max_observation_age_s: float = 0.25  # stale-observation watchdog
-    inference_timeout_s: float = 2.0  # dead-inference watchdog
-    max_consecutive_failures: int = 3
+    inference_timeout_s: float = 2.0  # no chunk this long after a request -> hold (inference_timeout)
+    max_consecutive_failures: int = 3  # failed inferences in a row -> hold (inference_failing)
+    failure_retry_s: float = 0.5  # while failing: retry at most this often, each on a fresh observation
+    late_tick_s: float = 0.005  # a tick starting later than this counts as a missed deadline (stats)
     history: int = 20_000  # tick records kept for diagnostics (~10 MB)
     realtime_priority: int | None = None  # SCHED_FIFO priority of the control thread (needs CAP_SYS_NICE)
 
@@ -82,6 +85,8 @@ class ExecutorConfig:
             raise ValueError(f"rtc_soft_fraction must be in [0, 1), got {self.rtc_soft_fraction}")
         if self.margin_ticks < 0 or not 0 < self.latency_percentile <= 100:
             raise ValueError("margin_ticks must be >= 0 and latency_percentile in (0, 100]")
+        if self.max_consecutive_failures < 1 or not self.failure_retry_s >= 0 or not self.late_tick_s > 0:
+            raise ValueError("max_consecutive_failures must be >= 1, failure_retry_s >= 0 and late_tick_s > 0")
 
 
 @dataclass
@@ -167,6 +172,17 @@ class ChunkExecutor:
         self._pending: InferenceRequest | None = None
         self._first_chunk_seen = False
         self.last_request: InferenceRequest | None = None  # for tests and diagnostics
+        # Recovery from failing inference: the hold stops new requests, so without retries one bad
+        # observation would hold the robot until a restart. Retries use observations newer than the
+        # one that failed, at most every failure_retry_s.
+        self.last_inference_error: str | None = None
+        self._failed_obs_stamp = -math.inf
+        self._last_retry = -math.inf
+        self.n_retries = 0
+        # Hold episodes (routine `starved` ticks excluded): entered / recovered, for diagnostics.
+        self.n_holds_entered = self.n_holds_recovered = self.n_late = self.n_truncated = 0
+        self.holds_by_kind: dict[str, int] = {}
+        self._hold_state: str | None = None
         self._stats_lock = threading.Lock()  # stats() may run on another thread (ROS diagnostics timer)
 
     # ---- delay estimate -------------------------------------------------------------------------
@@ -203,7 +219,8 @@ class ChunkExecutor:
         now = self.clock.now()
         self._poll(k)
         obs = self.get_observation()
-        hold = self._watchdogs(obs, now)
+        obs_hold = self._observation_hold(obs, now)
+        hold = self._inference_hold(now) or obs_hold
         popped = self.queue.pop(k)
         action, chunk_id = popped if popped is not None else (None, -1)
         command = self.safety.step(action, k, hold)
@@ -214,23 +231,55 @@ class ChunkExecutor:
                          popped is None and self._first_chunk_seen, self.safety.hold_kind, len(self.queue))
         with self._stats_lock:
             self.records.append(rec)
+            self._count_hold(rec, now if scheduled is None else scheduled, now)
         if hold is None:
+            self._maybe_trigger(k, obs, command)
+        elif hold[0] == "inference_failing" and obs_hold is None and self._retry_due(obs, now):
+            self._last_retry = now
+            self.n_retries += 1
             self._maybe_trigger(k, obs, command)
         return rec
 
-    def _watchdogs(self, obs: Observation | None, now: float) -> tuple[str, str] | None:
+    def _inference_hold(self, now: float) -> tuple[str, str] | None:
         if not self.worker.alive:
             return ("dead_inference", "inference worker is not running")
         if self._consecutive_failures >= self.cfg.max_consecutive_failures:
-            return ("dead_inference", f"{self._consecutive_failures} consecutive inference failures")
+            return ("inference_failing", f"{self._consecutive_failures} consecutive inference failures, "
+                                         f"retrying on fresh observations; last: {self.last_inference_error}")
         if self._pending is not None and now - self._pending.submitted_at > self.cfg.inference_timeout_s:
-            return ("dead_inference", f"no chunk for {now - self._pending.submitted_at:.2f} s")
+            return ("inference_timeout", f"no chunk for {now - self._pending.submitted_at:.2f} s")
+        return None
+
+    def _observation_hold(self, obs: Observation | None, now: float) -> tuple[str, str] | None:
         if obs is None:
             return ("stale_observation", "no observation yet")
-        age = now - float(obs["timestamp"])
+        try:
+            age = now - float(obs["timestamp"])
+            state = np.asarray(obs["state"], dtype=np.float32)
+        except (KeyError, TypeError, ValueError) as exc:
+            return ("invalid_observation", f"{type(exc).__name__}: {exc}")
         if not age <= self.cfg.max_observation_age_s:  # also catches NaN timestamps
             return ("stale_observation", f"observation is {age:.3f} s old")
+        if age < -self.cfg.max_observation_age_s:  # not from this clock; it would also outlive every retry
+            return ("invalid_observation", f"observation stamped {-age:.3f} s in the future")
+        if state.ndim != 1 or not np.all(np.isfinite(state)) or not isinstance(obs.get("instruction", ""), str):
+            return ("invalid_observation", "state not a finite float32 vector or instruction not a string")
         return None
+
+    def _retry_due(self, obs: Observation, now: float) -> bool:
+        return (float(obs["timestamp"]) > self._failed_obs_stamp
+                and now - self._last_retry >= self.cfg.failure_retry_s)
+
+    def _count_hold(self, rec: TickRecord, scheduled: float, now: float) -> None:
+        """Hold episodes and missed deadlines (call with _stats_lock held)."""
+        self.n_late += now - scheduled > self.cfg.late_tick_s
+        state = rec.hold if rec.hold not in (None, "starved") else None
+        if state is not None and state != self._hold_state:
+            self.holds_by_kind[state] = self.holds_by_kind.get(state, 0) + 1
+            self.n_holds_entered += self._hold_state is None
+        elif state is None and self._hold_state is not None:
+            self.n_holds_recovered += 1
+        self._hold_state = state
 
     def _maybe_trigger(self, k: int, obs: Observation, command: np.ndarray) -> None:
         if self._pending is not None or self.worker.busy:
@@ -291,14 +340,31 @@ class ChunkExecutor:
             elif c.dtype.kind != "f":
                 error = f"policy returned dtype {c.dtype}, expected floating point"
             else:
-                chunk = c[0].astype(np.float64)  # NaN/inf are left for the safety layer to reject
+                chunk, error = self._valid_head(c[0].astype(np.float64))
         if error is not None:
             self.n_failures += 1
             self._consecutive_failures += 1
+            self.last_inference_error = error
+            with contextlib.suppress(KeyError, TypeError, ValueError):
+                self._failed_obs_stamp = float(result.request.observation["timestamp"])
             log.error("inference request %d failed: %s", result.request.request_id, error)
             return None
         self._consecutive_failures = 0
         return chunk
+
+    def _valid_head(self, chunk: np.ndarray) -> tuple[np.ndarray | None, str | None]:
+        """The chunk up to its first action the safety layer would refuse (non-finite, outside the
+        position limits). Queued actions become the next request's prefix (aligned) or guidance
+        target (rtc) as "what runs meanwhile"; a refused one never runs, and a NaN or 1e30 there
+        makes every later chunk bad: a hold that never clears."""
+        n = self.safety.valid_head(chunk)
+        if n == len(chunk):
+            return chunk, None
+        self.n_truncated += 1
+        log.warning("policy chunk has an invalid action (non-finite or outside the position limits) at index "
+                    "%d of %d: cut there", n, len(chunk))
+        return (chunk[:n], None) if n > 0 else (None, "policy chunk starts with an invalid action "
+                                                      "(non-finite or outside the position limits)")
 
     # ---- fixed-rate loop ------------------------------------------------------------------------
     def run(self, n_ticks: int | None = None, should_stop: Callable[[], bool] | None = None) -> None:
@@ -360,4 +426,9 @@ class ChunkExecutor:
             "jitter_p99_s": float(np.percentile(jitter, 99)),
             "jitter_max_s": float(jitter.max()),
             "safety_violations": float(self.safety.n_violations),
+            "holds_entered": float(self.n_holds_entered),
+            "holds_recovered": float(self.n_holds_recovered),
+            "inference_retries": float(self.n_retries),
+            "truncated_chunks": float(self.n_truncated),
+            "late_ticks": float(self.n_late),
         }

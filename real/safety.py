@@ -96,7 +96,8 @@ class JointLimits:
 @dataclass
 class SafetyEvent:
     tick: int
-    kind: str  # nonfinite | bad_shape | position_limit | starved | stale_observation | dead_inference | estop
+    kind: str  # nonfinite | bad_shape | position_limit | starved | stale_observation | invalid_observation
+    #            | dead_inference | inference_timeout | inference_failing | estop
     detail: str
 
 
@@ -118,6 +119,7 @@ class SafetyFilter:
         self._estop: str | None = None
         self._holding = False
         self._last_kind: str | None = None
+        self._last_detail = ""
         self.n_violations = 0
 
     @property
@@ -132,6 +134,11 @@ class SafetyFilter:
     def hold_kind(self) -> str | None:
         """Why the robot holds this tick (None while it follows the actions)."""
         return self._last_kind if self._holding else None
+
+    @property
+    def hold_detail(self) -> str:
+        """What the current hold is about (the detail of its latest tick; "" while following)."""
+        return self._last_detail if self._holding else ""
 
     @property
     def estopped(self) -> bool:
@@ -172,7 +179,7 @@ class SafetyFilter:
             self._holding = True
             if reason[0] != self._last_kind:  # log once per episode of a kind, not every tick
                 self._record(tick, *reason)
-            self._last_kind = reason[0]
+            self._last_kind, self._last_detail = reason
             v_des = np.zeros_like(self._q)
         else:
             self._holding = False
@@ -198,6 +205,13 @@ class SafetyFilter:
         finally:
             self._q, self._v = q, v
         return np.stack(out) if out else np.zeros((0, q.size))
+
+    def valid_head(self, actions: np.ndarray) -> int:
+        """How many leading `actions` [N, A] pass the per-action checks (finite, inside the position
+        limits); motion limits are not part of it (they shape commands, they reject nothing)."""
+        a = np.asarray(actions, dtype=np.float64)
+        ok = np.all(np.isfinite(a) & (a >= self.limits.lower) & (a <= self.limits.upper), axis=1)
+        return len(a) if ok.all() else int(np.argmin(ok))
 
     def _validate(self, candidate: np.ndarray | None) -> tuple[np.ndarray | None, tuple[str, str] | None]:
         if candidate is None:

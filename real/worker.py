@@ -101,6 +101,7 @@ class ThreadWorker:
         self._result: InferenceResult | None = None
         self._in_flight = False
         self._closed = False
+        self._last_error: str | None = None  # a repeated failure logs its traceback once, not per retry
         self._thread = threading.Thread(target=self._loop, name="inference-worker", daemon=True)
         self._thread.start()
 
@@ -148,8 +149,12 @@ class ThreadWorker:
                                                             guidance=request.guidance))
                 error = None
             except Exception as exc:  # a failing policy must not kill the worker; the executor counts it
-                log.exception("policy.sample_chunk failed")
                 chunk, error = None, f"{type(exc).__name__}: {exc}"
+                if error != self._last_error:
+                    log.exception("policy.sample_chunk failed")
+                self._last_error = error
+            else:
+                self._last_error = None
             result = InferenceResult(request, chunk, error, self.clock.now() - t0)
             with self._cv:
                 self._result = result

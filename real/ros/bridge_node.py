@@ -16,8 +16,16 @@ Commands (the policy node's topics): std_msgs/Float64MultiArray on the forward_c
 topic, or trajectory_msgs/JointTrajectory (joint_trajectory_controller: the trajectory starts on
 receipt; each tick the first point whose `time_from_start` has not passed is the target, the last
 point once all have). Every command is validated (size / joint names, finite, inside the joint
-ranges, at most `max_step` per control period since the last accepted target): a bad one is rejected, counted per
-reason and logged, and the arm keeps the last good target. No command -> the arm holds its target.
+ranges; a trajectory's points at most `max_step` per control period apart by their `time_from_start`):
+a bad one is rejected, counted per reason and logged, and the arm keeps the last good target. No
+command -> the arm holds its target.
+
+One per-tick bound, whatever the idle time or the trajectory timing: each tick the target applied to
+the motors moves at most `max_step` (per arm joint) from the target applied the tick before, towards
+the commanded one (a slew limiter, as ros2_control's joint-limits saturation does for a position
+interface). A far target is therefore reached at the bound's speed, never in one tick, and a command
+that outruns the arm (one lost in transit, a stalled sender) is followed, never refused, so the arm is
+never locked out (`limited_ticks` counts ticks where the bound acted).
 
 Service `/bridge/sensor_dropout` (std_srvs/SetBool): fault injection, true stops the joint states
 and images (a dead sensor bus) while the physics and `/task/status` go on.
@@ -61,7 +69,7 @@ from real.ros.spinner import run_node_until_stopped
 log = logging.getLogger(__name__)
 
 COMMAND_INTERFACES = ("forward", "trajectory")
-REJECT_REASONS = ("size", "names", "nonfinite", "limit", "jump", "empty", "time")
+REJECT_REASONS = ("size", "names", "nonfinite", "limit", "speed", "empty", "time")
 
 
 @dataclass
@@ -77,7 +85,7 @@ class BridgeConfig:
     joint_states_topic: str = "/joint_states"
     camera_topic: str = "/camera/{name}/image_raw"
     instruction_topic: str = "/instruction"
-    max_step: float = 0.5  # rad (arm) per command vs the last accepted target; bigger jumps are rejected
+    max_step: float = 0.5  # rad (arm): the most the applied target moves in one control tick
     ros_domain_id: int | None = None  # None: ROS_DOMAIN_ID from the environment
     result_file: str | None = None  # JSON lines, one per finished episode
 
@@ -117,10 +125,10 @@ class CommandValidator:
     def __init__(self, lower: np.ndarray, upper: np.ndarray, max_step: float) -> None:
         self.lower, self.upper, self.max_step = np.asarray(lower, float), np.asarray(upper, float), max_step
 
-    def check(self, values: Any, last: np.ndarray, periods: float = 1.0) -> tuple[np.ndarray | None, str | None, str]:
-        """(target, None, "") if good, else (None, reason, detail). `periods`: control periods since
-        `last` was accepted; the allowed jump grows with it (max_step per period, a speed), so a command
-        lost in transit does not make the next one a "jump" and the arm is never locked out."""
+    def check(self, values: Any) -> tuple[np.ndarray | None, str | None, str]:
+        """(target, None, "") if good, else (None, reason, detail). How far the target is from the arm
+        is not checked here: `step_towards` bounds the motion per tick, so no distance is refused (a
+        refusal by distance locks a moving sender out once it is one step ahead)."""
         try:
             q = np.asarray(values, dtype=np.float64).ravel()
         except (TypeError, ValueError) as exc:
@@ -133,12 +141,28 @@ class CommandValidator:
         if np.any(bad):
             names = [JOINT_NAMES[i] for i in np.flatnonzero(bad)]
             return None, "limit", f"joints {names} at {q[bad]} outside [{self.lower[bad]}, {self.upper[bad]}]"
-        jump = np.abs(q[:7] - last[:7]).max()
-        periods = max(1.0, periods)
-        if jump > self.max_step * periods:
-            return None, "jump", (f"arm target moves {jump:.3f} rad in {periods:.1f} control periods "
-                                  f"(max_step {self.max_step} per period)")
         return q, None, ""
+
+    def check_speed(self, times: np.ndarray, points: np.ndarray, period: float) -> tuple[str | None, str]:
+        """A trajectory whose consecutive points ask for more than `max_step` per control period, by
+        their own `time_from_start`, is not a motion the arm can follow: reject it as a whole."""
+        if len(points) < 2:
+            return None, ""
+        per_period = np.abs(np.diff(points[:, :7], axis=0)).max(axis=1) / np.diff(times) * period
+        worst = int(np.argmax(per_period))
+        if per_period[worst] > self.max_step * (1 + 1e-9):
+            return "speed", (f"points {worst} -> {worst + 1} move {per_period[worst]:.3f} rad per control period "
+                             f"(max_step {self.max_step})")
+        return None, ""
+
+    def step_towards(self, commanded: np.ndarray, applied: np.ndarray) -> tuple[np.ndarray, bool]:
+        """The target for this tick: `commanded`, with each arm joint moved at most `max_step` from the
+        target applied the tick before. (target, whether the bound acted)."""
+        out = np.asarray(commanded, dtype=np.float64).copy()
+        delta = out[:7] - applied[:7]
+        clipped = np.clip(delta, -self.max_step, self.max_step)
+        out[:7] = applied[:7] + clipped
+        return out, bool(np.any(clipped != delta))
 
 
 def trajectory_arrays(msg: JointTrajectory) -> tuple[np.ndarray | None, np.ndarray | None, str | None, str]:
@@ -213,7 +237,8 @@ class BridgeNode:
         self.episode += 1
         self.seed = self.cfg.seed + self.episode
         self.obs, self.info = self.env.reset(seed=self.seed)
-        self.target = np.append(self.env.arm_qpos(), self.env.finger_qpos().mean())
+        self.target = np.append(self.env.arm_qpos(), self.env.finger_qpos().mean())  # commanded
+        self.applied = self.target.copy()  # what the motors got last tick (the per-tick bound's origin)
         self._trajectory: tuple[float, np.ndarray, np.ndarray] | None = None
         self.step = 0
         self.done = False
@@ -222,8 +247,8 @@ class BridgeNode:
         self.done_wall_s: float | None = None  # first command -> done, wall clock
         self.t_start = time.monotonic()
         self.t_first_command: float | None = None
-        self.counts = {"received": 0, "accepted": 0, **{f"rejected_{r}": 0 for r in REJECT_REASONS}}
-        self._t_accept: float | None = None  # the jump check's clock (see CommandValidator.check)
+        self.counts = {"received": 0, "accepted": 0, "limited_ticks": 0,
+                       **{f"rejected_{r}": 0 for r in REJECT_REASONS}}
         self._publish_instruction_now = True
 
     def status(self) -> dict[str, Any]:
@@ -247,37 +272,34 @@ class BridgeNode:
         self.node.get_logger().warning(f"rejected command ({reason}): {detail}; holding the last good target",
                                        throttle_duration_sec=1.0)
 
-    def _periods_since_accept(self) -> float:
-        return 1.0 if self._t_accept is None else (time.monotonic() - self._t_accept) / self.period
-
     def _accept(self) -> None:
-        self._t_accept = time.monotonic()
         self.counts["accepted"] += 1
         if self.t_first_command is None:
-            self.t_first_command = self._t_accept
+            self.t_first_command = time.monotonic()
 
     def _on_forward(self, msg: Float64MultiArray) -> None:
         with self._lock:
             self.counts["received"] += 1
-            q, reason, detail = self.validator.check(list(msg.data), self.target, self._periods_since_accept())
+            q, reason, detail = self.validator.check(list(msg.data))
             if reason is not None:
                 return self._reject(reason, detail)
             self.target, self._trajectory = q, None
             self._accept()
 
-    def _on_trajectory(self, msg: JointTrajectory) -> None:
-        now = time.monotonic()
+    def _on_trajectory(self, msg: JointTrajectory, now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now  # `now`: tests drive the clock themselves
         with self._lock:
             self.counts["received"] += 1
             times, pts, reason, detail = trajectory_arrays(msg)
             if reason is not None:
                 return self._reject(reason, detail)
-            prev, periods = self.target, self._periods_since_accept()
             for p in pts:  # every point must be a good command (a trajectory never carries a bad one)
-                _, reason, detail = self.validator.check(p, prev, periods)
+                _, reason, detail = self.validator.check(p)
                 if reason is not None:
                     return self._reject(reason, detail)
-                prev, periods = p, 1.0
+            reason, detail = self.validator.check_speed(times, pts, self.period)
+            if reason is not None:
+                return self._reject(reason, detail)
             self._trajectory = (now, times, pts)
             self._accept()
 
@@ -304,8 +326,9 @@ class BridgeNode:
     # ---- loop -------------------------------------------------------------------------------------
     def _tick(self, now: float) -> None:
         with self._lock:
-            target = self._current_target(now)
-            self.obs, _, _, _, self.info = self.env.step_joints(target[:7], target[7])
+            self.applied, limited = self.validator.step_towards(self._current_target(now), self.applied)
+            self.counts["limited_ticks"] += limited
+            self.obs, _, _, _, self.info = self.env.step_joints(self.applied[:7], self.applied[7])
             if self.t_first_command is not None and not self.done:
                 self.step += 1
             if not self.done and self.t_first_command is not None and (

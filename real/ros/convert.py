@@ -19,6 +19,15 @@ class MessageError(ValueError):
     """An incoming message failed validation."""
 
 
+class StampError(MessageError):
+    """A message's header stamp is too old or too new (a replay, a stalled driver, an unsynced clock)."""
+
+
+# The policy sees joint states as float32 (vla.interfaces.Observation): a value finite in float64 but
+# past float32's range (3.4e38) would turn into inf after the cast, so finiteness is checked there.
+STATE_DTYPE = np.float32
+
+
 def image_to_rgb(msg: Any, height: int, width: int) -> np.ndarray:
     """sensor_msgs/Image (rgb8 or bgr8, exactly height x width) -> uint8 [H, W, 3] RGB copy."""
     enc = str(msg.encoding).lower()
@@ -59,7 +68,7 @@ def joint_velocities(msg: Any, joint_names: tuple[str, ...]) -> np.ndarray | Non
 
 def _by_name(names: list[str], values: Any, what: str, joint_names: tuple[str, ...]) -> np.ndarray:
     """One JointState array (`what`: its plural, for errors): length-checked against the names,
-    reordered to `joint_names`, all finite."""
+    reordered to `joint_names`, all finite also once cast to STATE_DTYPE."""
     if len(values) != len(names):
         raise MessageError(f"joint state has {len(names)} names but {len(values)} {what}")
     index = {n: i for i, n in enumerate(names)}
@@ -67,18 +76,42 @@ def _by_name(names: list[str], values: Any, what: str, joint_names: tuple[str, .
     if missing:
         raise MessageError(f"joint state lacks joints {missing} (got {names})")
     out = np.array([float(values[index[n]]) for n in joint_names])
-    if not np.all(np.isfinite(out)):
-        raise MessageError(f"joint state {what} not finite: {out}")
+    with np.errstate(over="ignore"):
+        cast = out.astype(STATE_DTYPE)
+    if not np.all(np.isfinite(cast)):
+        raise MessageError(f"joint state {what} not finite as {np.dtype(STATE_DTYPE).name}: {out}")
     return out
 
 
 def instruction_text(msg: Any, max_chars: int) -> str:
+    """std_msgs/String -> the instruction; empty or blank text is an error (a language-conditioned
+    policy cannot run on it: it would fail every inference until the next instruction)."""
     text = str(msg.data)
+    if not text.strip():
+        raise MessageError("instruction is empty or blank")
     if len(text) > max_chars:
         raise MessageError(f"instruction has {len(text)} characters, limit {max_chars}")
     if not text.isprintable():
         raise MessageError("instruction contains non-printable characters")
     return text
+
+
+def check_stamp(stamp: Any, now_s: float, tolerance_s: float) -> float:
+    """Header stamp (builtin_interfaces/Time) -> its age in seconds against `now_s` (the node's ROS
+    clock: wall time, or simulation time under `use_sim_time`). Raises StampError when it is unset
+    (0), malformed, or older or newer than `tolerance_s`: a replayed message is not fresh data."""
+    sec, nanosec = int(stamp.sec), int(stamp.nanosec)
+    if not 0 <= nanosec < 1_000_000_000:
+        raise StampError(f"header stamp nanosec {nanosec} outside [0, 1e9)")
+    if sec == 0 and nanosec == 0:
+        raise StampError("header stamp is unset (0): the sender must stamp its messages")
+    if not math.isfinite(now_s) or now_s <= 0:
+        raise StampError(f"the node's ROS clock reads {now_s} (simulation time without /clock yet?)")
+    age = now_s - (sec + 1e-9 * nanosec)
+    if abs(age) > tolerance_s:
+        when = "old" if age > 0 else "in the future"
+        raise StampError(f"header stamp is {abs(age):.3f} s {when} (tolerance {tolerance_s} s)")
+    return age
 
 
 def duration_parts(seconds: float) -> tuple[int, int]:

@@ -5,8 +5,17 @@ one `sensor_msgs/Image` per camera (rgb8/bgr8, exact size) and an instruction `s
 `std_msgs/Float64MultiArray` (forward_command_controller) or `trajectory_msgs/JointTrajectory`
 (joint_trajectory_controller: the current command, then the remaining queued actions passed
 through a preview of the safety filter, `time_from_start` = (i + 1) / rate), and
-`diagnostic_msgs/DiagnosticArray` (latency, queue depth, jitter, starved ticks, rejects).
-Service `~/emergency_stop` (std_srvs/SetBool): true latches a hold, false clears it.
+`diagnostic_msgs/DiagnosticArray` (latency, queue depth, jitter, starved ticks, rejects per kind,
+holds entered / recovered per kind, inference retries; the message names the current hold and why).
+Service `~/emergency_stop` (std_srvs/SetBool): true latches a hold; false clears it only when the
+config sets `allow_estop_clear: true` (any process on the ROS domain can call the service: protect it
+with SROS2 access control, see the README), else the reply is success=false and the latch stays.
+
+Every message is validated at the boundary and dropped with a counter when bad: joint states (names,
+lengths, finite also as float32), images (encoding, size), instructions (non-empty, printable,
+length), and the header stamps of joint states and images (within `stamp_tolerance_s` of the node's
+ROS clock: wall time, or /clock with `--ros-args -p use_sim_time:=true`; a replayed message is
+rejected). Receipt times on the monotonic clock still drive the stale-observation watchdog.
 
 Threads: rclpy spins the subscriptions on one thread; the control clock runs on its own thread
 (ROS timers would share the executor with callbacks and add jitter); inference on a third.
@@ -43,6 +52,8 @@ from real.config import DeployConfig, load_deploy_config, make_policy
 from real.executor import ChunkExecutor
 from real.ros.convert import (
     MessageError,
+    StampError,
+    check_stamp,
     duration_parts,
     image_to_rgb,
     instruction_text,
@@ -72,7 +83,10 @@ class PolicyNode:
         self._images: dict[str, np.ndarray] = {}
         self._image_times: dict[str, float] = {}
         self._instruction = cfg.default_instruction
-        self.rejected: dict[str, int] = {"joint_states": 0, "image": 0, "instruction": 0}
+        # per message kind; "stamp" counts the joint states and images (also in their kind) dropped for
+        # their header stamp alone
+        self.rejected: dict[str, int] = {"joint_states": 0, "image": 0, "instruction": 0, "stamp": 0}
+        self.estop_clears_refused = 0
         self._stop = threading.Event()
         self.control_error: str | None = None
 
@@ -101,10 +115,17 @@ class PolicyNode:
     # ---- incoming ------------------------------------------------------------------------------
     def _reject(self, kind: str, err: MessageError) -> None:
         self.rejected[kind] += 1
+        self.rejected["stamp"] += isinstance(err, StampError)
         self.node.get_logger().warning(f"dropped {kind} message: {err}", throttle_duration_sec=1.0)
+
+    def _check_stamp(self, msg: JointState | Image) -> None:
+        if self.cfg.stamp_tolerance_s is not None:
+            now = self.node.get_clock().now().nanoseconds * 1e-9
+            check_stamp(msg.header.stamp, now, self.cfg.stamp_tolerance_s)
 
     def _on_joint_state(self, msg: JointState) -> None:
         try:
+            self._check_stamp(msg)
             q = joint_positions(msg, self.cfg.limits.names)
             qd = joint_velocities(msg, self.cfg.limits.names)
         except MessageError as err:
@@ -114,6 +135,7 @@ class PolicyNode:
 
     def _on_image(self, msg: Image, cam) -> None:
         try:
+            self._check_stamp(msg)
             img = image_to_rgb(msg, cam.height, cam.width)
         except MessageError as err:
             return self._reject("image", err)
@@ -130,11 +152,18 @@ class PolicyNode:
             self._instruction = text
 
     def _on_estop(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
-        if request.data:
+        if request.data:  # stopping is always allowed: it is the safe direction
             self.safety.emergency_stop("emergency_stop service")
-        else:
+            response.success, response.message = True, "stopped"
+        elif self.cfg.allow_estop_clear:
             self.safety.clear_emergency_stop()
-        response.success, response.message = True, "stopped" if request.data else "cleared"
+            response.success, response.message = True, "cleared"
+        else:
+            self.estop_clears_refused += 1
+            self.node.get_logger().warning("refused to clear the emergency stop over ROS (allow_estop_clear: false)")
+            response.success = False
+            response.message = ("clearing over ROS is disabled (allow_estop_clear: false); "
+                                "restart the node to clear" if self.safety.estopped else "not stopped")
         return response
 
     def _observation(self) -> Observation | None:
@@ -169,12 +198,16 @@ class PolicyNode:
     def _publish_diagnostics(self) -> None:
         st = self.executor.stats(window=int(10 * self.cfg.executor.rate_hz))
         st.update({f"rejected_{k}": float(v) for k, v in self.rejected.items()})
-        hold = self.safety.hold_kind
-        level = DiagnosticStatus.ERROR if self.control_error else DiagnosticStatus.WARN if hold else DiagnosticStatus.OK
+        st.update({f"holds_{k}": float(v) for k, v in self.executor.holds_by_kind.items()})
+        st["estop_clears_refused"] = float(self.estop_clears_refused)
+        hold, detail = self.safety.hold_kind, self.safety.hold_detail
+        dead = self.control_error or hold == "dead_inference"
+        level = DiagnosticStatus.ERROR if dead else DiagnosticStatus.WARN if hold else DiagnosticStatus.OK
         message = (f"control loop died: {self.control_error}" if self.control_error
-                   else f"holding: {hold}" if hold else "running")
+                   else f"holding: {hold} ({detail})" if hold else "running")
         status = DiagnosticStatus(level=level, name=f"{self.node.get_name()}: chunk executor", message=message,
                                   hardware_id=self.cfg.executor.mode)
+        # values stay numeric (consumers parse them as floats); reasons go in the message
         status.values = [KeyValue(key=k, value=f"{v:.6g}") for k, v in st.items()]
         msg = DiagnosticArray(status=[status])
         msg.header.stamp = self.node.get_clock().now().to_msg()

@@ -143,7 +143,7 @@ def test_dead_worker_and_hung_inference_hold():
     ex2, _, worker2, _, _ = make("aligned", delay_ticks=2, inference_timeout_s=0.5)
     worker2.hang = True
     ex2.run(40)
-    assert list(ex2.records)[-1].hold == "dead_inference"
+    assert list(ex2.records)[-1].hold == "inference_timeout"
 
 
 class Broken(SyntheticPolicy):
@@ -162,7 +162,7 @@ def test_failing_policy_is_counted_and_makes_robot_hold(bad):
     ex, *_ = make("aligned", policy=Broken(bad), max_consecutive_failures=3)
     ex.run(30)
     assert ex.n_failures >= 3 and ex.n_chunks == 0
-    assert list(ex.records)[-1].hold == "dead_inference"
+    assert list(ex.records)[-1].hold == "inference_failing"  # the worker is alive: not "dead"
 
 
 class SlowClock:

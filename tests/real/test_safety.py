@@ -142,8 +142,9 @@ def test_fuzz_executor_never_sends_invalid_commands(mode):
     cmds = np.stack(robot.commands)
     lim = ex.safety.limits
     check_commands(cmds, lim, DT, SyntheticPolicy(A, 20, DT).curve(0.0))
-    kinds = {e.kind for e in ex.safety.events}
-    assert {"nonfinite", "position_limit"} <= kinds
+    # invalid actions never reach the queue (a chunk is cut before its first one, see
+    # ChunkExecutor._valid_head); the safety layer's own rejections are tested above
+    assert ex.n_truncated > 0
 
 
 def test_preview_is_side_effect_free_and_stops_at_a_bad_action():

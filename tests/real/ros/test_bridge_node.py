@@ -123,18 +123,24 @@ def test_validator_and_config_errors(tmp_path) -> None:
     kin = ArmKinematics()
     v = CommandValidator(kin.lower, kin.upper, max_step=0.5)
     home = np.append(np.zeros(7), 0.02)
-    assert v.check(home, home)[1] is None
-    assert v.check(home[:7], home)[1] == "size"
-    assert v.check(np.append(home[:7], np.nan), home)[1] == "nonfinite"
+    assert v.check(home)[1] is None
+    assert v.check(home[:7])[1] == "size"
+    assert v.check(np.append(home[:7], np.nan))[1] == "nonfinite"
     bad = home.copy()
     bad[3] = 3.5
-    assert v.check(bad, home)[1] == "limit"
+    assert v.check(bad)[1] == "limit"
+    # distance is not refused (a refusal locks a sender that is a step ahead out): it is slew-limited
     far = home.copy()
     far[0] = 1.0
-    assert v.check(far, home)[1] == "jump"
-    # a speed, not a distance: after 3 periods without an accepted command (one lost in transit,
-    # a stalled sender) the same target is reachable, so the arm is never locked out
-    assert v.check(far, home, periods=3.0)[1] is None and v.check(far, home, periods=1.5)[1] == "jump"
+    assert v.check(far)[1] is None
+    step, limited = v.step_towards(far, home)
+    assert limited and step[0] == 0.5
+    again, limited = v.step_towards(far, step)
+    assert not limited and np.array_equal(again, far)
+    # a trajectory is judged by its own timing: 0.3 rad in 20 ms at 20 Hz is 0.75 rad per period
+    pts = np.stack([home, home + 0.3 * np.eye(8)[0]])
+    assert v.check_speed(np.array([0.05, 0.07]), pts, 0.05)[0] == "speed"
+    assert v.check_speed(np.array([0.05, 0.10]), pts, 0.05)[0] is None
     (tmp_path / "b.yaml").write_text("task: pick_place\nrate: 20\n")
     with pytest.raises(ValueError, match="unknown keys"):
         load_bridge_config(tmp_path / "b.yaml")
@@ -160,13 +166,12 @@ def test_expert_through_joint_commands_succeeds_and_bad_commands_hold(domain_id)
         assert client.status["step"] == 0  # the episode clock starts with the first command
 
         # bad commands: rejected, counted, the arm keeps its target
-        for bad in (q_home[:7], np.append(q_home[:7], np.inf), np.append(q_home[:7] + 3.5, 0.02),
-                    np.append(q_home[:7] + np.array([0.9, 0, 0, 0, 0, 0, 0]), 0.02)):
+        for bad in (q_home[:7], np.append(q_home[:7], np.inf), np.append(q_home[:7] + 3.5, 0.02)):
             client.send(bad)
-        wait_for(lambda: client.status.get("commands_rejected", 0) >= 4, 5, "4 rejections")
+        wait_for(lambda: client.status.get("commands_rejected", 0) >= 3, 5, "3 rejections")
         st = client.status
-        kinds = ("rejected_size", "rejected_nonfinite", "rejected_limit", "rejected_jump")
-        assert [st[k] for k in kinds] == [1, 1, 1, 1]
+        kinds = ("rejected_size", "rejected_nonfinite", "rejected_limit")
+        assert [st[k] for k in kinds] == [1, 1, 1]
         assert st["accepted"] == 0 and st["step"] == 0
         np.testing.assert_allclose(client.joints()[:7], q_home[:7], atol=2e-3)
 
@@ -187,10 +192,10 @@ def test_expert_through_joint_commands_succeeds_and_bad_commands_hold(domain_id)
         st = client.status
         assert st["done"] and st["success"], st
         assert st["done_step"] < 150
-        # The expert's commands are well-formed; a few may still trip the jump or limit checks when
-        # the joint states they were computed from arrive late (a slow machine, strace in CI).
+        # The expert's commands are well-formed; a few may still trip the limit check when the joint
+        # states they were computed from arrive late (a slow machine, strace in CI).
         assert (st["rejected_size"], st["rejected_nonfinite"]) == (1, 1), st
-        assert st["commands_rejected"] - 4 <= 0.2 * st["accepted"], st
+        assert st["commands_rejected"] - 3 <= 0.2 * st["accepted"], st
         # /task/success is its own topic: its latest message may land after the status that says done.
         wait_for(lambda: bool(client.success) and client.success[-1] is True, 5, "success on /task/success")
         wait_for(lambda: "place_cube" in client.subtasks, 5, "the place_cube sub-task on /task/subtask")

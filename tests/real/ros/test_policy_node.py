@@ -43,7 +43,7 @@ def domain_id(monkeypatch) -> int:
     return d
 
 
-def write_config(tmp_path: Path, interface: str) -> Path:
+def write_config(tmp_path: Path, interface: str, **extra) -> Path:
     cfg = yaml.safe_load((ROOT / "configs/deploy/policy_node.yaml").read_text())
     cfg["executor"].update(max_observation_age_s=0.2, initial_latency_ticks=2)
     cfg["limits"] = {"names": NAMES, "lower": [LOWER] * 6, "upper": [UPPER] * 6, "max_velocity": [VEL] * 6,
@@ -53,6 +53,8 @@ def write_config(tmp_path: Path, interface: str) -> Path:
     cfg["command_topic"] = "/test_commands"
     cfg["diagnostics_hz"] = 4.0
     cfg["policy"] = {"kind": "synthetic", "horizon": 20, "radius": 0.3, "delay_s": 0.03, "chunk_offset": 0.02}
+    cfg["allow_estop_clear"] = True
+    cfg.update(extra)
     path = tmp_path / "node.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
@@ -103,32 +105,47 @@ class FakeArm:
             self.diag = {kv.key: kv.value for kv in msg.status[0].values}
             self.diag_message = msg.status[0].message
 
+    def stamp(self, offset_s: float = 0.0):
+        """Now on this node's ROS clock (the policy node checks header stamps against its own)."""
+        return (self.node.get_clock().now() + rclpy.duration.Duration(nanoseconds=int(offset_s * 1e9))).to_msg()
+
+    def joint_state(self, q, offset_s: float = 0.0, **kw) -> JointState:
+        msg = JointState(name=[*NAMES, "gripper"], position=[*map(float, q), 0.0], **kw)
+        msg.header.stamp = self.stamp(offset_s)
+        return msg
+
+    def image(self, offset_s: float = 0.0) -> Image:
+        msg = Image(height=H, width=W, encoding="rgb8", step=W * 3, data=bytes(H * W * 3))
+        msg.header.stamp = self.stamp(offset_s)
+        return msg
+
     def _tick_js(self) -> None:
         if self.streaming:
             with self.lock:
                 q = self.q.copy()
-            self.pub_js.publish(JointState(name=[*NAMES, "gripper"], position=[*map(float, q), 0.0]))
+            self.pub_js.publish(self.joint_state(q))
 
     def _tick_img(self) -> None:
-        if not self.streaming_images:
-            return
-        img = Image(height=H, width=W, encoding="rgb8", step=W * 3, data=bytes(H * W * 3))
-        self.pub_img.publish(img)
+        if self.streaming_images:
+            self.pub_img.publish(self.image())
 
     def publish_garbage(self) -> None:
         self.pub_js.publish(JointState(name=["a", "b"], position=[0.0, 0.0]))
         with self.lock:
             q = [*map(float, self.q), 0.0]
-        self.pub_js.publish(JointState(name=[*NAMES, "gripper"], position=q, velocity=[float("nan")] * len(q)))
+        nan_velocity = JointState(name=[*NAMES, "gripper"], position=q, velocity=[float("nan")] * len(q))
+        nan_velocity.header.stamp = self.stamp()
+        self.pub_js.publish(nan_velocity)
         self.pub_img.publish(Image(height=H + 1, width=W, encoding="rgb8", step=W * 3, data=bytes((H + 1) * W * 3)))
         self.pub_img.publish(Image(height=H, width=W, encoding="32FC1", step=W * 4, data=bytes(H * W * 4)))
         self.pub_ins.publish(String(data="pick up the red cube"))
 
-    def set_estop(self, on: bool) -> None:
+    def set_estop(self, on: bool, expect_success: bool = True) -> str:
         assert self.estop.wait_for_service(timeout_sec=10)
         future = self.estop.call_async(SetBool.Request(data=on))
         wait_for(future.done, 10, "emergency stop service reply")
-        assert future.result().success
+        assert future.result().success is expect_success, future.result().message
+        return future.result().message
 
     def close(self) -> None:
         self.spinner.close()
@@ -196,5 +213,64 @@ def test_policy_node_over_dds(tmp_path, domain_id, interface):
         except subprocess.TimeoutExpired:
             proc.kill()
             out, _ = proc.communicate()
+        arm.close()
+    assert proc.returncode in (0, -signal.SIGINT), out
+
+
+def start_node(cfg: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "real.ros.policy_node", "--config", str(cfg), "--duration", "60"],
+                            cwd=ROOT, env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+
+
+def stop_node(proc: subprocess.Popen) -> str:
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, _ = proc.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+    return out
+
+
+def test_bad_messages_are_rejected_at_the_boundary_and_never_hold_for_good(tmp_path, domain_id):
+    """Issue 18, items 2 and 7, over DDS: a blank instruction, a joint position past float32's range,
+    replayed / future / unstamped joint states and images are dropped and counted; the node keeps
+    running (before, the blank instruction failed inference three times and held until a restart).
+    The latched e-stop cannot be cleared over ROS unless the config allows it."""
+    cfg = write_config(tmp_path, "forward", allow_estop_clear=False, default_instruction="trace the curve",
+                       policy={"factory": "tests.real.ros.helpers:picky_policy", "horizon": 20, "radius": 0.3,
+                               "delay_s": 0.03})
+    arm = FakeArm("forward")
+    proc = start_node(cfg)
+    try:
+        wait_for(lambda: len(arm.commands) >= 30 and "running" in arm.diag_message, 40, "the node running")
+        for text in ("", "   ", "\t\n"):
+            arm.pub_ins.publish(String(data=text))
+        with arm.lock:
+            q = arm.q.copy()
+        huge = q.copy()
+        huge[2] = 1e39  # finite as float64, inf as float32
+        for msg in (arm.joint_state(huge), arm.joint_state(q, offset_s=-5.0), arm.joint_state(q, offset_s=5.0)):
+            arm.pub_js.publish(msg)
+        unstamped = arm.joint_state(q)
+        unstamped.header.stamp.sec, unstamped.header.stamp.nanosec = 0, 0
+        arm.pub_js.publish(unstamped)
+        arm.pub_img.publish(arm.image(offset_s=-3.0))
+        wait_for(lambda: float(arm.diag.get("rejected_instruction", 0)) >= 3
+                 and float(arm.diag.get("rejected_joint_states", 0)) >= 4
+                 and float(arm.diag.get("rejected_stamp", 0)) >= 4
+                 and float(arm.diag.get("rejected_image", 0)) >= 1, 10, "diagnostics counting every reject")
+        chunks = float(arm.diag["chunks"])
+        wait_for(lambda: float(arm.diag.get("chunks", 0)) >= chunks + 5, 10, "inference going on")
+        assert "running" in arm.diag_message and float(arm.diag["inference_failures"]) == 0
+
+        arm.set_estop(True)
+        wait_for(lambda: "estop" in arm.diag_message, 5, "diagnostics reporting the emergency stop")
+        assert "disabled" in arm.set_estop(False, expect_success=False)
+        wait_for(lambda: float(arm.diag.get("estop_clears_refused", 0)) >= 1, 5, "the refused clear counted")
+        assert "estop" in arm.diag_message  # still latched
+    finally:
+        out = stop_node(proc)
         arm.close()
     assert proc.returncode in (0, -signal.SIGINT), out
