@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 from rich.table import Table
+
+if TYPE_CHECKING:
+    from vla.data.store import EpisodeStore
 
 data_app = typer.Typer(help="EpisodeStore tools: info, stats, synthetic data, LeRobot v3 interop.",
                        no_args_is_help=True)
@@ -15,7 +19,7 @@ data_app = typer.Typer(help="EpisodeStore tools: info, stats, synthetic data, Le
 
 @data_app.command("info")
 def info(path: Path) -> None:
-    """Episodes per task and source, steps, interventions, size on disk."""
+    """Episodes per task and source, steps, interventions, size on disk, integrity."""
     from vla.data.store import EpisodeStore
 
     store = EpisodeStore.open(path)
@@ -30,7 +34,29 @@ def info(path: Path) -> None:
             table.add_row(task, source, str(sel.sum()), str(t.lengths[sel].sum()),
                           f"{t.success[sel].mean():.0%}", str((t.n_intervention_steps[sel] > 0).sum()))
     Console().print(table)
+    typer.echo(f"integrity: {_integrity_line(store)}")
     typer.echo(json.dumps({"schema": store.schema.to_json()}))
+
+
+def _integrity_line(store: EpisodeStore) -> str:
+    if store.integrity:
+        return "crc32c chunk checksums, every committed chunk written (`vla data verify` checks them all)"
+    return ("none: written before chunk checksums; opened for compatibility, chunks are read unverified "
+            "(a damaged chunk may read as wrong values)")
+
+
+@data_app.command("verify")
+def verify(path: Path) -> None:
+    """Check every committed chunk's stored bytes (present, crc32c) and the episode metadata."""
+    from vla.data.store import EpisodeStore
+
+    store = EpisodeStore.open(path)
+    store.table()
+    n = store.verify()
+    if not store.integrity:
+        typer.echo(f"{path}: {store.n_episodes} episodes; {_integrity_line(store)}")
+        return
+    typer.echo(f"{path}: {store.n_episodes} episodes, {n} chunk files verified, no damage found")
 
 
 @data_app.command("stats")

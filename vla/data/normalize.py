@@ -4,7 +4,8 @@ Statistics of the whole store are cached in `stats_cache.npz` together with the 
 episodes they cover; because committed episodes never change, the next call only reads the
 episodes appended since. The cache is replaced atomically (temp file + rename) and holds plain
 arrays only (loaded with allow_pickle=False). Filtered statistics (a subset of episodes) are
-computed afresh.
+computed afresh. Before cached figures are served, the covered chunks' stored bytes are checked
+(`EpisodeStore.verify`), so a cache never hides a damaged or deleted chunk.
 
 Image statistics are per channel in pixel units (0..255) and exact (256-bin histograms).
 """
@@ -12,8 +13,11 @@ Image statistics are per channel in pixel units (0..255) and exact (256-bin hist
 from __future__ import annotations
 
 import os
+import zipfile
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -87,13 +91,16 @@ def store_stats(store: EpisodeStore, keys: Iterable[str] | None = None,
 
     cache_path = store.path / CACHE_FILE
     covered, accs = 0, {}
-    if cache_path.exists():
-        with np.load(cache_path, allow_pickle=False) as z:
-            arrays = {name: z[name] for name in z.files}
+    arrays = _load_cache(cache_path)
+    if arrays:
         cached_keys = [k for k in keys if f"{k}.mean" in arrays or f"{k}.hist" in arrays]
         if len(cached_keys) == len(keys) and int(arrays["covered"]) <= store.n_episodes:
             covered = int(arrays["covered"])
             accs = {k: _load_accumulator(k, arrays) for k in keys}
+            # Cached figures skip the reads that would find a damaged chunk: check the stored bytes
+            # of the covered steps (existence + crc32c, no decoding) before serving them.
+            if covered:
+                store.verify(keys, stop_step=int(store.table().episode_ends[covered - 1]))
     if not accs:
         accs = {k: _new_accumulator(store, k) for k in keys}
     n = store.n_episodes
@@ -104,10 +111,34 @@ def store_stats(store: EpisodeStore, keys: Iterable[str] | None = None,
     return {k: acc.finish() for k, acc in accs.items()}
 
 
+def _digest(arrays: dict[str, np.ndarray]) -> int:
+    crc = 0
+    for name in sorted(arrays):
+        if name != "crc32":
+            crc = zlib.crc32(np.ascontiguousarray(arrays[name]).tobytes(), zlib.crc32(name.encode(), crc))
+    return crc
+
+
+def _load_cache(path: Path) -> dict[str, np.ndarray]:
+    """The cache's arrays, or {} when it is absent, unreadable or fails its checksum: it is derived
+    data, recomputed from the (verified) chunks rather than trusted."""
+    if not path.exists():
+        return {}
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {name: z[name] for name in z.files}
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile):
+        return {}
+    if "crc32" not in arrays or "covered" not in arrays or int(arrays["crc32"]) != _digest(arrays):
+        return {}
+    return arrays
+
+
 def _save_cache(path: os.PathLike, accs: dict[str, Accumulator], covered: int) -> None:
     arrays: dict[str, np.ndarray] = {"covered": np.array(covered)}
     for key, acc in accs.items():
         arrays.update(acc.state_arrays(key))
+    arrays["crc32"] = np.array(_digest(arrays), np.int64)
     tmp = f"{path}.{os.getpid()}.tmp.npz"
     np.savez(tmp, **arrays)
     os.replace(tmp, path)

@@ -19,14 +19,22 @@ see only the previous episodes; chunks shared with committed episodes are rewrit
 atomically, so committed values never change. Reopening for writing truncates arrays to the
 committed length and removes temporary files left by a killed writer.
 
-Concurrency: one writer (enforced with flock) and any number of readers in other processes;
-readers call `refresh()` to see newly committed episodes.
+Concurrency: one writer (enforced with flock, `create(overwrite=True)` included) and any number
+of readers in other processes; readers call `refresh()` to see newly committed episodes.
+
+Creation is crash-safe (built beside the path and renamed into place: `store_files.py`).
+Integrity (stores created by this code, root attribute `integrity`): every chunk ends in a crc32c
+checksum (zarr's `crc32c` codec after the compressor) and every chunk of the committed range is
+written even when it holds only fill values, so a flipped byte, a truncated or a deleted chunk is
+a `StoreError` naming the key, the episodes and the file instead of plausible wrong data or zeros.
+Stores written before (no `integrity` attribute) still open and append, but their chunks are read
+unverified (`vla data info` says so). Layout and episode metadata are checked too (`store_checks.py`).
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,21 +42,43 @@ from typing import Any
 
 import numpy as np
 import zarr
-from zarr.codecs import BloscCodec
+from zarr.codecs import BloscCodec, Crc32cCodec
 
 from vla.data.schema import SOURCES, Episode, StoreSchema, closest, validate_episode
+from vla.data.store_checks import (
+    META_DTYPES,
+    check_layout,
+    check_meta_digests,
+    check_table,
+    describe_cause,
+    episodes_of_rows,
+    episodes_of_steps,
+    first_line,
+    meta_digest,
+    record_digest,
+    with_record_digest,
+)
+from vla.data.store_files import (
+    FORMAT_NAME,
+    HALF_CREATED,
+    StoreError,
+    StoreRepairWarning,
+    crc_ok,
+    folder_state,
+    lock_writer,
+    place_new_store,
+    read_chunk_bytes,
+    unlock,
+)
 
-FORMAT_NAME = "vla-episode-store"
 FORMAT_VERSION = 1
-META_KEYS = ("episode_ends", "task", "instruction", "source", "success", "seed", "n_intervention_steps",
-             "n_recovery_steps")
-_META_DTYPES: dict[str, Any] = {"episode_ends": np.int64, "task": str, "instruction": str, "source": str,
-                                "success": bool, "seed": np.int64, "n_intervention_steps": np.int64,
-                                "n_recovery_steps": np.int64}
+META_KEYS = tuple(META_DTYPES)
+INTEGRITY = {"checksum": "crc32c", "all_chunks_written": True}
+# zarr skips chunks that hold only fill values by default; a store with integrity writes them all,
+# so a missing chunk file is damage, never "all zeros".
+_WRITE_ALL = {"write_empty_chunks": True}
 
-
-class StoreError(RuntimeError):
-    """The store on disk is missing, of another format, or locked by another writer."""
+__all__ = ["FORMAT_NAME", "EpisodeStore", "EpisodeTable", "StoreError", "StoreRepairWarning"]
 
 
 @dataclass(frozen=True)
@@ -79,52 +109,92 @@ class EpisodeTable:
 class EpisodeStore:
     """Open with `EpisodeStore.create(path, schema)` or `EpisodeStore.open(path, mode="r"|"a")`."""
 
-    def __init__(self, path: Path, mode: str) -> None:
+    def __init__(self, path: Path, mode: str, lock_fd: int | None = None) -> None:
         self.path = Path(path)
         self.mode = mode
-        self._lock_fd: int | None = None
+        self._lock_fd: int | None = lock_fd
         self._arrays: dict[str, zarr.Array] = {}
+        try:
+            self._open(mode)
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self, mode: str) -> None:
         if not (self.path / "zarr.json").exists():
+            if folder_state(self.path) == "half_created":
+                raise StoreError(f"{self.path}: {HALF_CREATED}")
             raise StoreError(f"{self.path}: no episode store here (missing zarr.json); create one first")
-        if mode == "a":
-            self._acquire_lock()
-        self._root = zarr.open_group(self.path, mode="r+" if mode == "a" else "r")
-        attrs = dict(self._root.attrs)
+        if mode == "a" and self._lock_fd is None:
+            self._lock_fd = lock_writer(self.path)
+        attrs = self._read_commit_record()
+        if "record_crc" in attrs and attrs["record_crc"] != record_digest(attrs):
+            raise StoreError(f"{self.path / 'zarr.json'}: damaged commit record (does not match its checksum)")
         if attrs.get("format") != FORMAT_NAME:
+            if not attrs and folder_state(self.path) == "half_created":
+                raise StoreError(f"{self.path}: {HALF_CREATED}")
             raise StoreError(f"{self.path}: not a {FORMAT_NAME} (format={attrs.get('format')!r})")
         if attrs.get("version") != FORMAT_VERSION:
             raise StoreError(f"{self.path}: store version {attrs.get('version')}, this code reads {FORMAT_VERSION}")
-        self.schema = StoreSchema.from_json(attrs["schema"])
+        record = self.path / "zarr.json"
+        try:
+            self.schema = StoreSchema.from_json(attrs["schema"])
+            self._n_episodes, self._n_steps = int(attrs["n_episodes"]), int(attrs["n_steps"])
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+            raise StoreError(f"{record}: damaged commit record ({first_line(e)})") from None
+        if self._n_episodes < 0 or self._n_steps < 0 or (self._n_episodes == 0) != (self._n_steps == 0):
+            raise StoreError(f"{record}: damaged commit record ({self._n_episodes} episodes, {self._n_steps} steps)")
+        self.uid = attrs.get("uid")
+        self._meta_crc: dict[str, int] = dict(attrs.get("meta_crc") or {})
+        self.integrity: dict[str, Any] = dict(attrs.get("integrity") or {})
         self.step_keys = list(self.schema.step_shapes())
-        self._n_episodes = int(attrs["n_episodes"])
-        self._n_steps = int(attrs["n_steps"])
         self._table: EpisodeTable | None = None
+        self._arrays = check_layout(self._root, self.path, self.schema, self._n_episodes, self._n_steps)
         if mode == "a":
+            self._arrays = {k: a.with_config(_WRITE_ALL) for k, a in self._arrays.items()}
             self._recover()
+
+    def _read_commit_record(self) -> dict[str, Any]:
+        """Root attributes (the commit record); a damaged file is one error naming it."""
+        try:
+            self._root = zarr.open_group(self.path, mode="r+" if self.mode == "a" else "r")
+            return dict(self._root.attrs)
+        except Exception as e:  # JSON, unicode or zarr metadata errors: all mean a damaged record
+            raise StoreError(f"{self.path / 'zarr.json'}: damaged commit record ({first_line(e)})") from None
 
     # ------------------------------------------------------------------ creation / opening
     @classmethod
     def create(cls, path: str | Path, schema: StoreSchema, *, image_chunk: int = 16, lowdim_chunk: int = 1024,
                overwrite: bool = False, clevel: int = 3) -> EpisodeStore:
+        """A new, empty store (open for writing). Crash-safe: built beside `path`, renamed into place.
+
+        `overwrite=True` replaces an existing store unless another process holds its writer lock.
+        A half-created store (its creator was killed) is replaced with a `StoreRepairWarning`.
+        """
         path = Path(path)
-        if (path / "zarr.json").exists() and not overwrite:
-            raise StoreError(f"{path}: a store already exists (pass overwrite=True to replace it)")
-        root = zarr.open_group(path, mode="w")
-        compressor = BloscCodec(cname="zstd", clevel=clevel, shuffle="bitshuffle")
-        image_compressor = BloscCodec(cname="lz4", clevel=clevel, shuffle="shuffle")
-        data = root.create_group("data")
-        for key, shape in schema.step_shapes().items():
-            is_image = len(shape) == 3
-            data.create_array(key, shape=(0, *shape), chunks=(image_chunk if is_image else lowdim_chunk, *shape),
-                              dtype=schema.step_dtype(key), compressors=image_compressor if is_image else compressor)
-        meta = root.create_group("meta")
-        for key, dtype in _META_DTYPES.items():
-            meta.create_array(key, shape=(0,), chunks=(lowdim_chunk,), dtype=dtype)
-        # The root attributes are written last: a store without them is not a store.
-        root.attrs.put({"format": FORMAT_NAME, "version": FORMAT_VERSION, "schema": schema.to_json(),
-                        "n_episodes": 0, "n_steps": 0})
-        store = cls(path, mode="a")
-        return store
+
+        def build(folder: Path) -> None:
+            root = zarr.open_group(folder, mode="a")  # not "w": it would delete the held writer.lock
+            # crc32c after the compressor: every chunk carries a checksum of its stored bytes.
+            compressor = (BloscCodec(cname="zstd", clevel=clevel, shuffle="bitshuffle"), Crc32cCodec())
+            image_compressor = (BloscCodec(cname="lz4", clevel=clevel, shuffle="shuffle"), Crc32cCodec())
+            data = root.create_group("data")
+            for key, shape in schema.step_shapes().items():
+                is_image = len(shape) == 3
+                data.create_array(key, shape=(0, *shape), chunks=(image_chunk if is_image else lowdim_chunk, *shape),
+                                  dtype=schema.step_dtype(key),
+                                  compressors=image_compressor if is_image else compressor)
+            meta = root.create_group("meta")
+            for key, dtype in META_DTYPES.items():
+                meta.create_array(key, shape=(0,), chunks=(lowdim_chunk,), dtype=dtype,
+                                  compressors=(Crc32cCodec(),) if dtype is str else compressor)
+            # The root attributes are written last: a store without them is not a store.
+            root.attrs.put(with_record_digest({
+                "format": FORMAT_NAME, "version": FORMAT_VERSION, "schema": schema.to_json(), "n_episodes": 0,
+                "n_steps": 0, "integrity": INTEGRITY, "uid": uuid.uuid4().hex, "meta_crc": {k: 0 for k in META_KEYS}}))
+
+        lock_fd = place_new_store(path, build, overwrite)
+        return cls(path, mode="a", lock_fd=lock_fd)
 
     @classmethod
     def open(cls, path: str | Path, mode: str = "r") -> EpisodeStore:
@@ -132,11 +202,15 @@ class EpisodeStore:
             raise ValueError(f"mode must be 'r' (reader) or 'a' (the single writer), got {mode!r}")
         return cls(Path(path), mode)
 
+    @staticmethod
+    def exists(path: str | Path) -> bool:
+        """A complete store is at `path` (False for nothing, an empty or a half-created folder, which
+        `create` replaces); create-or-append callers branch on this."""
+        return folder_state(Path(path)) not in ("missing", "empty", "half_created")
+
     def close(self) -> None:
-        if self._lock_fd is not None:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        unlock(self._lock_fd)
+        self._lock_fd = None
 
     def __enter__(self) -> EpisodeStore:
         return self
@@ -146,15 +220,6 @@ class EpisodeStore:
 
     def __del__(self) -> None:
         self.close()
-
-    def _acquire_lock(self) -> None:
-        fd = os.open(self.path / "writer.lock", os.O_CREAT | os.O_RDWR, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise StoreError(f"{self.path}: another process is writing to this store (writer.lock held)") from None
-        self._lock_fd = fd
 
     def _recover(self) -> None:
         """Discard what a killed writer left past the commit record."""
@@ -185,22 +250,74 @@ class EpisodeStore:
 
     def refresh(self) -> int:
         """Re-read the commit record (readers); returns the number of committed episodes."""
-        attrs = dict(zarr.open_group(self.path, mode="r").attrs)
-        if int(attrs["n_episodes"]) != self._n_episodes:
-            self._n_episodes, self._n_steps = int(attrs["n_episodes"]), int(attrs["n_steps"])
+        try:
+            attrs = dict(zarr.open_group(self.path, mode="r").attrs)
+            n_episodes, n_steps = int(attrs["n_episodes"]), int(attrs["n_steps"])
+            if "record_crc" in attrs and attrs["record_crc"] != record_digest(attrs):
+                raise ValueError("does not match its checksum")
+        except Exception as e:  # a replaced, removed or damaged commit record
+            raise StoreError(f"{self.path / 'zarr.json'}: cannot re-read the commit record ({first_line(e)})") from None
+        if attrs.get("uid") != self.uid:
+            raise StoreError(f"{self.path}: the store was replaced (created again) since it was opened; open it again")
+        if n_episodes != self._n_episodes:
+            self._n_episodes, self._n_steps = n_episodes, n_steps
+            self._meta_crc = dict(attrs.get("meta_crc") or {})
             self._table = None
         return self._n_episodes
 
     def _array(self, name: str, fresh: bool = False) -> zarr.Array:
         if fresh or name not in self._arrays:
-            self._arrays[name] = self._root[name]  # type: ignore[assignment]
+            arr = self._root[name]
+            self._arrays[name] = arr.with_config(_WRITE_ALL) if self.mode == "a" else arr  # type: ignore[union-attr]
         return self._arrays[name]
 
     def _read(self, name: str, start: int, stop: int) -> np.ndarray:
         arr = self._array(name)
         if arr.shape[0] < stop:  # another process grew it since we opened it
             arr = self._array(name, fresh=True)
-        return arr[start:stop]
+        if stop <= start:
+            return arr[start:stop]
+        if self.integrity.get("all_chunks_written"):
+            c = arr.chunks[0]
+            for i in range(start // c, -(-stop // c)):
+                if not self._chunk_path(name, arr, i).exists():
+                    raise self._damage(name, arr, i, "chunk file missing (its rows would read as fill values)")
+        try:
+            return arr[start:stop]
+        except Exception as e:  # any failure to decode committed bytes is damage: find the chunk
+            raise self._locate_damage(name, arr, start, stop, e) from None
+
+    def _chunk_path(self, name: str, arr: zarr.Array, index: int) -> Path:
+        return self.path / name / arr.metadata.encode_chunk_key((index,) + (0,) * (arr.ndim - 1))
+
+    def _damage(self, name: str, arr: zarr.Array, index: int, problem: str) -> StoreError:
+        c = arr.chunks[0]
+        lo, hi = index * c, (index + 1) * c
+        if name.startswith("meta/"):
+            where = episodes_of_rows(lo, min(hi, max(self._n_episodes, lo + 1)))
+        else:
+            where = episodes_of_steps(self._episode_ends_or_none(), lo, min(hi, max(self._n_steps, lo + 1)))
+        key = name.removeprefix("data/")
+        return StoreError(f"{self._chunk_path(name, arr, index)}: key '{key}', {where}: {problem}")
+
+    def _locate_damage(self, name: str, arr: zarr.Array, start: int, stop: int, cause: Exception) -> StoreError:
+        c = arr.chunks[0]
+        for i in range(start // c, -(-stop // c)):
+            try:
+                arr[i * c:min((i + 1) * c, arr.shape[0])]
+            except Exception as e:
+                return self._damage(name, arr, i, describe_cause(e))
+        return StoreError(f"{self.path / name}: key '{name}', rows {start}-{stop - 1}: unreadable "
+                          f"({first_line(cause)})")
+
+    def _episode_ends_or_none(self) -> np.ndarray | None:
+        """Episode ends for naming episodes in an error (None if they cannot be read either)."""
+        if self._table is not None:
+            return self._table.episode_ends
+        try:
+            return np.asarray(self._array("meta/episode_ends")[: self._n_episodes])
+        except Exception:
+            return None
 
     def table(self) -> EpisodeTable:
         if self._table is None:
@@ -208,8 +325,30 @@ class EpisodeStore:
             cols = {k: np.asarray(self._read(f"meta/{k}", 0, n)) for k in META_KEYS}
             for k in ("task", "instruction", "source"):
                 cols[k] = np.array([str(v) for v in cols[k]], dtype=object)
+            check_table(cols, self.path, self._n_steps)  # first: it names the episode
+            check_meta_digests(cols, self._meta_crc, self.path)
             self._table = EpisodeTable(**cols)
         return self._table
+
+    def verify(self, keys: Iterable[str] | None = None, stop_step: int | None = None) -> int:
+        """Check the stored bytes of every committed chunk (existence and crc32c) without decoding;
+        returns the number of chunk files checked (0 for a store written without checksums)."""
+        if not self.integrity:
+            return 0
+        names = [f"data/{k}" for k in (self.step_keys if keys is None else keys)] + \
+            [f"meta/{k}" for k in META_KEYS]
+        checked = 0
+        for name in names:
+            arr = self._array(name)
+            stop = self._n_episodes if name.startswith("meta/") else self._n_steps if stop_step is None else stop_step
+            for i in range(-(-stop // arr.chunks[0])):
+                data = read_chunk_bytes(self._chunk_path(name, arr, i))
+                if data is None:
+                    raise self._damage(name, arr, i, "chunk file missing (its rows would read as fill values)")
+                if not crc_ok(data):
+                    raise self._damage(name, arr, i, "checksum mismatch: the chunk file was altered or truncated")
+                checked += 1
+        return checked
 
     def episode_bounds(self, index: int) -> tuple[int, int]:
         self._check_index(index)
@@ -292,8 +431,14 @@ class EpisodeStore:
             arr[index] = value
         # The commit: `put` rewrites the group metadata in one atomic file write. (`attrs.update`
         # would write once per key, and a kill between the two writes tears the record.)
-        self._root.attrs.put({**self._root.attrs.asdict(), "n_episodes": index + 1, "n_steps": end})
-        self._n_episodes, self._n_steps = index + 1, end
+        record = {**self._root.attrs.asdict(), "n_episodes": index + 1, "n_steps": end}
+        digests = self._meta_crc
+        if digests:  # stores with digests (created by this code): extend each by this episode
+            digests = {k: meta_digest(k, np.array([meta[k]], dtype=object), int(digests.get(k, 0)))
+                       for k in META_KEYS}
+            record["meta_crc"] = digests
+        self._root.attrs.put(with_record_digest(record) if "record_crc" in record else record)
+        self._n_episodes, self._n_steps, self._meta_crc = index + 1, end, digests
         self._table = None
         return index
 

@@ -1,0 +1,163 @@
+"""Consistency checks of an EpisodeStore: array layout on open, episode metadata, damaged chunks.
+
+Every check ends in one `StoreError` line naming the key (and the episode and the file where
+they apply), so a damaged store is never read as plausible wrong data:
+
+- layout (on open): every array of the schema exists, with the schema's per-step shape and
+  dtype and at least as many rows as the commit record commits (an edited shape is an error,
+  not 8-dim states);
+- episode metadata (when the episode table is read): ends increasing from a positive first
+  length up to the commit record's `n_steps`, intervention/recovery counts within the length,
+  known sources (a store wiped under a live writer once showed negative lengths);
+- chunks (on read): a chunk file missing, failing its crc32c or failing to decode names itself;
+- metadata digests: the commit record carries a running crc32 of every per-episode column
+  (`meta_crc`, updated in O(1) per append), so metadata edited after its commit, even through
+  zarr with valid chunk checksums (shifted episode boundaries, relabelled success), is an error;
+  the commit record itself carries a crc32 of its other attributes (`record_crc`), so an edited
+  schema, fps or count that still parses is an error too.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import zarr
+
+from vla.data.schema import SOURCES, StoreSchema
+from vla.data.store_files import StoreError
+
+META_DTYPES: dict[str, Any] = {"episode_ends": np.int64, "task": str, "instruction": str, "source": str,
+                               "success": bool, "seed": np.int64, "n_intervention_steps": np.int64,
+                               "n_recovery_steps": np.int64}
+
+
+def first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+def describe_cause(e: BaseException) -> str:
+    """What a decode failure means for the user (the codec's own words are kept after it)."""
+    text = str(e)
+    if "checksum" in text.lower():
+        return "checksum mismatch: the chunk file was altered or truncated"
+    return f"the chunk cannot be decoded (truncated or corrupt; {first_line(e)})"
+
+
+def open_array(root: zarr.Group, path: Path, name: str) -> zarr.Array:
+    try:
+        arr = root[name]
+    except KeyError:
+        raise StoreError(f"{path / name}: key '{name}' is missing from the store") from None
+    except Exception as e:  # a damaged array zarr.json: JSON, codec or metadata errors alike
+        raise StoreError(f"{path / name / 'zarr.json'}: key '{name}': unreadable array metadata "
+                         f"({first_line(e)})") from None
+    if not isinstance(arr, zarr.Array):
+        raise StoreError(f"{path / name}: key '{name}' is a group, expected an array")
+    return arr
+
+
+def check_layout(root: zarr.Group, path: Path, schema: StoreSchema, n_episodes: int,
+                 n_steps: int) -> dict[str, zarr.Array]:
+    """Open every array and check it against the schema and the commit record."""
+    arrays: dict[str, zarr.Array] = {}
+    for key, shape in schema.step_shapes().items():
+        name = f"data/{key}"
+        arr = arrays[name] = open_array(root, path, name)
+        _check(arr, path, name, shape, np.dtype(schema.step_dtype(key)), n_steps, "steps")
+    for key, dtype in META_DTYPES.items():
+        name = f"meta/{key}"
+        arr = arrays[name] = open_array(root, path, name)
+        _check(arr, path, name, (), None if dtype is str else np.dtype(dtype), n_episodes, "episodes")
+        if dtype is str and np.dtype(arr.dtype).kind not in "TOU":
+            raise StoreError(f"{path / name}: key '{name}': dtype {arr.dtype}, expected strings")
+    return arrays
+
+
+def _check(arr: zarr.Array, path: Path, name: str, shape: tuple[int, ...], dtype: np.dtype | None,
+           committed: int, unit: str) -> None:
+    if tuple(arr.shape[1:]) != tuple(shape) or tuple(arr.chunks[1:]) != tuple(shape):
+        raise StoreError(f"{path / name}: key '{name}': shape {tuple(arr.shape)} (chunks {tuple(arr.chunks)}), "
+                         f"the store's schema says (T, {', '.join(map(str, shape))})".replace(", )", ")"))
+    if dtype is not None and np.dtype(arr.dtype) != dtype:
+        raise StoreError(f"{path / name}: key '{name}': dtype {arr.dtype}, the store's schema says {dtype}")
+    if arr.shape[0] < committed:
+        raise StoreError(f"{path / name}: key '{name}': {arr.shape[0]} rows, the commit record commits "
+                         f"{committed} {unit} (the array was truncated)")
+
+
+def check_table(cols: dict[str, np.ndarray], path: Path, n_steps: int) -> None:
+    """Reject inconsistent per-episode metadata, naming the key and the first bad episode."""
+    ends = np.asarray(cols["episode_ends"], np.int64)
+    starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
+    lengths = ends - starts
+    bad = np.flatnonzero(lengths <= 0)
+    if bad.size:
+        i = int(bad[0])
+        raise StoreError(f"{path}: key 'meta/episode_ends', episode {i}: end {ends[i]} after start {starts[i]} "
+                         f"gives length {lengths[i]} (inconsistent episode metadata)")
+    if len(ends) and ends[-1] != n_steps:
+        raise StoreError(f"{path}: key 'meta/episode_ends', episode {len(ends) - 1}: end {ends[-1]}, but the commit "
+                         f"record says {n_steps} steps (inconsistent episode metadata)")
+    for key in ("n_intervention_steps", "n_recovery_steps"):
+        values = np.asarray(cols[key], np.int64)
+        bad = np.flatnonzero((values < 0) | (values > lengths))
+        if bad.size:
+            i = int(bad[0])
+            raise StoreError(f"{path}: key 'meta/{key}', episode {i}: {values[i]} steps in an episode of "
+                             f"{lengths[i]} (inconsistent episode metadata)")
+    sources = np.asarray(cols["source"], dtype=object)
+    bad = np.flatnonzero(~np.isin(sources, SOURCES))
+    if bad.size:
+        i = int(bad[0])
+        raise StoreError(f"{path}: key 'meta/source', episode {i}: unknown source {sources[i]!r} "
+                         f"(inconsistent episode metadata)")
+
+
+def episodes_of_steps(ends: np.ndarray | None, lo: int, hi: int) -> str:
+    """'episodes a-b (steps lo-hi)' for the step rows [lo, hi)."""
+    steps = f"steps {lo}-{hi - 1}"
+    if ends is None or not len(ends) or hi <= lo:
+        return steps
+    first = int(np.searchsorted(ends, lo, side="right"))
+    last = int(np.searchsorted(ends, hi - 1, side="right"))
+    if first >= len(ends):
+        return f"{steps}, past the committed episodes"
+    last = min(last, len(ends) - 1)
+    eps = f"episode {first}" if first == last else f"episodes {first}-{last}"
+    return f"{eps} ({steps})"
+
+
+def episodes_of_rows(lo: int, hi: int) -> str:
+    return f"episode {lo}" if hi - lo == 1 else f"episodes {lo}-{hi - 1}"
+
+
+def meta_digest(key: str, values: np.ndarray, crc: int = 0) -> int:
+    """Running crc32 of a per-episode column: crc32 streams, so digesting episode by episode at
+    append time gives the same value as digesting the whole column when it is read."""
+    if META_DTYPES[key] is str:
+        data = b"".join(str(v).encode("utf-8", "surrogatepass") + b"\0" for v in values)
+    else:
+        data = np.ascontiguousarray(np.asarray(values).astype(np.dtype(META_DTYPES[key]).newbyteorder("<"))).tobytes()
+    return zlib.crc32(data, crc)
+
+
+def check_meta_digests(cols: dict[str, np.ndarray], expected: dict[str, int], path: Path) -> None:
+    n = len(cols["episode_ends"])
+    for key, want in expected.items():
+        if key in cols and meta_digest(key, cols[key]) != int(want):
+            raise StoreError(f"{path / 'meta' / key}: key 'meta/{key}', episodes 0-{n - 1}: does not match the "
+                             "commit record's digest (edited after it was committed)")
+
+
+def record_digest(attrs: dict[str, Any]) -> int:
+    body = {k: v for k, v in attrs.items() if k != "record_crc"}
+    return zlib.crc32(json.dumps(body, sort_keys=True).encode())
+
+
+def with_record_digest(attrs: dict[str, Any]) -> dict[str, Any]:
+    return {**attrs, "record_crc": record_digest(attrs)}
