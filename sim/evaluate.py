@@ -156,6 +156,7 @@ def run_evaluation(config: EvalConfig, progress: bool = True) -> dict[str, Any]:
     from vla.registry import TASKS
 
     TASKS.get(config.task)  # an unknown task fails here, naming the valid ones, before any worker starts
+    check_policy_spec(config.policy)  # so does a missing or damaged checkpoint (not "worker 0 failed")
     out_dir = Path(config.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     seeds = list(config.seeds) if config.seeds is not None else [config.seed_start + i for i in range(config.episodes)]
@@ -228,11 +229,29 @@ def _wait(procs: list[subprocess.Popen], files: list[Path], total: int, progress
     return results
 
 
+def check_policy_spec(spec: str) -> None:
+    """Validate a checkpoint folder in this (parent) process before workers load it: a damaged or
+    missing checkpoint is one CheckpointError / FileNotFoundError naming the file."""
+    from sim.policies import BUILTIN, ONNX_META
+
+    prefix, sep, _ = spec.partition(":")
+    if spec in BUILTIN or (sep and len(prefix) > 1):  # built-ins and "wm-select:ARGS" specs
+        return
+    path = Path(spec)
+    if not path.exists():
+        raise FileNotFoundError(f"policy '{spec}' is neither a built-in ({', '.join(BUILTIN)}) nor an existing "
+                                "checkpoint folder")
+    if not (path / ONNX_META).exists():
+        from vla.policy.checkpoint import validate_checkpoint
+
+        validate_checkpoint(path)
+
+
 def _open_record_store(config: EvalConfig) -> Any:
     from vla.data.store import EpisodeStore
 
     path = Path(config.record)
-    if (path / "zarr.json").exists():
+    if EpisodeStore.exists(path):  # a half-created store (killed creator) is replaced by create
         return EpisodeStore.open(path, mode="a")
     from vla.data.schema import StoreSchema
     from vla.registry import TASKS

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 
 import typer
 
@@ -68,12 +69,49 @@ def _register_plugins() -> None:
 _register_plugins()
 
 
+# Expected errors: one line `error: ...` and exit code 2 (a traceback only with --debug or
+# VLA_DEBUG=1). Classes of modules that may not be imported yet are looked up in sys.modules when
+# an error happens, so the CLI does not import torch or zarr just to name them.
+EXPECTED_ERRORS: tuple[type[BaseException], ...] = (ConfigError, KeyError, ValueError, FileNotFoundError,
+                                                   PermissionError, IsADirectoryError, NotADirectoryError,
+                                                   FileExistsError)
+LAZY_EXPECTED_ERRORS = (("vla.data.store_files", "StoreError"), ("vla.policy.checkpoint", "CheckpointError"),
+                        ("yaml", "YAMLError"), ("safetensors", "SafetensorError"))
+
+
+@app.callback()
+def _options(debug: bool = typer.Option(False, "--debug", help="show full tracebacks of errors")) -> None:
+    if debug:
+        os.environ["VLA_DEBUG"] = "1"
+
+
+def _expected(e: BaseException) -> bool:
+    lazy = tuple(getattr(sys.modules[m], name) for m, name in LAZY_EXPECTED_ERRORS if m in sys.modules)
+    return isinstance(e, EXPECTED_ERRORS + lazy)
+
+
+def error_line(e: BaseException) -> str:
+    """One line for an expected error; YAML syntax errors name the file, line and column."""
+    mark = getattr(e, "problem_mark", None)
+    if mark is not None:
+        name = mark.name if not str(mark.name).startswith("<") else "a key=value override"
+        problem = " ".join(str(x) for x in (getattr(e, "context", None), getattr(e, "problem", None)) if x)
+        return f"{name}: line {mark.line + 1}, column {mark.column + 1}: YAML syntax error: {problem}"
+    message = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+    lines = [line.strip() for line in str(message).strip().splitlines() if line.strip()]
+    return " ".join(lines) if lines else type(e).__name__
+
+
 def main() -> None:
+    if "--debug" in sys.argv[1:]:  # accepted anywhere on the line, not only before the subcommand
+        sys.argv.remove("--debug")
+        os.environ["VLA_DEBUG"] = "1"
     try:
         app()
-    except (ConfigError, KeyError, ValueError, FileNotFoundError) as e:
-        message = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
-        typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    except Exception as e:
+        if not _expected(e) or os.environ.get("VLA_DEBUG", "") not in ("", "0"):
+            raise
+        typer.secho(f"error: {error_line(e)}", fg=typer.colors.RED, err=True)
         raise SystemExit(2) from None
 
 

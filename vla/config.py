@@ -76,9 +76,11 @@ def load_config(cls: type[T], kind: str, preset: str | Path | None = None, overr
         try:
             schema = OmegaConf.merge(schema, data)
         except ValidationError as e:
-            raise ConfigError(f"{origin}: key '{e.full_key}': {e.msg.splitlines()[0]}") from None
-        except OmegaConfBaseException as e:  # pragma: no cover - other merge failures
-            raise ConfigError(f"{origin}: {e}") from None
+            # `msg` is None for some merge errors (a scalar where a section is due): use the text then.
+            reason = (e.msg or str(e) or type(e).__name__).splitlines()[0]
+            raise ConfigError(f"{origin}: key '{e.full_key}': {reason}") from None
+        except (OmegaConfBaseException, TypeError) as e:  # other merge failures (a mapping into a list)
+            raise ConfigError(f"{origin}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
     obj = OmegaConf.to_object(schema)
     validate = getattr(obj, "validate", None)
     if callable(validate):

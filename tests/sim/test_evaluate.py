@@ -78,7 +78,7 @@ def test_bad_task_and_config(tmp_path: Path) -> None:
         run_evaluation(EvalConfig(task="pick_plac", out_dir=str(tmp_path)))
     with pytest.raises(ValueError, match="episodes, workers"):
         run_evaluation(EvalConfig(episodes=0, out_dir=str(tmp_path)))
-    with pytest.raises(RuntimeError, match="neither a built-in"):
+    with pytest.raises(FileNotFoundError, match="neither a built-in"):  # in the parent, not "worker 0 failed"
         run_evaluation(EvalConfig(policy="no/such/ckpt", episodes=1, workers=1, out_dir=str(tmp_path)),
                        progress=False)
 
@@ -123,3 +123,28 @@ def test_periodic_sim_evaluation_during_training(tmp_path: Path) -> None:
     assert list(result.evals) == [2]
     assert 0.0 <= result.evals[2]["success_rate"] <= 1.0 and result.evals[2]["length_mean"] > 0
     assert (tmp_path / "train" / "eval" / "step_00000002" / "summary.json").exists()
+
+
+def test_damaged_checkpoint_fails_in_the_parent_before_any_worker(tmp_path: Path) -> None:
+    """Issue 18.6: a truncated model.safetensors was 'evaluation worker 0 failed' plus a traceback
+    (or, with EMA weights present, silently evaluated the EMA weights)."""
+    import subprocess
+    import sys
+
+    from tests.vla.policy.conftest import small_config
+    from vla.policy.checkpoint import CheckpointError, save_checkpoint
+    from vla.policy.model import VLAModel
+
+    model = VLAModel(small_config((), state_dim=9, action_dim=7))
+    ckpt = save_checkpoint(tmp_path / "ckpt", model, None, ema_state=dict(model.state_dict()))
+    weights = ckpt / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-100])
+    config = EvalConfig(task="pick_place", policy=str(ckpt), episodes=1, workers=1, horizon=5, videos=0,
+                        out_dir=str(tmp_path / "eval"), obs_mode="state", cameras=[])
+    with pytest.raises(CheckpointError, match=r"model\.safetensors"):
+        run_evaluation(config, progress=False)
+    res = subprocess.run([sys.executable, "-m", "vla.cli", "eval", str(ckpt), "episodes=1", "workers=1",
+                          f"out_dir={tmp_path / 'eval2'}"], capture_output=True, text=True, timeout=300)
+    errors = [line for line in res.stderr.splitlines() if not line.startswith("[robosuite")]  # import chatter
+    assert res.returncode == 2 and len(errors) == 1 and errors[0].startswith("error: "), res.stderr
+    assert "model.safetensors" in errors[0] and "worker" not in res.stderr

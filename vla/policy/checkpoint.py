@@ -10,10 +10,19 @@
 
 A folder is written under a temporary name and renamed, so a crash never leaves a half-written
 checkpoint under the final name.
+
+Integrity. config.json is written last and records every other file's size and sha256 (`files`)
+and a sha256 of its own content (`sha256`); loading checks them, so a truncated, altered or
+deleted file is a `CheckpointError` naming it, never plausible wrong weights. There is no
+fallback between weight files: every weight file present (and every one the manifest lists) must
+be intact, whichever one is loaded, so a damaged `model.safetensors` cannot hide behind
+`ema.safetensors` or the reverse. Checkpoints written before the manifest still load; their
+weight files are checked structurally (safetensors header and length).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -45,8 +54,7 @@ def load_tensors(path: Path) -> dict[str, torch.Tensor]:
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
-    if not path.is_file():
-        raise CheckpointError(f"checkpoint file missing: {path}")
+    verify_file(path)
     try:
         return load_file(str(path))
     except (SafetensorError, OSError, ValueError) as e:
@@ -54,12 +62,67 @@ def load_tensors(path: Path) -> dict[str, torch.Tensor]:
 
 
 def _read_json(path: Path) -> Any:
+    if path.name != "config.json":
+        verify_file(path)
     if not path.is_file():
         raise CheckpointError(f"checkpoint file missing: {path}")
     try:
         return json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise CheckpointError(f"checkpoint file is corrupt (invalid JSON): {path} ({e})") from e
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def _self_digest(meta: dict[str, Any]) -> str:
+    body = {k: v for k, v in meta.items() if k != "sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def _manifest(folder: Path) -> dict[str, Any] | None:
+    """config.json's `files` record of a vla-policy folder (None for other folders / older ones)."""
+    try:
+        meta = json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT or not isinstance(meta.get("files"), dict):
+        return None
+    return meta["files"]
+
+
+def verify_file(path: Path) -> None:
+    """Check a checkpoint file against the size and sha256 config.json records for it."""
+    record = (_manifest(path.parent) or {}).get(path.name)
+    if record is None:
+        return
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint file missing: {path} (config.json lists it)")
+    size = path.stat().st_size
+    if size != record.get("bytes"):
+        raise CheckpointError(f"checkpoint file is corrupt: {path} has {size} bytes, config.json records "
+                              f"{record.get('bytes')} (truncated or replaced)")
+    if _sha256(path) != record.get("sha256"):
+        raise CheckpointError(f"checkpoint file is corrupt: {path} does not match the sha256 config.json records "
+                              "(the file was altered)")
+
+
+def check_safetensors_layout(path: Path) -> None:
+    """Header and length of a safetensors file, without loading it (for weight files that are not
+    loaded now but must not be damaged either, in checkpoints without a manifest)."""
+    try:
+        with open(path, "rb") as f:
+            n = int.from_bytes(f.read(8), "little")
+            header = json.loads(f.read(n)) if 0 < n < 100_000_000 else None
+        if not isinstance(header, dict):
+            raise ValueError("no safetensors header")
+        end = max((int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__"), default=0)
+        if path.stat().st_size != 8 + n + end:
+            raise ValueError(f"{path.stat().st_size} bytes, the header describes {8 + n + end}")
+    except (OSError, ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError) as e:
+        raise CheckpointError(f"checkpoint file is corrupt or not safetensors: {path} ({e})") from None
 
 
 def stats_from_json(d: dict[str, Any]) -> dict[str, Stats]:
@@ -77,8 +140,6 @@ def save_checkpoint(path: str | Path, model: VLAModel, stats: dict[str, Stats] |
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
-    (tmp / "config.json").write_text(json.dumps({"format": FORMAT, "version": VERSION,
-                                                 "policy": model.cfg.to_dict()}, indent=2))
     _save_tensors(dict(model.state_dict()), tmp / "model.safetensors")
     if ema_state is not None:
         _save_tensors(ema_state, tmp / "ema.safetensors")
@@ -93,6 +154,11 @@ def save_checkpoint(path: str | Path, model: VLAModel, stats: dict[str, Stats] |
         _save_tensors(optimizer_tensors, tmp / "optimizer.safetensors")
     if train_state is not None:
         (tmp / "train_state.json").write_text(json.dumps(train_state, indent=2))
+    # config.json last: it records every other file (size, sha256) and a digest of itself.
+    files = {f.name: {"bytes": f.stat().st_size, "sha256": _sha256(f)} for f in sorted(tmp.iterdir())}
+    meta: dict[str, Any] = {"format": FORMAT, "version": VERSION, "policy": model.cfg.to_dict(), "files": files}
+    meta["sha256"] = _self_digest(meta)
+    (tmp / "config.json").write_text(json.dumps(meta, indent=2))
     if final.exists():
         old = final.with_name(f".{final.name}.old{os.getpid()}")
         final.rename(old)
@@ -110,6 +176,9 @@ def load_config(path: str | Path) -> PolicyConfig:
     meta = _read_json(folder / "config.json")
     if not isinstance(meta, dict) or meta.get("format") != FORMAT or "policy" not in meta:
         raise CheckpointError(f"{folder / 'config.json'} is not a {FORMAT} config")
+    if "sha256" in meta and meta["sha256"] != _self_digest(meta):
+        raise CheckpointError(f"checkpoint file is corrupt: {folder / 'config.json'} does not match its own sha256 "
+                              "(the file was altered)")
     if int(meta.get("version", -1)) > VERSION:
         raise CheckpointError(f"{folder} has format version {meta['version']}, this code reads <= {VERSION}")
     try:
@@ -120,13 +189,17 @@ def load_config(path: str | Path) -> PolicyConfig:
 
 def load_instruction_table(folder: Path) -> dict[str, np.ndarray]:
     path = folder / "instructions.safetensors"
-    if not path.exists():
+    if not _expected(folder, path.name):
         return {}
     from safetensors import safe_open
 
-    emb = load_tensors(path)["embeddings"].numpy()
-    with safe_open(str(path), "np") as f:
-        names = json.loads((f.metadata() or {}).get("instructions", "[]"))
+    tensors = load_tensors(path)
+    try:
+        emb = tensors["embeddings"].numpy()
+        with safe_open(str(path), "np") as f:
+            names = json.loads((f.metadata() or {}).get("instructions", "[]"))
+    except (KeyError, ValueError, TypeError) as e:
+        raise CheckpointError(f"checkpoint file is corrupt: {path} ({e!r})") from None
     if emb.shape != (len(names), EMBED_DIM):
         raise CheckpointError(f"{path}: {emb.shape[0]} embeddings for {len(names)} instructions")
     return dict(zip(names, emb, strict=True))
@@ -152,15 +225,49 @@ def load_state_into(model: torch.nn.Module, tensors: dict[str, torch.Tensor], so
     model.load_state_dict(tensors, strict=True)
 
 
+def weights_file(folder: Path, use_ema: bool = True) -> Path:
+    """The weight file `load_model` loads, after checking that no weight file is damaged or
+    missing: EMA weights when the checkpoint has them and `use_ema`, else model weights."""
+    listed = _manifest(folder) or {}
+    for name in ("model.safetensors", "ema.safetensors"):
+        path = folder / name
+        if name in listed:
+            verify_file(path)  # raises for a missing, truncated or altered file
+        elif name == "model.safetensors" and not path.is_file():
+            raise CheckpointError(f"checkpoint file missing: {path}")
+        elif path.is_file():
+            check_safetensors_layout(path)
+    ema = folder / "ema.safetensors"
+    return ema if use_ema and ema.is_file() else folder / "model.safetensors"
+
+
+def validate_checkpoint(path: str | Path, use_ema: bool = True) -> PolicyConfig:
+    """Everything `load_model` checks, by loading it once; for parents that hand the folder to
+    worker processes (`vla eval`, `vla refine`), so a bad checkpoint fails before any worker."""
+    model, _ = load_model(path, use_ema=use_ema)
+    cfg = model.cfg
+    del model
+    return cfg
+
+
 def load_model(path: str | Path, use_ema: bool = True, device: str | torch.device = "cpu",
                language: InstructionEncoder | None = None) -> tuple[VLAModel, dict[str, Stats]]:
     """Rebuild the model from a checkpoint folder (EMA weights when present and `use_ema`)."""
     folder = Path(path)
     cfg = load_config(folder)
+    weights = weights_file(folder, use_ema)
     model = VLAModel(cfg, language=language)
-    weights = folder / "ema.safetensors" if use_ema and (folder / "ema.safetensors").exists() \
-        else folder / "model.safetensors"
     load_state_into(model, load_tensors(weights), weights)
-    stats = stats_from_json(_read_json(folder / "stats.json")) if (folder / "stats.json").exists() else {}
+    stats: dict[str, Stats] = {}
+    if _expected(folder, "stats.json"):
+        try:
+            stats = stats_from_json(_read_json(folder / "stats.json"))
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise CheckpointError(f"checkpoint file is corrupt: {folder / 'stats.json'} ({e!r})") from None
     model.language.preload(load_instruction_table(folder))
     return model.to(device).eval(), stats
+
+
+def _expected(folder: Path, name: str) -> bool:
+    """An optional file is read when present or listed (a listed but missing file is an error)."""
+    return (folder / name).exists() or name in (_manifest(folder) or {})

@@ -37,6 +37,11 @@ def register(app: typer.Typer) -> None:
         if (out / "config.json").exists() and not resume:
             raise ConfigError(f"{out} already holds a refinement run: pass --resume to continue it, "
                               "or choose another --out")
+        # Here, before the run copies the demos or starts evaluation workers: a damaged or missing
+        # checkpoint is one CheckpointError naming the file, not "evaluation worker 0 failed".
+        from vla.policy.checkpoint import validate_checkpoint
+
+        validate_checkpoint(ckpt)
         rows = RefineRun(cfg).run()
         for r in rows:
             lo, hi = r["wilson95"]
