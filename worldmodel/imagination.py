@@ -50,6 +50,9 @@ class ImaginationConfig:
     w_max: float = 5.0
     real_weight: float = 0.0  # loss weight of the policy's own real rollout steps
     demo_share: float = 0.5
+    # false: the equal-compute control - the same real rollouts and fine-tuning, no world model
+    # (use with real_weight=1: the policy's own rollouts, unfiltered)
+    imagine: bool = True
 
     def validate(self) -> None:
         for name in ("starts", "samples", "chunks", "train_chunks"):
@@ -61,6 +64,8 @@ class ImaginationConfig:
             raise ValueError(f"method_args.keyframes must be fractions in [0, 1), got {self.keyframes}")
         if not 0 <= self.demo_share <= 1:
             raise ValueError(f"method_args.demo_share must be in [0, 1], got {self.demo_share}")
+        if not self.imagine and self.real_weight <= 0:
+            raise ValueError("method_args.imagine=false needs real_weight > 0 (the control trains on real rollouts)")
 
 
 class ImaginationMethod:
@@ -108,7 +113,7 @@ class ImaginationMethod:
     # ------------------------------------------------------------------ imagination
     def after_collect(self, run: Any, version: int) -> None:
         done = run.out / f"iter_{version:02d}" / "imagination" / "weights.json"
-        if done.exists():
+        if done.exists() or not self.cfg.imagine:
             return
         from vla.data.store import EpisodeStore
         from worldmodel.checkpoint import load_checkpoint

@@ -66,3 +66,5 @@ def test_bad_method_args_and_image_mode_are_clear_errors(tmp_path: Path, policy:
         config(tmp_path, policy, pick_place_store, "obs_mode=image").validate()
     with pytest.raises(ValueError, match="samples must be >= 2"):
         config(tmp_path, policy, pick_place_store, "method_args.samples=1").validate()
+    with pytest.raises(ValueError, match="needs real_weight > 0"):
+        config(tmp_path, policy, pick_place_store, "method_args.imagine=false").validate()

@@ -1,0 +1,140 @@
+"""Imagination-refinement benchmark (issue 13): real simulator success per iteration, several seeds,
+paired by seed against the equal-compute control.
+
+  python benchmarks/bench_imagination.py run --inputs runs/bench_wm/inputs --wm runs/bench_wm/run/wm_pick_place_state \
+      --out runs/bench_imagination --seeds 0,1,2
+  python benchmarks/bench_imagination.py report --out runs/bench_imagination
+
+Base policy: the world-model benchmark's pick_place candidate nearest 45% real success (state
+mode). Methods (each `vla refine` in the one loop, the same real rollouts per iteration, no person):
+- imagination: the world model of the world-model benchmark, refitted on each iteration's real
+  rollouts (co-evolution), K imagined chunk sequences per real start state, advantage-weighted;
+- control: the same real rollouts and fine-tuning steps, the policy's own rollouts unfiltered,
+  no world model (equal compute on the policy side, equal real data).
+Version 0 is evaluated once and shared by every run (same checkpoint, same seeds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+METHODS = {"imagination": {"refit_steps": 100, "starts": 32, "samples": 8, "chunks": 6, "train_chunks": 2},
+           "control": {"imagine": False, "real_weight": 1.0}}
+
+
+def run(args: argparse.Namespace) -> None:
+    inputs, out = Path(args.inputs).resolve(), Path(args.out).resolve()
+    cands = json.loads((inputs / "candidates.json").read_text())
+    base_name = min(cands, key=lambda n: abs(cands[n]["real_success"] - 0.45))
+    base = cands[base_name]["ckpt"]
+    v0 = out / "v0_eval"
+    if not (v0 / "summary.json").exists():
+        subprocess.run([sys.executable, "-m", "vla.cli", "eval", base, "task=pick_place",
+                        f"episodes={args.eval_episodes}", "seed_start=100000", "workers=2", "videos=0",
+                        "obs_mode=state", "cameras=[]", f"out_dir={v0}"], check=True, env=ENV, cwd=ROOT)
+    for seed in [int(s) for s in args.seeds.split(",")]:
+        for method in args.methods.split(","):
+            run_dir = out / "runs" / method / f"seed{seed}"
+            if (run_dir / "records.json").exists() and len(json.loads((run_dir / "records.json").read_text())) \
+                    == args.iterations + 1:
+                continue
+            (run_dir / "iter_00" / "eval").mkdir(parents=True, exist_ok=True)
+            shutil.copy(v0 / "summary.json", run_dir / "iter_00" / "eval" / "summary.json")
+            margs = {**METHODS[method], **({"wm": str(Path(args.wm).resolve())} if method == "imagination" else {})}
+            cmd = [sys.executable, "-m", "vla.cli", "refine", "imagination", "--ckpt", base, "--demos",
+                   str(inputs / "demos.zarr"), "--task", "pick_place", "--out", str(run_dir), "--resume",
+                   "obs_mode=state", "cameras=[]", f"seed={seed}", f"collect_seed_start={300_000 + 10_000 * seed}",
+                   f"iterations={args.iterations}", f"episodes_per_iteration={args.episodes}",
+                   f"eval_episodes={args.eval_episodes}", "eval_seed_start=100000", f"train.steps={args.train_steps}",
+                   f"train.ckpt_every={args.train_steps}", "train.batch_size=64", "train.warmup_steps=50",
+                   "train.progress=false", "train.val_every=1000000", "workers=2", "videos=0",
+                   "method_args=" + json.dumps(margs)]
+            log = out / "logs" / f"{method}_seed{seed}.log"
+            log.parent.mkdir(parents=True, exist_ok=True)
+            t = time.time()
+            with open(log, "w") as f:
+                code = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=ENV, cwd=ROOT).returncode
+            print(f"[{time.strftime('%H:%M:%S')}] {method} seed {seed}: exit {code}, {time.time() - t:.0f} s",
+                  flush=True)
+    (out / "base.json").write_text(json.dumps({"name": base_name, "ckpt": base, **cands[base_name]}))
+
+
+def t_interval(x: np.ndarray) -> tuple[float, float]:
+    from scipy import stats
+
+    if len(x) < 2:
+        return (float("nan"), float("nan"))
+    half = stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x))
+    return (float(x.mean() - half), float(x.mean() + half))
+
+
+def report(args: argparse.Namespace) -> None:
+    out = Path(args.out).resolve()
+    rows: dict[str, dict[int, list[dict[str, Any]]]] = {}
+    for rec in sorted((out / "runs").glob("*/seed*/records.json")):
+        method, seed = rec.parts[-3], int(rec.parts[-2][4:])
+        rows.setdefault(method, {})[seed] = json.loads(rec.read_text())
+    base = json.loads((out / "base.json").read_text()) if (out / "base.json").exists() else {}
+    final = {m: {s: r[-1]["success_rate"] for s, r in by.items()} for m, by in rows.items()}
+    seeds = sorted(set.intersection(*(set(v) for v in final.values()))) if final else []
+    res: dict[str, Any] = {"seeds": seeds, "base": base.get("name"),
+                           "base_success": rows[next(iter(rows))][seeds[0]][0]["success_rate"] if seeds else None}
+    lines = ["# Imagination refinement (issue 13)", "",
+             f"Base policy `{base.get('name')}` (pick_place, state mode). Command: see the docstring of "
+             "`benchmarks/bench_imagination.py`.", "",
+             "| method | seed | success per version | real episodes used | imagined episodes |",
+             "|---|---|---|---|---|"]
+    for m, by in rows.items():
+        for s, r in sorted(by.items()):
+            curve = " -> ".join(f"{x['success_rate']:.2f}" for x in r)
+            lines.append(f"| {m} | {s} | {curve} | "
+                         f"{r[-1]['env_episodes']} | {r[-1].get('imagined_episodes', 0)} |")
+    for m in final:
+        v = np.array([final[m][s] for s in seeds])
+        res[f"{m}_success"] = float(v.mean()) if len(v) else None
+        res[f"{m}_per_seed"] = v.tolist()
+    if "imagination" in final and "control" in final and seeds:
+        d = np.array([final["imagination"][s] - final["control"][s] for s in seeds])
+        lo, hi = t_interval(d)
+        res.update(paired_gain_vs_control=float(d.mean()), paired_gain_vs_control_low=lo,
+                   paired_gain_vs_control_high=hi, real_episodes_used=rows["imagination"][seeds[0]][-1]["env_episodes"])
+        lines += ["", f"Imagination - control, paired by seed: {d.mean():+.3f} (95% t interval [{lo:+.3f}, {hi:+.3f}], "
+                  f"{len(seeds)} seeds)."]
+    (ROOT / "benchmarks/results/imagination.md").write_text("\n".join(lines) + "\n")
+    (ROOT / "benchmarks/results/imagination.json").write_text(json.dumps(res, indent=1))
+    print("\n".join(lines))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("phase", choices=["run", "report"])
+    ap.add_argument("--inputs", default="runs/bench_wm/inputs")
+    ap.add_argument("--wm", default="runs/bench_wm/run/wm_pick_place_state")
+    ap.add_argument("--out", default="runs/bench_imagination")
+    ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--methods", default="imagination,control")
+    ap.add_argument("--iterations", type=int, default=2)
+    ap.add_argument("--episodes", type=int, default=10)
+    ap.add_argument("--eval-episodes", type=int, default=50)
+    ap.add_argument("--train-steps", type=int, default=500)
+    args = ap.parse_args()
+    if args.phase == "run":
+        run(args)
+    else:
+        report(args)
+
+
+if __name__ == "__main__":
+    main()
