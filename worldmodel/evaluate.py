@@ -26,10 +26,20 @@ from worldmodel.model import WorldModel
 K_STEPS = (1, 5, 10)
 
 
+# Object positions beyond this (m) are physics glitches (a cube launched off the table), not
+# behaviour to predict: windows that reach one are counted and left out of the probe's means.
+GLITCH_M = 1.0
+
+
 def _probe_err(model: WorldModel, pred: np.ndarray, real: np.ndarray) -> np.ndarray:
     """Euclidean error over the probe dims (metres for positions) -> [N]."""
     dims = model.cfg.probe_dims
     return np.linalg.norm(pred[..., dims] - real[..., dims], axis=-1)
+
+
+def _sane(model: WorldModel, *states: np.ndarray) -> np.ndarray:
+    dims = model.cfg.probe_dims
+    return np.all([np.abs(s[..., dims]).max(-1) < GLITCH_M for s in states], axis=0)
 
 
 @torch.no_grad()
@@ -39,6 +49,7 @@ def k_step_errors(model: WorldModel, data: EpisodeData, ks: tuple[int, ...] = K_
     imgs = None if data.images is None else torch.from_numpy(data.images)
     for k in ks:
         lat, lat_copy, probe, probe_copy = [], [], [], []
+        glitches = 0
         for e in range(len(data)):
             s, n = int(data.starts[e]), int(data.lengths[e])
             t0 = np.arange(0, n - k * c, c)  # starts whose k-th chunk ends inside the episode
@@ -54,8 +65,10 @@ def k_step_errors(model: WorldModel, data: EpisodeData, ks: tuple[int, ...] = K_
             lat_copy.append(((z0 - z1) ** 2).mean(-1).numpy())
             if model.cfg.probe_dims:
                 pred_state = model.state(zk).mean(0).numpy()
-                probe.append(_probe_err(model, pred_state, data.state[g1]))
-                probe_copy.append(_probe_err(model, data.state[g0], data.state[g1]))
+                ok = _sane(model, data.state[g0], data.state[g1])
+                glitches += int((~ok).sum())
+                probe.append(_probe_err(model, pred_state, data.state[g1])[ok])
+                probe_copy.append(_probe_err(model, data.state[g0], data.state[g1])[ok])
         if not lat:
             continue
         row = {"n": int(sum(len(x) for x in lat)), "latent_mse": float(np.concatenate(lat).mean()),
@@ -63,7 +76,8 @@ def k_step_errors(model: WorldModel, data: EpisodeData, ks: tuple[int, ...] = K_
         if probe:
             pe, ce = np.concatenate(probe), np.concatenate(probe_copy)
             row.update(probe_err_m=float(pe.mean()), copy_last_err_m=float(ce.mean()),
-                       probe_err_median_m=float(np.median(pe)), copy_last_err_median_m=float(np.median(ce)))
+                       probe_err_median_m=float(np.median(pe)), copy_last_err_median_m=float(np.median(ce)),
+                       glitch_windows=glitches)
         out[str(k)] = row
     return out
 
