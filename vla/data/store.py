@@ -325,8 +325,12 @@ class EpisodeStore:
             cols = {k: np.asarray(self._read(f"meta/{k}", 0, n)) for k in META_KEYS}
             for k in ("task", "instruction", "source"):
                 cols[k] = np.array([str(v) for v in cols[k]], dtype=object)
-            check_table(cols, self.path, self._n_steps)  # first: it names the episode
-            check_meta_digests(cols, self._meta_crc, self.path)
+            try:
+                check_table(cols, self.path, self._n_steps)  # names the episode
+                inconsistency = None
+            except StoreError as e:
+                inconsistency = e
+            check_meta_digests(cols, self._meta_crc, self.path, inconsistency)  # names the edited key
             self._table = EpisodeTable(**cols)
         return self._table
 

@@ -146,13 +146,20 @@ def meta_digest(key: str, values: np.ndarray, crc: int = 0) -> int:
     return zlib.crc32(data, crc)
 
 
-def check_meta_digests(cols: dict[str, np.ndarray], expected: dict[str, int], path: Path) -> None:
+def check_meta_digests(cols: dict[str, np.ndarray], expected: dict[str, int], path: Path,
+                       inconsistency: StoreError | None = None) -> None:
+    """Raise for columns that differ from the commit record's digests. An inconsistency found by
+    `check_table` is raised as is unless the digests show that another column was edited (ends
+    moved by hand show up as impossible intervention counts of the next episode)."""
     n = len(cols["episode_ends"])
-    for key, want in expected.items():
-        if key in cols and meta_digest(key, cols[key]) != int(want):
-            raise StoreError(f"{path / 'meta' / key}: key 'meta/{key}', episodes 0-{n - 1}: does not match the "
-                             "commit record's digest (edited after it was committed)")
-
+    edited = [k for k, want in expected.items() if k in cols and meta_digest(k, cols[k]) != int(want)]
+    if inconsistency is not None and (not edited or any(f"'meta/{k}'" in str(inconsistency) for k in edited)):
+        raise inconsistency
+    if edited:
+        key = edited[0]
+        raise StoreError(f"{path / 'meta' / key}: key 'meta/{key}', episodes 0-{n - 1}: does not match the "
+                         "commit record's digest (edited after it was committed)"
+                         + (f"; {inconsistency}" if inconsistency is not None else ""))
 
 def record_digest(attrs: dict[str, Any]) -> int:
     body = {k: v for k, v in attrs.items() if k != "record_crc"}
