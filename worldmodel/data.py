@@ -86,8 +86,8 @@ def load_episodes(stores: Sequence[str | Path], cfg: WorldModelConfig, task: str
     instructions: list[str] = []
     tasks: set[str] = set()
     for i, path in enumerate(stores):
-        if not (Path(path) / "zarr.json").exists():
-            raise WorldModelDataError(f"{path}: not an EpisodeStore (no zarr.json)")
+        if not EpisodeStore.exists(path):
+            raise WorldModelDataError(f"{path}: not an EpisodeStore")
         store = EpisodeStore.open(path)
         check_store(store, cfg, str(path))
         table = store.table()

@@ -53,8 +53,8 @@ def start_states(store_path: str | Path, model: WorldModel, episodes: np.ndarray
     With `task` (the world model's), episodes of another task are an error."""
     if not 0 <= keyframe < 1:
         raise ValueError(f"keyframe must be in [0, 1), got {keyframe}")
-    if not (Path(store_path) / "zarr.json").exists():
-        raise WorldModelDataError(f"{store_path}: not an EpisodeStore (no zarr.json)")
+    if not EpisodeStore.exists(store_path):
+        raise WorldModelDataError(f"{store_path}: not an EpisodeStore")
     cfg = model.cfg
     with EpisodeStore.open(store_path) as store:
         check_store(store, cfg, f"start states {store_path}")
@@ -234,7 +234,7 @@ def write_imagined(store_path: str | Path, starts: StartStates, result: dict[str
     from vla.data.schema import Episode
 
     path = Path(store_path)
-    if not (path / "zarr.json").exists():
+    if not EpisodeStore.exists(path):  # nothing, or a half-created folder that create replaces
         from vla.data.schema import StoreSchema
 
         d, a = result["states"].shape[-1], result["actions"].shape[-1]

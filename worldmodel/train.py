@@ -150,7 +150,7 @@ def train_world_model(stores: list[str], out_dir: str | Path, job: WMJobConfig, 
     from worldmodel.data import load_episodes
 
     out_dir = Path(out_dir)
-    first = EpisodeStore.open(stores[0]) if (Path(stores[0]) / "zarr.json").exists() else None
+    first = EpisodeStore.open(stores[0]) if EpisodeStore.exists(stores[0]) else None
     if first is not None:
         job.model.state_dim = job.model.state_dim or first.schema.state_dim
         job.model.action_dim = job.model.action_dim or first.schema.action_dim

@@ -160,7 +160,7 @@ def open_store(path: str | Path, env: Any, seed: int) -> Any:
     schema = StoreSchema(cameras={c: img.shape[:2] for c, img in obs["images"].items()},
                          state_dim=int(obs["state"].shape[0]), action_dim=int(env.action_space.shape[0]),
                          fps=float(env.metadata.get("render_fps", 20.0)))
-    if not (Path(path) / "zarr.json").exists():
+    if not EpisodeStore.exists(path):  # nothing, or a half-created folder that create replaces
         return EpisodeStore.create(path, schema)
     store = EpisodeStore.open(path, mode="a")
     have = (store.schema.cameras, store.schema.state_dim, store.schema.action_dim)
