@@ -1,10 +1,12 @@
-"""One evaluation worker process: `python -m sim.eval_worker SPEC.json` (see sim/evaluate.py)."""
+"""One evaluation worker: `python -m sim.eval_worker SPEC.json` (local backend, see sim/evaluate.py), or
+`run_worker(spec)` inside a Ray task (sim/ray_backend.py)."""
 
 from __future__ import annotations
 
 import json
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -91,8 +93,11 @@ def intervener_args(spec: dict[str, Any]) -> dict[str, Any]:
     return {k: int(v) if isinstance(valid[k].default, int) and float(v).is_integer() else v for k, v in args.items()}
 
 
-def main(spec_path: str) -> None:
-    spec = json.loads(Path(spec_path).read_text())
+def run_worker(spec: dict[str, Any]) -> Iterator[EpisodeResult]:
+    """The spec's episodes in order, one env and policy for all of them; yields each result after
+    its episode's `.npz`/`.json` (when `episode_dir` is set) and video are on disk. Both backends
+    run this: the local one in a `python -m sim.eval_worker` process, the Ray one in a Ray task
+    (sim/ray_backend.py), so the same seeds give the same episodes on either."""
     from vla.registry import TASKS
 
     env = TASKS.make(spec["task"], **env_kwargs(spec))
@@ -108,18 +113,26 @@ def main(spec_path: str) -> None:
     episode_dir = Path(spec["episode_dir"]) if spec["episode_dir"] else None
     if episode_dir is not None:
         episode_dir.mkdir(parents=True, exist_ok=True)
-    for seed in spec["seeds"]:
-        video = seed in spec["video_seeds"]
-        result, builder, frames = run_episode(env, policy, seed, spec, episode_dir is not None, video, intervener)
-        if frames:
-            result.video = str(write_mp4(Path(spec["video_dir"]) / f"{spec['task']}_seed{seed}.mp4", frames))
-        if builder is not None and episode_dir is not None:
-            episode = builder.finish(result.success)
-            np.savez(episode_dir / f"{seed}.npz", **episode.steps)
-            (episode_dir / f"{seed}.json").write_text(json.dumps({"instruction": episode.instruction}))
+    try:
+        for seed in spec["seeds"]:
+            video = seed in spec["video_seeds"]
+            result, builder, frames = run_episode(env, policy, seed, spec, episode_dir is not None, video, intervener)
+            if frames:
+                result.video = str(write_mp4(Path(spec["video_dir"]) / f"{spec['task']}_seed{seed}.mp4", frames))
+            if builder is not None and episode_dir is not None:
+                episode = builder.finish(result.success)
+                np.savez(episode_dir / f"{seed}.npz", **episode.steps)
+                (episode_dir / f"{seed}.json").write_text(json.dumps({"instruction": episode.instruction}))
+            yield result
+    finally:
+        env.close()
+
+
+def main(spec_path: str) -> None:
+    spec = json.loads(Path(spec_path).read_text())
+    for result in run_worker(spec):
         with open(spec["results"], "a") as f:  # one line per episode: the parent's progress signal
             f.write(json.dumps(result.__dict__) + "\n")
-    env.close()
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Parallel evaluation (`vla eval`) and demo collection (`vla sim collect`) in worker processes.
 
 The parent splits a fixed, reproducible seed list (`seed_start + i`) over K worker subprocesses
-(`python -m sim.eval_worker SPEC.json`). Nothing is pickled across the process boundary: the spec
+(`python -m sim.eval_worker SPEC.json`), or with `backend=ray` over K Ray tasks that run the same
+worker function anywhere on a cluster (sim/ray_backend.py). Nothing is pickled across the process boundary: the spec
 is JSON, each worker appends one JSON line per finished episode to its results file and, when
 recording, saves the episode as an `.npz` (loaded with allow_pickle=False); the parent shows
 progress from those files, writes recorded episodes to the EpisodeStore (it is the single
@@ -29,6 +30,7 @@ from vla.data.schema import Episode, closest
 from vla.registry import EVALUATORS
 
 INTERVENERS = ("", "rac", "hg_dagger")
+BACKENDS = ("local", "ray")
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
@@ -66,11 +68,15 @@ class EvalConfig:
     policy_version: int = 0
     intervener: str = ""  # "" (none), "rac" (rewind + correct, episode ends) or "hg_dagger"
     intervener_args: dict[str, float] = field(default_factory=dict)  # ExpertIntervener keywords, e.g. subtask_timeout
+    backend: str = "local"  # local: worker subprocesses here | ray: Ray tasks (sim/ray_backend.py)
+    ray_address: str = ""  # ray: HOST:PORT of a cluster's head, "auto", or "" for a private one-machine cluster
 
     def validate(self) -> None:
         if self.episodes < 1 or self.workers < 1 or self.n_action_steps < 1:
             raise ValueError("episodes, workers and n_action_steps must be >= 1, got "
                              f"{self.episodes}, {self.workers}, {self.n_action_steps}")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"unknown backend '{self.backend}'" + closest(self.backend, BACKENDS))
         if self.intervener not in INTERVENERS:
             raise ValueError(f"unknown intervener '{self.intervener}'" + closest(self.intervener, INTERVENERS))
         if self.intervener_args:
@@ -151,7 +157,8 @@ def plot_summary(summary: dict[str, Any], path: Path) -> Path:
 
 
 def run_evaluation(config: EvalConfig, progress: bool = True) -> dict[str, Any]:
-    """Run the episodes in `config.workers` subprocesses; returns the summary (also written to disk)."""
+    """Run the episodes in `config.workers` subprocesses (backend=local) or Ray tasks (backend=ray);
+    returns the summary (also written to disk)."""
     config.validate()
     from vla.registry import TASKS
 
@@ -165,44 +172,56 @@ def run_evaluation(config: EvalConfig, progress: bool = True) -> dict[str, Any]:
     video_seeds = set(seeds[: config.videos])
     workers = min(config.workers, len(seeds))
     store = _open_record_store(config) if config.record else None
+    desc = f"{config.task} / {Path(config.policy).name}"
     with tempfile.TemporaryDirectory(prefix="vla_eval_") as tmp:
-        procs, result_files, logs = [], [], []
-        for w in range(workers):
-            spec = {**asdict(config), "seeds": seeds[w::workers], "video_seeds": sorted(video_seeds),
-                    "results": str(Path(tmp) / f"worker{w}.jsonl"),
-                    "episode_dir": str(Path(tmp) / "episodes") if store is not None else "",
-                    "video_dir": str(out_dir / "videos")}
-            spec_path = Path(tmp) / f"worker{w}.json"
-            spec_path.write_text(json.dumps(spec))
-            result_files.append(Path(spec["results"]))
-            # One thread per worker: K workers on K cores, no oversubscription (llvmpipe renders too).
-            env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "LP_NUM_THREADS": "1"}
-            # stderr goes to a file: a pipe nobody reads while waiting would block a chatty worker.
-            log = open(Path(tmp) / f"worker{w}.log", "w")  # noqa: SIM115 - closed after the worker exits
-            logs.append(log)
-            procs.append(subprocess.Popen([sys.executable, "-m", "sim.eval_worker", str(spec_path)], env=env,
-                                          stderr=log, stdout=subprocess.DEVNULL))
+        specs = [{**asdict(config), "seeds": seeds[w::workers], "video_seeds": sorted(video_seeds),
+                  "results": str(Path(tmp) / f"worker{w}.jsonl"),
+                  "episode_dir": str(Path(tmp) / "episodes") if store is not None else "",
+                  "video_dir": str(out_dir / "videos")} for w in range(workers)]
+        # The store is closed here, also when a worker fails, not by the garbage collector: a second
+        # evaluation in this process that records to the same store must find the writer lock free.
         try:
-            results = _wait(procs, result_files, len(seeds), progress,
-                            desc=f"{config.task} / {Path(config.policy).name}")
-        finally:
-            for p in procs:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait()
-            for log in logs:
-                log.close()
-        if store is not None:
-            # Closed here, not by the garbage collector: a second evaluation in this process that
-            # records to the same store must find the writer lock free.
-            try:
+            if config.backend == "ray":
+                from sim.ray_backend import run_specs
+
+                results = run_specs(specs, config.ray_address, Path(tmp) / "episodes" if store is not None else None,
+                                    out_dir / "videos", len(seeds), progress, desc)
+            else:
+                results = _run_local(specs, Path(tmp), len(seeds), progress, desc)
+            if store is not None:
                 _record(store, Path(tmp) / "episodes", results, config)
-            finally:
+        finally:
+            if store is not None:
                 store.close()
     summary = summarise(sorted(results, key=lambda r: r.seed), config)
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
     plot_summary(summary, out_dir / "summary.png")
     return summary
+
+
+def _run_local(specs: list[dict[str, Any]], tmp: Path, total: int, progress: bool, desc: str) -> list[EpisodeResult]:
+    """Each spec in its own `python -m sim.eval_worker` subprocess."""
+    procs, result_files, logs = [], [], []
+    for w, spec in enumerate(specs):
+        spec_path = tmp / f"worker{w}.json"
+        spec_path.write_text(json.dumps(spec))
+        result_files.append(Path(spec["results"]))
+        # One thread per worker: K workers on K cores, no oversubscription (llvmpipe renders too).
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "LP_NUM_THREADS": "1"}
+        # stderr goes to a file: a pipe nobody reads while waiting would block a chatty worker.
+        log = open(tmp / f"worker{w}.log", "w")  # noqa: SIM115 - closed after the worker exits
+        logs.append(log)
+        procs.append(subprocess.Popen([sys.executable, "-m", "sim.eval_worker", str(spec_path)], env=env,
+                                      stderr=log, stdout=subprocess.DEVNULL))
+    try:
+        return _wait(procs, result_files, total, progress, desc)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        for log in logs:
+            log.close()
 
 
 def _wait(procs: list[subprocess.Popen], files: list[Path], total: int, progress: bool,

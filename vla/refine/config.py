@@ -38,6 +38,8 @@ class RefineConfig:
     eval_seed_start: int = 100_000  # the same seed list evaluates every version
     collect_seed_start: int = 200_000  # iteration k collects seeds start + k * episodes_per_iteration + i
     workers: int = 2
+    backend: str = "local"  # evaluation and collection workers: local processes | ray (sim/ray_backend.py)
+    ray_address: str = ""  # backend=ray: HOST:PORT of the cluster's head; "" = a private one-machine cluster
     n_action_steps: int = 8
     obs_mode: str = "image"  # image | state (state: object poses in the state vector, no cameras)
     cameras: list[str] | None = None  # None: the task's default cameras; []: none

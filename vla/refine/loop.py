@@ -67,7 +67,8 @@ class RefineRun:
     def _eval_kwargs(self) -> dict[str, Any]:
         c = self.cfg
         return {"task": c.task, "workers": c.workers, "n_action_steps": c.n_action_steps, "cameras": c.cameras,
-                "image_size": c.image_size, "horizon": c.horizon, "obs_mode": c.obs_mode}
+                "image_size": c.image_size, "horizon": c.horizon, "obs_mode": c.obs_mode, "backend": c.backend,
+                "ray_address": c.ray_address}
 
     def collect_seeds(self, version: int) -> list[int]:
         m = self.cfg.episodes_per_iteration
