@@ -21,7 +21,7 @@ import json
 import math
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -125,7 +125,8 @@ class Trainer:
             ema_state=self.ema.state_for(self.model) if self.ema is not None else None,
             optimizer_tensors=tensors,
             train_state={"step": self.step, "param_groups": groups, "train_config": self.cfg.to_dict(),
-                         "ema_updates": self.ema.updates if self.ema is not None else 0})
+                         "ema_updates": self.ema.updates if self.ema is not None else 0,
+                         "world_size": self.world_size})  # how many ranks shared each global batch
         if self.cfg.keep_checkpoints > 0:
             old = sorted(p for p in root.glob("step_*") if p.is_dir())[: -self.cfg.keep_checkpoints]
             for p in old:
@@ -268,8 +269,19 @@ class Trainer:
 def train(model: VLAModel, train_data: Dataset, cfg: TrainConfig, out_dir: str | Path, stats: dict[str, Stats],
           val_data: Dataset | None = None, resume: bool | str | Path = False,
           evaluator: Callable[[VLAModel, int], dict[str, float]] | None = None) -> TrainResult:
-    """Convenience entry point for `vla train`: builds a Trainer, resumes if asked, fits."""
-    trainer = Trainer(model, train_data, cfg, out_dir, stats, val_data, evaluator=evaluator)
+    """Convenience entry point for `vla train`: builds a Trainer, resumes if asked, fits. Under
+    torchrun (WORLD_SIZE > 1 in the environment) each process joins the process group as its rank,
+    on GPU `cuda:LOCAL_RANK`; rank 0 alone evaluates and writes checkpoints."""
+    rank, world_size, local_rank = distributed.env_world()
+    if world_size > 1:
+        device = resolve_device(cfg.device)
+        if device.type == "cuda" and device.index is None:  # one GPU per rank on a multi-GPU node
+            cfg = replace(cfg, device=f"cuda:{local_rank}")
+            device = torch.device(cfg.device)
+            torch.cuda.set_device(device)
+        distributed.init_distributed(device, rank=rank, world_size=world_size)
+    trainer = Trainer(model, train_data, cfg, out_dir, stats, val_data, rank=rank, world_size=world_size,
+                      evaluator=evaluator)
     if resume:
         trainer.resume(None if resume is True else resume)
     return trainer.fit()

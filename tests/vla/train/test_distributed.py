@@ -44,3 +44,32 @@ def test_two_process_gloo_training_stays_in_sync(tmp_path: Path) -> None:
     assert [p.name for p in ckpts] == ["step_00000003"]
     saved = load_tensors(ckpts[0] / "model.safetensors")
     assert all(torch.equal(saved[k], w0[k]) for k in w0)
+
+
+@pytest.mark.slow
+def test_vla_train_under_torchrun_joins_one_process_group(tmp_path: Path) -> None:
+    """`torchrun --nproc-per-node 2 -m vla.cli train ...`: the ranks join one gloo group (the
+    checkpoint records world_size 2) and rank 0 alone writes the checkpoints."""
+    import os
+    import subprocess
+    import sys
+
+    from vla.data.store import EpisodeStore
+    from vla.data.synthetic import default_schema, synthetic_episode
+
+    schema = default_schema()
+    store = EpisodeStore.create(tmp_path / "demos.zarr", schema)
+    for seed in range(4):
+        store.append_episode(synthetic_episode(schema, seed))
+    store.close()
+    # Loopback only: the rendezvous and gloo would otherwise pick the host's network interface.
+    env = {**os.environ, "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}
+    run = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+                          "-m", "vla.cli", "train", str(tmp_path / "demos.zarr"), "--out", str(tmp_path / "run"),
+                          "--policy", "tiny", "--train", "debug"],
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    ckpts = sorted((tmp_path / "run" / "checkpoints").iterdir())
+    assert [p.name for p in ckpts] == ["step_00000001", "step_00000002"]
+    state = json.loads((ckpts[-1] / "train_state.json").read_text())
+    assert state["step"] == 2 and state["world_size"] == 2
