@@ -160,7 +160,11 @@ def run_specs(specs: list[dict[str, Any]], address: str, episode_dir: Path | Non
                     ref = next(gen)
                 except StopIteration:
                     continue
-                item = ray.get(ref)  # a failed task raises its RayTaskError here
+                try:
+                    item = ray.get(ref)
+                except ray.exceptions.RayTaskError as e:  # the worker's own traceback, as from a local worker
+                    raise RuntimeError(f"evaluation worker {generators.index(gen)} failed on Ray:\n"
+                                       f"{str(e)[-3000:]}") from None
                 pending.append(gen)
                 results.append(_store_item(item, known, episode_dir, video_dir))
                 bar.update(1)

@@ -163,3 +163,11 @@ def test_the_refinement_loop_hands_its_backend_to_the_evaluator(tmp_path: Path) 
     kwargs = run._eval_kwargs()
     config = EvalConfig(**kwargs)  # every key is an evaluator key
     assert (config.backend, config.ray_address) == ("ray", "10.0.0.1:6379")
+
+
+@needs_ray
+def test_a_failing_task_fails_the_evaluation_with_the_workers_error(tmp_path: Path, ray_cluster: None) -> None:
+    # A camera the task lacks is found only where the env is made: inside the Ray task.
+    with pytest.raises(RuntimeError, match=r"(?s)evaluation worker 0 failed on Ray.*unknown camera 'nope'"):
+        run_evaluation(EvalConfig(task="pick_place", policy="zero", episodes=1, workers=1, cameras=["nope"],
+                                  videos=0, backend="ray", out_dir=str(tmp_path)), progress=False)
