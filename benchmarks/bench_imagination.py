@@ -123,7 +123,7 @@ def report(args: argparse.Namespace) -> None:
     n_versions = max((len(r) for by in rows.values() for r in by.values()), default=0)  # unfinished runs wait
     final = {m: {s: r[-1]["success_rate"] for s, r in by.items() if len(r) == n_versions} for m, by in rows.items()}
     seeds = sorted(set.intersection(*(set(v) for v in final.values()))) if final else []
-    res: dict[str, Any] = {"seeds": seeds, "base": base.get("name"),
+    res: dict[str, Any] = {"seeds": sorted(final.get("imagination", {})), "base": base.get("name"),
                            "base_success": rows[next(iter(rows))][seeds[0]][0]["success_rate"] if seeds else None}
     lines = ["# Imagination refinement (issue 13)", "",
              f"Base policy `{base.get('name')}` (pick_place, state mode). Command: see the docstring of "
@@ -135,10 +135,11 @@ def report(args: argparse.Namespace) -> None:
             curve = " -> ".join(f"{x['success_rate']:.2f}" for x in r)
             lines.append(f"| {m} | {s} | {curve} | "
                          f"{r[-1]['env_episodes']} | {r[-1].get('imagined_episodes', 0)} |")
-    for m in final:
-        v = np.array([final[m][s] for s in seeds])
+    for m in final:  # each method over its own finished seeds
+        v = np.array([final[m][s] for s in sorted(final[m])])
         res[f"{m}_success"] = float(v.mean()) if len(v) else None
         res[f"{m}_per_seed"] = v.tolist()
+        res[f"{m}_seeds"] = sorted(final[m])
     for m in final:
         if m == "control" or "control" not in final:
             continue
