@@ -198,6 +198,15 @@ def test_vla_drives_the_bridge_over_dds(tmp_path, domain_id) -> None:
         os.kill(descendant_python(node.pid), signal.SIGKILL)
         node.wait(10)
         time.sleep(0.5)
+
+        def settled() -> bool:
+            # the bridge slews its applied target to the last command at max_step per tick, so the
+            # arm may still be finishing that motion when the node dies (a loaded CI once: 12 mrad)
+            q0 = mon.joints()[:7]
+            time.sleep(0.3)
+            return bool(np.abs(mon.joints()[:7] - q0).max() < 1e-3)
+
+        wait_for(settled, 10, "the arm to finish its last commanded motion")
         q_a, n = mon.joints(), mon.n_commands()
         time.sleep(0.6)
         assert mon.n_commands() == n
