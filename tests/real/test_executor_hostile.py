@@ -14,19 +14,7 @@ from hypothesis import strategies as st
 
 from real.testing import SyntheticPolicy
 from tests.real.helpers import DT, A, limits, make
-from tests.real.ros.helpers import record_case
-
-
-class Picky(SyntheticPolicy):
-    """Fails like a language-conditioned VLA on a blank instruction or a non-finite state."""
-
-    def sample_chunk(self, obs_batch, prefix=None, guidance=None):
-        obs = obs_batch[0]
-        if not str(obs["instruction"]).strip():
-            raise ValueError("instruction is empty")
-        if not np.all(np.isfinite(np.asarray(obs["state"], dtype=np.float32))):
-            raise ValueError("state not finite")
-        return super().sample_chunk(obs_batch, prefix, guidance)
+from tests.real.ros.helpers import Picky, record_case
 
 
 def with_bad_input(robot, bad_ticks: set[int], ex) -> None:

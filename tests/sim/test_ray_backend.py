@@ -91,22 +91,6 @@ def test_same_seeds_give_the_same_episodes_as_the_local_backend(tmp_path: Path, 
         assert on_ray[k] == local[k]
 
 
-@pytest.fixture(scope="module")
-def tiny_ckpt(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny VLA for pick_place (agentview + proprio -> 7-dim EE deltas), fresh weights."""
-    import torch
-
-    from vla.policy.checkpoint import save_checkpoint
-    from vla.policy.config import load_policy_config
-    from vla.policy.model import VLAModel
-
-    torch.manual_seed(0)
-    cfg = load_policy_config("tiny", cameras=["agentview"], state_dim=9, action_dim=7, d_model=32, n_heads=2,
-                             trunk_layers=1, expert_layers=1, image_size=(32, 32), vision_channels=(8, 16),
-                             chunk_size=8, max_prefix=4, num_steps=2)
-    return save_checkpoint(tmp_path_factory.mktemp("ckpt") / "tiny", VLAModel(cfg))
-
-
 @needs_ray
 @pytest.mark.slow
 def test_refinement_rollouts_of_a_checkpoint_with_an_intervener(tmp_path: Path, ray_cluster: None,

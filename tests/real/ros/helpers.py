@@ -7,6 +7,10 @@ import os
 import time
 from collections.abc import Callable
 
+import numpy as np
+
+from real.testing import SyntheticPolicy
+
 # When set (benchmarks/hardening_soak.py --suite does), the hostile-input tests append one JSON line per
 # generated case: {"area", "case", "outcome"}; the soak's report counts the distinct cases from it.
 CASE_LOG_ENV = "VLA_HOSTILE_CASE_LOG"
@@ -30,21 +34,20 @@ def record_case(area: str, case: object, outcome: str) -> None:
             f.write(json.dumps({"area": area, "case": repr(case)[:500], "outcome": outcome}) + "\n")
 
 
+class Picky(SyntheticPolicy):
+    """The synthetic stand-in, failing like a language-conditioned VLA on a blank instruction or
+    on a state that is not finite as float32 (what made the node hold for good before issue 18's
+    fix)."""
+
+    def sample_chunk(self, obs_batch, prefix=None, guidance=None):
+        obs = obs_batch[0]
+        if not str(obs["instruction"]).strip():
+            raise ValueError("instruction is empty")
+        if not np.all(np.isfinite(np.asarray(obs["state"], dtype=np.float32))):
+            raise ValueError("state is not finite")
+        return super().sample_chunk(obs_batch, prefix, guidance)
+
+
 def picky_policy(dt: float, action_dim: int, **kw):
-    """Policy factory for policy-node configs (`factory: tests.real.ros.helpers:picky_policy`): the
-    synthetic stand-in, failing like a language-conditioned VLA on a blank instruction or on a state
-    that is not finite as float32 (what made the node hold for good before issue 18's fix)."""
-    import numpy as np
-
-    from real.testing import SyntheticPolicy
-
-    class Picky(SyntheticPolicy):
-        def sample_chunk(self, obs_batch, prefix=None, guidance=None):
-            obs = obs_batch[0]
-            if not str(obs["instruction"]).strip():
-                raise ValueError("instruction is empty")
-            if not np.all(np.isfinite(np.asarray(obs["state"], dtype=np.float32))):
-                raise ValueError("state is not finite")
-            return super().sample_chunk(obs_batch, prefix, guidance)
-
+    """Policy factory for policy-node configs (`factory: tests.real.ros.helpers:picky_policy`)."""
     return Picky(action_dim=action_dim, dt=dt, **kw)
