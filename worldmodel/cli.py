@@ -128,9 +128,7 @@ def rank_cmd(ckpts: list[Path] = typer.Argument(None, help="policy checkpoints t
     else:
         raise ValueError("give policy checkpoints or --candidates FILE")
     st = start_states(starts, model, task=meta.get("task", ""))
-    st_n = min(n_starts, len(st))
-    st = type(st)(st.state[:st_n], None if st.images is None else st.images[:st_n], st.instructions[:st_n],
-                  st.episode[:st_n], st.step[:st_n], st.success[:st_n])
+    st = st.take(np.arange(min(n_starts, len(st))))
     res = rank(model, cands, st, samples=samples, n_chunks=chunks, val_store=val_store, fps=meta.get("fps", 20.0))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res, indent=1, default=lambda x: np.asarray(x).tolist()))

@@ -83,21 +83,23 @@ def k_step_errors(model: WorldModel, data: EpisodeData, ks: tuple[int, ...] = K_
 
 
 @torch.no_grad()
+def one_step_success(model: WorldModel, data: EpisodeData, e: int) -> tuple[np.ndarray, np.ndarray]:
+    """Episode e's predicted success of each chunk, one model step from every chunk-aligned real
+    state with the logged actions, and whether the task really succeeded in that chunk."""
+    c = model.cfg.chunk
+    s, n = int(data.starts[e]), int(data.lengths[e])
+    t0 = np.arange(0, n, c)
+    g0 = s + t0
+    idx = np.minimum(g0[:, None] + np.arange(c)[None], s + n - 1)
+    valid = (t0[:, None] + np.arange(c)[None]) < n
+    imgs = None if data.images is None else torch.from_numpy(data.images[g0])
+    z1 = model.next(model.encode(torch.from_numpy(data.state[g0]), imgs), torch.from_numpy(data.action[idx]))
+    return torch.sigmoid(model.success_logit(z1)).mean(0).numpy(), (data.reward[idx] * valid).max(1) > 0.5
+
+
 def chunk_success(model: WorldModel, data: EpisodeData) -> dict[str, float]:
     """Per-chunk success prediction one step from every chunk-aligned real state."""
-    c = model.cfg.chunk
-    probs, labels = [], []
-    imgs = None if data.images is None else torch.from_numpy(data.images)
-    for e in range(len(data)):
-        s, n = int(data.starts[e]), int(data.lengths[e])
-        t0 = np.arange(0, n, c)
-        g0 = s + t0
-        idx = np.minimum(g0[:, None] + np.arange(c)[None], s + n - 1)
-        valid = (t0[:, None] + np.arange(c)[None]) < n
-        z0 = model.encode(torch.from_numpy(data.state[g0]), None if imgs is None else imgs[g0])
-        z1 = model.next(z0, torch.from_numpy(data.action[idx]))
-        probs.append(torch.sigmoid(model.success_logit(z1)).mean(0).numpy())
-        labels.append((data.reward[idx] * valid).max(1) > 0.5)
+    probs, labels = zip(*(one_step_success(model, data, e) for e in range(len(data))), strict=True)
     p, y = np.concatenate(probs), np.concatenate(labels)
     return {"auroc": auroc(p, y), "ece": ece(p, y), "n": len(p), "positives": int(y.sum())}
 

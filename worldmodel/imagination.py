@@ -89,27 +89,24 @@ class ImaginationMethod:
 
     def refit(self, run: Any, version: int) -> dict[str, Any]:
         from vla.config import load_config
-        from worldmodel.checkpoint import latest_checkpoint, resolve
+        from worldmodel.checkpoint import latest_checkpoint, load_checkpoint, resolve
         from worldmodel.config import WMJobConfig
         from worldmodel.train import train_world_model
 
         c, out = self.cfg, self.wm_dir(run)
-        base = c.wm_steps
-        if c.wm and latest_checkpoint(out) is None:
+        base, given = c.wm_steps, None
+        if c.wm:  # continue the given model: its architecture, its step count
             src = resolve(c.wm)
-            step = json.loads((src / "train_state.json").read_text())["step"]
-            (out / "checkpoints").mkdir(parents=True, exist_ok=True)
-            shutil.copytree(src, out / "checkpoints" / f"step_{step:08d}")
-        if c.wm:
-            from worldmodel.checkpoint import load_checkpoint
-
-            _, job0, _, _, state = load_checkpoint(c.wm)
+            _, given, _, _, state = load_checkpoint(src)
             base = int(state["step"])
+            if latest_checkpoint(out) is None:
+                (out / "checkpoints").mkdir(parents=True, exist_ok=True)
+                shutil.copytree(src, out / "checkpoints" / f"step_{base:08d}")
         job = load_config(WMJobConfig, "worldmodel", c.wm_preset,
                           [*c.wm_overrides, "train.progress=false", "train.val_fraction=0",
                            f"train.steps={base + (version + 1) * c.refit_steps}", f"train.seed={self.run_cfg.seed}"])
-        if c.wm:
-            job.model = job0.model  # the given model's architecture
+        if given is not None:
+            job.model = given.model
         return train_world_model([str(run.store_path)], out, job, task=self.run_cfg.task, resume=True)
 
     # ------------------------------------------------------------------ imagination
@@ -120,7 +117,7 @@ class ImaginationMethod:
         from vla.data.store import EpisodeStore
         from worldmodel.checkpoint import load_checkpoint
         from worldmodel.imagination_math import advantage_weights, group_advantages, guard, rollout_scores
-        from worldmodel.imagine import ImaginedEnv, rollout, start_states, write_imagined
+        from worldmodel.imagine import ImaginedEnv, StartStates, rollout, start_states, write_imagined
         from worldmodel.rank import load_candidate
 
         c = self.cfg
@@ -135,9 +132,9 @@ class ImaginationMethod:
         rng = np.random.default_rng([self.run_cfg.seed, version])
         parts = [start_states(run.store_path, model, episodes=eps, keyframe=f, task=self.run_cfg.task)
                  for f in c.keyframes]
-        starts = _concat(parts)
+        starts = StartStates.concat(parts)
         if len(starts) > c.starts:
-            starts = _take(starts, np.sort(rng.choice(len(starts), c.starts, replace=False)))
+            starts = starts.take(np.sort(rng.choice(len(starts), c.starts, replace=False)))
         policy = load_candidate(run.policy_path(version), seed=self.run_cfg.seed * 1000 + version)
         reps = starts.repeat(c.samples)
         env = ImaginedEnv(model, max_chunks=c.chunks, fps=meta.get("fps", 20.0))
@@ -194,22 +191,6 @@ class ImaginationMethod:
         return StepWeights(loss=loss, sample=sample), {
             "imagined_episodes_supervised": float(n_imagined),
             "imagined_weight_mean": w_sum / max(n_imagined, 1), "supervised_steps": float((loss > 0).sum())}
-
-
-def _concat(parts: list[Any]) -> Any:
-    from worldmodel.imagine import StartStates
-
-    return StartStates(np.concatenate([p.state for p in parts]),
-                       None if parts[0].images is None else np.concatenate([p.images for p in parts]),
-                       [s for p in parts for s in p.instructions], np.concatenate([p.episode for p in parts]),
-                       np.concatenate([p.step for p in parts]), np.concatenate([p.success for p in parts]))
-
-
-def _take(s: Any, idx: np.ndarray) -> Any:
-    from worldmodel.imagine import StartStates
-
-    return StartStates(s.state[idx], None if s.images is None else s.images[idx], [s.instructions[i] for i in idx],
-                       s.episode[idx], s.step[idx], s.success[idx])
 
 
 @REFINE_METHODS.register("imagination")

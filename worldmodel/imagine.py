@@ -40,11 +40,22 @@ class StartStates:
     def __len__(self) -> int:
         return len(self.state)
 
+    def take(self, idx: np.ndarray) -> StartStates:
+        """The starts at `idx` (in that order, repeats allowed)."""
+        idx = np.asarray(idx, np.int64)
+        return StartStates(self.state[idx], None if self.images is None else self.images[idx],
+                           [self.instructions[i] for i in idx], self.episode[idx], self.step[idx], self.success[idx])
+
     def repeat(self, k: int) -> StartStates:
         """Each start k times in a row (K samples from the same start)."""
-        return StartStates(np.repeat(self.state, k, 0), None if self.images is None else np.repeat(self.images, k, 0),
-                           [s for s in self.instructions for _ in range(k)], np.repeat(self.episode, k),
-                           np.repeat(self.step, k), np.repeat(self.success, k))
+        return self.take(np.repeat(np.arange(len(self)), k))
+
+    @staticmethod
+    def concat(parts: list[StartStates]) -> StartStates:
+        return StartStates(np.concatenate([p.state for p in parts]),
+                           None if parts[0].images is None else np.concatenate([p.images for p in parts]),
+                           [s for p in parts for s in p.instructions], np.concatenate([p.episode for p in parts]),
+                           np.concatenate([p.step for p in parts]), np.concatenate([p.success for p in parts]))
 
 
 def start_states(store_path: str | Path, model: WorldModel, episodes: np.ndarray | None = None,
@@ -247,15 +258,16 @@ def write_imagined(store_path: str | Path, starts: StartStates, result: dict[str
                                       "images, write them to a state-only store")
         written = []
         for i in (range(len(starts)) if which is None else np.asarray(which).tolist()):
-            k = int(np.argmax(result["success_prob"][i] >= 0.5)) + 1 if result["success"][i] else \
+            # the chunk whose end the episode reached success at, else the last one imagined
+            end = int(np.argmax(result["success_prob"][i] >= 0.5)) + 1 if result["success"][i] else \
                 result["actions"].shape[1]
-            k = min(k, max_chunks) if max_chunks else k
+            k = min(end, max_chunks) if max_chunks else end
             acts = result["actions"][i, :k].reshape(-1, result["actions"].shape[-1])
             s = result["states"][i, : k + 1]
             frac = (np.arange(chunk) / chunk)[None, :, None]
             states = (s[:-1, None] * (1 - frac) + s[1:, None] * frac).reshape(-1, s.shape[-1])
             reward = np.zeros(len(acts), np.float32)
-            reward[-1] = float(result["success"][i] and k == int(np.argmax(result["success_prob"][i] >= 0.5)) + 1)
+            reward[-1] = float(result["success"][i] and k == end)
             steps = {"state": states.astype(np.float32), "action": acts.astype(np.float32), "reward": reward,
                      "is_intervention": np.zeros(len(acts), bool), "is_recovery": np.zeros(len(acts), bool),
                      "policy_version": np.full(len(acts), policy_version, np.int32),

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from worldmodel.data import load_episodes
+from worldmodel.evaluate import one_step_success
 from worldmodel.imagine import ImaginedEnv, StartStates, rollout
 from worldmodel.metrics import rank_report
 from worldmodel.model import WorldModel
@@ -65,21 +66,11 @@ def bc_val_loss(policy: Any, store: str | Path, batches: int = 8, batch_size: in
     return total / max(n, 1)
 
 
-@torch.no_grad()
 def logged_success_head(model: WorldModel, store: str | Path) -> float:
     """Mean over a store's episodes of the success head's maximum along the real trajectory (one
     chunk ahead of every chunk-aligned real state)."""
     data = load_episodes([store], model.cfg)
-    c = model.cfg.chunk
-    scores = []
-    for e in range(len(data)):
-        s, n = int(data.starts[e]), int(data.lengths[e])
-        g0 = s + np.arange(0, n, c)
-        idx = np.minimum(g0[:, None] + np.arange(c)[None], s + n - 1)
-        imgs = None if data.images is None else torch.from_numpy(data.images[g0])
-        z1 = model.next(model.encode(torch.from_numpy(data.state[g0]), imgs), torch.from_numpy(data.action[idx]))
-        scores.append(float(torch.sigmoid(model.success_logit(z1)).mean(0).max()))
-    return float(np.mean(scores))
+    return float(np.mean([one_step_success(model, data, e)[0].max() for e in range(len(data))]))
 
 
 def rank(model: WorldModel, candidates: dict[str, dict[str, Any]], starts: StartStates, samples: int = 4,
