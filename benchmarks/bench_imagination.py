@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -27,9 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from wm_candidates import ENV, ROOT  # benchmarks/ is this script's folder
 
-ROOT = Path(__file__).resolve().parents[1]
-ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
 METHODS = {"imagination": {"refit_steps": 100, "starts": 32, "samples": 8, "chunks": 6, "train_chunks": 2},
            "control": {"imagine": False, "real_weight": 1.0},
            # ablation: supervise only the first imagined chunk (its first state is the real one)

@@ -20,27 +20,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-
-
-def vla(*args: str) -> list[str]:
-    return [sys.executable, "-m", "vla.cli", *map(str, args)]
-
-
-def sh(cmd: list[str], log: Path) -> None:
-    log.parent.mkdir(parents=True, exist_ok=True)
-    t = time.time()
-    with open(log, "w") as f:
-        subprocess.run(cmd, check=True, stdout=f, stderr=subprocess.STDOUT, env=ENV, cwd=ROOT)
-    print(f"[{time.strftime('%H:%M:%S')}] {log.stem}: {time.time() - t:.0f} s", flush=True)
+from wm_candidates import sh, vla  # benchmarks/ is this script's folder
 
 
 def collect(store: Path, task: str, episodes: int, seed: int, log: Path, *extra: str) -> None:

@@ -25,16 +25,21 @@ from pathlib import Path
 STATE = ["obs_mode=state", "cameras=[]", "videos=0"]
 
 
-def vla(*args: str) -> list[str]:
-    return [sys.executable, "-m", "vla.cli", *args]
+ROOT = Path(__file__).resolve().parents[1]
+# One thread per process: the benchmarks run several at once on two cores.
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+
+
+def vla(*args: object) -> list[str]:
+    return [sys.executable, "-m", "vla.cli", *map(str, args)]
 
 
 def sh(cmd: list[str], log: Path) -> None:
+    """Run a step of a benchmark, its output to `log`, its time on stdout."""
     log.parent.mkdir(parents=True, exist_ok=True)
     t = time.time()
     with open(log, "w") as f:
-        subprocess.run(cmd, check=True, stdout=f, stderr=subprocess.STDOUT,
-                       env={**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"})
+        subprocess.run(cmd, check=True, stdout=f, stderr=subprocess.STDOUT, env=ENV, cwd=ROOT)
     print(f"[{time.strftime('%H:%M:%S')}] {log.stem}: {time.time() - t:.0f} s", flush=True)
 
 
