@@ -251,10 +251,9 @@ def _wait(procs: list[subprocess.Popen], files: list[Path], total: int, progress
 def check_policy_spec(spec: str) -> None:
     """Validate a checkpoint folder in this (parent) process before workers load it: a damaged or
     missing checkpoint is one CheckpointError / FileNotFoundError naming the file."""
-    from sim.policies import BUILTIN, ONNX_META
+    from sim.policies import BUILTIN, ONNX_META, wrapper_spec
 
-    prefix, sep, _ = spec.partition(":")
-    if spec in BUILTIN or (sep and len(prefix) > 1):  # built-ins and "wm-select:ARGS" specs
+    if spec in BUILTIN or wrapper_spec(spec) is not None:  # the wrapped policy is checked when loaded
         return
     path = Path(spec)
     if not path.exists():

@@ -91,6 +91,14 @@ class ExpertPolicy:
         self.info = {}
 
 
+def wrapper_spec(spec: str) -> tuple[str, str] | None:
+    """(name, args) of a "NAME:ARGS" spec that wraps a policy (vla.registry.POLICY_SPECS, e.g.
+    "wm-select:ckpt=...,wm=..."), or None for a built-in or a folder (a one-letter prefix is a
+    Windows drive, not a name)."""
+    prefix, sep, rest = spec.partition(":")
+    return (prefix, rest) if sep and len(prefix) > 1 else None
+
+
 def load_policy(spec: str, env: Any, *, noise: float = 0.0, skill: float = 1.0, seed: int = 0) -> Any:
     action_dim = int(env.action_space.shape[0])
     if spec == "zero":
@@ -99,10 +107,11 @@ def load_policy(spec: str, env: Any, *, noise: float = 0.0, skill: float = 1.0, 
         return RandomPolicy(action_dim, seed=seed)
     if spec == "expert":
         return ExpertPolicy(env, noise=noise, skill=skill, seed=seed)
-    prefix, sep, rest = spec.partition(":")
-    if sep and len(prefix) > 1:  # "wm-select:ARGS" (not a Windows drive letter)
+    wrapper = wrapper_spec(spec)
+    if wrapper is not None:
         from vla.registry import POLICY_SPECS
 
+        prefix, rest = wrapper
         return POLICY_SPECS.get(prefix)(rest, env=env, seed=seed,
                                         load=lambda s: load_policy(s, env, noise=noise, skill=skill, seed=seed))
     path = Path(spec)
