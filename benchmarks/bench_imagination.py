@@ -21,12 +21,11 @@ import json
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from wm_candidates import ENV, ROOT  # benchmarks/ is this script's folder
+from wm_candidates import ENV, ROOT, refine_run  # benchmarks/ is this script's folder
 
 METHODS = {"imagination": {"refit_steps": 100, "starts": 32, "samples": 8, "chunks": 6, "train_chunks": 2},
            "control": {"imagine": False, "real_weight": 1.0},
@@ -53,21 +52,10 @@ def run(args: argparse.Namespace) -> None:
             (run_dir / "iter_00" / "eval").mkdir(parents=True, exist_ok=True)
             shutil.copy(v0 / "summary.json", run_dir / "iter_00" / "eval" / "summary.json")
             margs = {**METHODS[method], **({"wm": str(Path(args.wm).resolve())} if method != "control" else {})}
-            cmd = [sys.executable, "-m", "vla.cli", "refine", "imagination", "--ckpt", base, "--demos",
-                   str(inputs / "demos.zarr"), "--task", "pick_place", "--out", str(run_dir), "--resume",
-                   "obs_mode=state", "cameras=[]", f"seed={seed}", f"collect_seed_start={300_000 + 10_000 * seed}",
-                   f"iterations={args.iterations}", f"episodes_per_iteration={args.episodes}",
-                   f"eval_episodes={args.eval_episodes}", "eval_seed_start=100000", f"train.steps={args.train_steps}",
-                   f"train.ckpt_every={args.train_steps}", "train.batch_size=64", "train.warmup_steps=50",
-                   "train.progress=false", "train.val_every=1000000", "workers=2", "videos=0",
-                   "method_args=" + json.dumps(margs)]
-            log = out / "logs" / f"{method}_seed{seed}.log"
-            log.parent.mkdir(parents=True, exist_ok=True)
-            t = time.time()
-            with open(log, "w") as f:
-                code = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=ENV, cwd=ROOT).returncode
-            print(f"[{time.strftime('%H:%M:%S')}] {method} seed {seed}: exit {code}, {time.time() - t:.0f} s",
-                  flush=True)
+            refine_run("imagination", base, inputs / "demos.zarr", run_dir, out / "logs" / f"{method}_seed{seed}.log",
+                       seed=seed, collect_seed_start=300_000 + 10_000 * seed, iterations=args.iterations,
+                       episodes=args.episodes, eval_episodes=args.eval_episodes, train_steps=args.train_steps,
+                       method_args=margs)
     (out / "base.json").write_text(json.dumps({"name": base_name, "ckpt": base, **cands[base_name]}))
 
 

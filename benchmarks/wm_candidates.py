@@ -43,6 +43,25 @@ def sh(cmd: list[str], log: Path) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {log.stem}: {time.time() - t:.0f} s", flush=True)
 
 
+def refine_run(method: str, ckpt: str, demos: Path, run_dir: Path, log: Path, *, seed: int, collect_seed_start: int,
+               iterations: int, episodes: int, eval_episodes: int, train_steps: int, method_args: dict) -> int:
+    """One `vla refine METHOD` run of a refinement benchmark (pick_place, state mode, resumable; the
+    evaluation seeds 100000+ of every benchmark); its exit code."""
+    cmd = [sys.executable, "-m", "vla.cli", "refine", method, "--ckpt", ckpt, "--demos", str(demos), "--task",
+           "pick_place", "--out", str(run_dir), "--resume", "obs_mode=state", "cameras=[]", f"seed={seed}",
+           f"collect_seed_start={collect_seed_start}", f"iterations={iterations}",
+           f"episodes_per_iteration={episodes}", f"eval_episodes={eval_episodes}", "eval_seed_start=100000",
+           f"train.steps={train_steps}", f"train.ckpt_every={train_steps}", "train.batch_size=64",
+           "train.warmup_steps=50", "train.progress=false", "train.val_every=1000000", "workers=2", "videos=0",
+           "method_args=" + json.dumps(method_args)]
+    log.parent.mkdir(parents=True, exist_ok=True)
+    t = time.time()
+    with open(log, "w") as f:
+        code = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=ENV, cwd=ROOT).returncode
+    print(f"[{time.strftime('%H:%M:%S')}] {log.stem}: exit {code}, {time.time() - t:.0f} s", flush=True)
+    return code
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="runs/bench_wm/inputs")

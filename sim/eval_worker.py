@@ -35,6 +35,7 @@ def run_episode(env: Any, policy: Any, seed: int, spec: dict[str, Any], record: 
     frames: list[np.ndarray] = [tile_cameras(obs["images"])] if video and obs["images"] else []
     subtasks: list[str] = []
     queue: list[np.ndarray] = []
+    guided_chunk, guided_steps = False, []
     total_reward, steps, n_intervention, n_recovery, t0 = 0.0, 0, 0, 0, time.perf_counter()
     done = False
     while not done:
@@ -42,6 +43,7 @@ def run_episode(env: Any, policy: Any, seed: int, spec: dict[str, Any], record: 
             if isinstance(policy, ExpertPolicy):
                 policy.info = info
             queue = list(np.asarray(policy.sample_chunk([obs]))[0][: spec["n_action_steps"]])
+            guided_chunk = bool(np.any(getattr(policy, "last_guided", False)))
         action, is_intervention, is_recovery = queue[0], False, False
         if intervener is not None:
             info["policy_action"] = action
@@ -53,6 +55,8 @@ def run_episode(env: Any, policy: Any, seed: int, spec: dict[str, Any], record: 
                 break  # RaC: the episode ends with the intervention
         if not is_intervention:
             queue.pop(0)
+            if guided_chunk:
+                guided_steps.append(steps)
         next_obs, reward, terminated, truncated, info = env.step(action)
         if builder is not None:
             builder.add_step(images=obs["images"], state=obs["state"], action=action, timestamp=obs["timestamp"],
@@ -75,7 +79,8 @@ def run_episode(env: Any, policy: Any, seed: int, spec: dict[str, Any], record: 
     result = EpisodeResult(seed=seed, success=success, length=steps, reward=total_reward, subtasks=subtasks,
                            subtasks_done=finished, seconds=time.perf_counter() - t0,
                            intervention_steps=n_intervention, recovery_steps=n_recovery,
-                           takeovers=len(intervener.takeovers) if intervener is not None else 0)
+                           takeovers=len(intervener.takeovers) if intervener is not None else 0,
+                           guided_steps=guided_steps)
     return result, builder, frames
 
 

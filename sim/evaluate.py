@@ -98,6 +98,8 @@ class EpisodeResult:
     intervention_steps: int = 0
     recovery_steps: int = 0
     takeovers: int = 0
+    # steps whose chunk was sampled under guidance (a guided policy's `last_guided`, e.g. ReGuide)
+    guided_steps: list[int] = field(default_factory=list)
 
 
 def summarise(results: list[EpisodeResult], config: EvalConfig) -> dict[str, Any]:

@@ -65,8 +65,29 @@ EVALUATORS: Registry[Any] = Registry("evaluator", modules=("sim.evaluate",))
 # Refinement algorithms: vla/refine registers them.
 ALGORITHMS: Registry[Any] = Registry("algorithm", modules=("vla.refine",))
 # Refinement methods from outside vla/ that plug into the refinement loop (vla/refine/plugin.py):
-# worldmodel/ registers "imagination".
-REFINE_METHODS: Registry[Any] = Registry("refinement method", modules=("worldmodel.imagination",))
+# worldmodel/ registers "imagination", "reguide_ft" and "reguide_fs".
+REFINE_METHODS: Registry[Any] = Registry("refinement method",
+                                         modules=("worldmodel.imagination", "worldmodel.reguide_refine"))
 # Policy specs with a prefix ("NAME:ARGS") that wrap a policy, e.g. worldmodel's test-time chunk
-# selection "wm-select:..." (sim.policies.load_policy looks them up).
-POLICY_SPECS: Registry[Any] = Registry("policy spec", modules=("worldmodel.select",))
+# selection "wm-select:..." and ReGuide's guided policy "reguide:..." (sim.policies.load_policy looks
+# them up).
+POLICY_SPECS: Registry[Any] = Registry("policy spec", modules=("worldmodel.select", "worldmodel.reguide"))
+
+
+def spec_args(name: str, args: str, valid: tuple[str, ...], required: tuple[str, ...], example: str
+              ) -> dict[str, str]:
+    """The key=value arguments of a "NAME:ARGS" policy spec, checked: one-line errors name the part
+    that is not key=value, an unknown key (with the close match) or a missing one."""
+    out = {}
+    for part in filter(None, args.split(",")):
+        key, sep, value = part.partition("=")
+        if not sep:
+            raise ValueError(f"{name}: '{part}' is not key=value (spec: {example})")
+        out[key.strip()] = value.strip()
+    unknown = sorted(set(out) - set(valid))
+    if unknown:
+        raise ValueError(f"{name}: unknown key '{unknown[0]}'{closest(unknown[0], valid)}")
+    for need in required:
+        if need not in out:
+            raise ValueError(f"{name}: missing {need}= (spec: {example})")
+    return out

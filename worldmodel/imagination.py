@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,26 +89,9 @@ class ImaginationMethod:
         return run.out / "wm"
 
     def refit(self, run: Any, version: int) -> dict[str, Any]:
-        from vla.config import load_config
-        from worldmodel.checkpoint import latest_checkpoint, load_checkpoint, resolve
-        from worldmodel.config import WMJobConfig
-        from worldmodel.train import train_world_model
-
-        c, out = self.cfg, self.wm_dir(run)
-        base, given = c.wm_steps, None
-        if c.wm:  # continue the given model: its architecture, its step count
-            src = resolve(c.wm)
-            _, given, _, _, state = load_checkpoint(src)
-            base = int(state["step"])
-            if latest_checkpoint(out) is None:
-                (out / "checkpoints").mkdir(parents=True, exist_ok=True)
-                shutil.copytree(src, out / "checkpoints" / f"step_{base:08d}")
-        job = load_config(WMJobConfig, "worldmodel", c.wm_preset,
-                          [*c.wm_overrides, "train.progress=false", "train.val_fraction=0",
-                           f"train.steps={base + (version + 1) * c.refit_steps}", f"train.seed={self.run_cfg.seed}"])
-        if given is not None:
-            job.model = given.model
-        return train_world_model([str(run.store_path)], out, job, task=self.run_cfg.task, resume=True)
+        c = self.cfg
+        return fit_run_world_model(run, self.wm_dir(run), c.wm, c.wm_preset, c.wm_overrides,
+                                   lambda base: base + (version + 1) * c.refit_steps, c.wm_steps)
 
     # ------------------------------------------------------------------ imagination
     def after_collect(self, run: Any, version: int) -> None:
@@ -163,16 +147,12 @@ class ImaginationMethod:
     # ------------------------------------------------------------------ weights
     def step_weights(self, run: Any, version: int, model: torch.nn.Module) -> tuple[Any, dict[str, float]]:
         from vla.data.store import EpisodeStore
-        from vla.refine.weights import StepWeights, sample_distribution
+        from vla.refine.weights import StepWeights, demo_loss, sample_distribution
 
         with EpisodeStore.open(run.store_path) as store:
             table = store.table()
         starts, ends = table.episode_starts, table.episode_ends
-        loss = np.zeros(int(ends[-1]) if len(ends) else 0, np.float32)
-        demo = np.zeros_like(loss, dtype=bool)
-        for e in np.flatnonzero(table.source == "demo"):
-            loss[starts[e]:ends[e]] = 1.0
-            demo[starts[e]:ends[e]] = True
+        loss, demo = demo_loss(table)
         n_imagined, w_sum = 0, 0.0
         for k in range(version + 1):  # imagined data of every iteration so far, aggregated
             f = run.out / f"iter_{k:02d}" / "imagination" / "weights.json"
@@ -193,9 +173,35 @@ class ImaginationMethod:
             "imagined_weight_mean": w_sum / max(n_imagined, 1), "supervised_steps": float((loss > 0).sum())}
 
 
+def fit_run_world_model(run: Any, out: Path, wm: str, preset: str, overrides: list[str],
+                        total_steps: Callable[[int], int], wm_steps: int) -> dict[str, Any]:
+    """Train (or continue) a refinement run's world model in `out` on the run's store, resumably:
+    from the given model `wm` (its architecture and step count) or from scratch for `wm_steps`;
+    it trains up to `total_steps(base step)` steps."""
+    from vla.config import load_config
+    from worldmodel.checkpoint import latest_checkpoint, load_checkpoint, resolve
+    from worldmodel.config import WMJobConfig
+    from worldmodel.train import train_world_model
+
+    base, given = wm_steps, None
+    if wm:  # continue the given model: its architecture, its step count
+        src = resolve(wm)
+        _, given, _, _, state = load_checkpoint(src)
+        base = int(state["step"])
+        if latest_checkpoint(out) is None:
+            (out / "checkpoints").mkdir(parents=True, exist_ok=True)
+            shutil.copytree(src, out / "checkpoints" / f"step_{base:08d}")
+    job = load_config(WMJobConfig, "worldmodel", preset,
+                      [*overrides, "train.progress=false", "train.val_fraction=0",
+                       f"train.steps={total_steps(base)}", f"train.seed={run.cfg.seed}"])
+    if given is not None:
+        job.model = given.model
+    return train_world_model([str(run.store_path)], out, job, task=run.cfg.task, resume=True)
+
+
 @REFINE_METHODS.register("imagination")
 def make_imagination(cfg: Any) -> ImaginationMethod:
     return ImaginationMethod(cfg)
 
 
-__all__ = ["ImaginationConfig", "ImaginationMethod"]
+__all__ = ["ImaginationConfig", "ImaginationMethod", "fit_run_world_model"]

@@ -73,20 +73,10 @@ class WorldModelSelection:
 
 
 def parse_spec(args: str) -> dict[str, str]:
-    out = {}
-    for part in filter(None, args.split(",")):
-        key, sep, value = part.partition("=")
-        if not sep:
-            raise ValueError(f"wm-select: '{part}' is not key=value (spec: wm-select:ckpt=P,wm=W,k=8,chunks=2)")
-        out[key.strip()] = value.strip()
-    unknown = sorted(set(out) - {"ckpt", "wm", "k", "chunks", "value_weight", "disagreement_penalty"})
-    if unknown:
-        raise ValueError(f"wm-select: unknown key '{unknown[0]}' (valid: ckpt, wm, k, chunks, value_weight, "
-                         "disagreement_penalty)")
-    for need in ("ckpt", "wm"):
-        if need not in out:
-            raise ValueError(f"wm-select: missing {need}= (spec: wm-select:ckpt=P,wm=W,k=8,chunks=2)")
-    return out
+    from vla.registry import spec_args
+
+    return spec_args("wm-select", args, ("ckpt", "wm", "k", "chunks", "value_weight", "disagreement_penalty"),
+                     ("ckpt", "wm"), "wm-select:ckpt=P,wm=W,k=8,chunks=2")
 
 
 @POLICY_SPECS.register("wm-select")

@@ -53,7 +53,8 @@ class RefineRun:
         from vla.train.trainer import latest_checkpoint
 
         ckpt = latest_checkpoint(self.out / f"iter_{version:02d}" / "train")
-        if ckpt is None or json.loads((ckpt / "train_state.json").read_text())["step"] < self.cfg.train.steps:
+        steps = self.plugin.train_steps(self) if hasattr(self.plugin, "train_steps") else self.cfg.train.steps
+        if ckpt is None or json.loads((ckpt / "train_state.json").read_text())["step"] < steps:
             raise FileNotFoundError(f"policy version {version} is not trained yet")
         return ckpt
 
@@ -111,9 +112,12 @@ class RefineRun:
         if not missing:
             return
         mode = self.plugin.collection_mode if self.plugin is not None else rw.COLLECTION_MODE[self.cfg.method]
+        policy, source = str(self.policy_path(version)), "rollout"
+        if self.plugin is not None and hasattr(self.plugin, "collect_policy"):
+            policy, source = self.plugin.collect_policy(self, version, policy)
         EVALUATORS.get("sim_episodes")(
-            progress=self.progress, policy=str(self.policy_path(version)), episodes=len(missing), seeds=missing,
-            videos=0, record=str(self.store_path), source="rollout", policy_version=version,
+            progress=self.progress, policy=policy, episodes=len(missing), seeds=missing,
+            videos=0, record=str(self.store_path), source=source, policy_version=version,
             intervener=mode, intervener_args=dict(self.cfg.intervener_args),
             out_dir=str(self.out / f"iter_{version:02d}" / "collect"), **self._eval_kwargs())
 
@@ -183,6 +187,8 @@ class RefineRun:
         data = WindowDataset(store, obs_horizon=model.cfg.n_obs_steps, action_horizon=model.cfg.chunk_size,
                              cameras=model.cfg.cameras, loss_weights=w.loss, sample_weights=w.sample)
         train_cfg = type(c.train)(**{**asdict(c.train), "seed": c.seed * 1000 + version})
+        if self.plugin is not None and hasattr(self.plugin, "train_setup"):
+            model, train_cfg = self.plugin.train_setup(self, version, model, train_cfg)
         trainer = Trainer(model, data, train_cfg, out / "train", stats)
         if latest_checkpoint(out / "train") is not None:
             trainer.resume()

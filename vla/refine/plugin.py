@@ -9,6 +9,12 @@ A factory registered under a name gets the run's `RefineConfig` (its own setting
   (imagined or guided episodes); must be resumable (skip what is done);
 - `step_weights(run, version, model) -> (StepWeights, info)`: loss and sampling weights over the
   run's store for fine-tuning version k.
+Optional:
+- `collect_policy(run, version, ckpt) -> (policy spec, source)`: what runs the real rollouts of
+  version k and the source they are recorded with (ReGuide: its guided policy, "guided");
+- `train_setup(run, version, model, train_cfg) -> (model, train_cfg)`: the model and training
+  settings that produce version k + 1 (ReGuide-FS: a freshly initialised model, more steps);
+- `train_steps(run) -> int`: the step count at which a version is trained (with `train_setup`).
 """
 
 from __future__ import annotations

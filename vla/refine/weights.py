@@ -24,6 +24,7 @@ alike. Critic weights enter the loss only (self-normalised per batch by `flow.ma
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -61,6 +62,18 @@ def awr_weights(returns: np.ndarray, values: np.ndarray, beta: float, w_max: flo
     if beta <= 0:
         raise ValueError(f"beta must be > 0, got {beta}")
     return np.minimum(np.exp((returns - values) / beta), w_max).astype(np.float32)
+
+
+def demo_loss(table: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(loss float32, demo bool) per step of a store's `EpisodeTable`: 1 and True on every demo
+    step, 0 and False elsewhere; the start of a plug-in method's weights."""
+    starts, ends = table.episode_starts, table.episode_ends
+    loss = np.zeros(int(ends[-1]) if len(ends) else 0, np.float32)
+    demo = np.zeros_like(loss, dtype=bool)
+    for e in np.flatnonzero(table.source == "demo"):
+        loss[starts[e]:ends[e]] = 1.0
+        demo[starts[e]:ends[e]] = True
+    return loss, demo
 
 
 def sample_distribution(loss: np.ndarray, demo: np.ndarray, demo_share: float | None) -> np.ndarray:

@@ -97,3 +97,11 @@ def test_bad_input_is_named(store: EpisodeStore) -> None:
         weights_for(store, "habc")
     with pytest.raises(ValueError, match="demo_share"):
         weights_for(store, "rac", share=1.5)
+
+
+def test_demo_loss_marks_every_demo_step_and_nothing_else(store: EpisodeStore) -> None:
+    store.append_episode(make(4, "demo", False, [0, 0]))  # 15-16: a failed demo is still a demo
+    loss, demo = rw.demo_loss(store.table())
+    assert loss.dtype == np.float32 and len(loss) == store.n_steps == 17
+    assert np.flatnonzero(loss).tolist() == np.flatnonzero(demo).tolist() == [0, 1, 2, 15, 16]
+    assert set(loss.tolist()) == {0.0, 1.0}

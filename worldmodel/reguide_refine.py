@@ -1,0 +1,151 @@
+"""`vla refine reguide-ft` and `vla refine reguide-fs`: ReGuide (arXiv 2606.28939) in the one
+refinement loop (vla/refine/loop.py; registered in `vla.registry.REFINE_METHODS`).
+
+Per iteration k (policy version k):
+1. (once) the world model: the given `wm`, or one trained for `wm_steps` on the demos; the phase
+   targets of `worldmodel.reguide` fitted on the demos (`<out>/reguide/`);
+2. real rollouts of version k under phase-conditioned guidance (`reguide:` policy spec), recorded
+   with source=guided; the steps where guidance acted are listed per episode in the collection's
+   summary (`iter_k/collect/summary.json`, `guided_steps`) and counted in `iter_k/reguide.json`;
+3. fine-tuning on the demos (`demo_share` of the sampled windows: the released code's expert
+   sample weight, 0.2) and every successful rollout so far:
+   - reguide-ft: from version k (ReGuide-FT);
+   - reguide-fs: a freshly initialised model of the same architecture, `fs_steps` steps (ReGuide-FS).
+`guide=false` is the matched-data ablation: the same number of rollouts without guidance, the
+successful ones absorbed the same way (it is then filtered BC with ReGuide's data mix).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from vla.registry import REFINE_METHODS
+
+
+@dataclass
+class ReGuideConfig:
+    wm: str = ""  # a trained world model (checkpoint or run folder); "" = train one on the demos
+    wm_preset: str = "default"
+    wm_overrides: list[str] = field(default_factory=list)
+    wm_steps: int = 2000
+    scale: float = 0.01  # guidance step on the clean-action estimate (the released code's 0.01)
+    late: float = 0.3  # guided share of the last Euler steps (the released code: last 10-30 of 100)
+    guide: bool = True  # false: the matched-data ablation (unguided rollouts, successes absorbed alike)
+    demo_share: float = 0.2  # share of sampled windows from the demos (the released code's expert weight)
+    fs_steps: int = 0  # reguide-fs: training steps from scratch; 0 = train.steps
+    phases: dict[str, Any] = field(default_factory=dict)  # worldmodel.reguide.PhaseConfig fields
+
+    def validate(self) -> None:
+        if self.scale < 0 or not 0 <= self.late <= 1:
+            raise ValueError(f"method_args: scale must be >= 0 and late in [0, 1], got {self.scale}, {self.late}")
+        if not 0 <= self.demo_share < 1:
+            raise ValueError(f"method_args.demo_share must be in [0, 1), got {self.demo_share}")
+        if self.fs_steps < 0 or self.wm_steps < 1:
+            raise ValueError("method_args: fs_steps must be >= 0 and wm_steps >= 1")
+
+
+class ReGuideMethod:
+    collection_mode = ""  # no person: guidance is the only help
+
+    def __init__(self, cfg: Any, from_scratch: bool) -> None:
+        from vla.config import from_dict
+        from worldmodel.reguide import PhaseConfig
+
+        self.run_cfg, self.from_scratch = cfg, from_scratch
+        self.cfg = from_dict(ReGuideConfig, dict(cfg.method_args), "method_args")
+        self.cfg.validate()
+        self.phase_cfg = from_dict(PhaseConfig, dict(self.cfg.phases), "method_args.phases")
+        self.phase_cfg.validate()
+        if self.cfg.fs_steps and not from_scratch:
+            raise ValueError("method_args.fs_steps is for reguide-fs (reguide-ft fine-tunes for train.steps)")
+
+    # ------------------------------------------------------------------ guidance targets
+    def phases_dir(self, run: Any) -> Path:
+        return run.out / "reguide" / "phases"
+
+    def prepare_guidance(self, run: Any) -> Path:
+        """The world model and the phase targets, made once per run (resumable)."""
+        from worldmodel.imagination import fit_run_world_model
+        from worldmodel.reguide import fit_phase_targets
+
+        folder = self.phases_dir(run)
+        if (folder / "phases.json").is_file():
+            return folder
+        c = self.cfg
+        wm_dir = run.out / "reguide" / "wm"
+        fit_run_world_model(run, wm_dir, c.wm, c.wm_preset, c.wm_overrides, lambda base: base, c.wm_steps)
+        targets = fit_phase_targets(run.store_path, wm_dir, self.phase_cfg, task=self.run_cfg.task)
+        targets.save(folder)
+        return folder
+
+    def collect_policy(self, run: Any, version: int, ckpt: str) -> tuple[str, str]:
+        if not self.cfg.guide:
+            return ckpt, "rollout"
+        folder = self.prepare_guidance(run)
+        return f"reguide:ckpt={ckpt},phases={folder},scale={self.cfg.scale},late={self.cfg.late}", "guided"
+
+    def after_collect(self, run: Any, version: int) -> None:
+        summary = run.out / f"iter_{version:02d}" / "collect" / "summary.json"
+        done = run.out / f"iter_{version:02d}" / "reguide.json"
+        if done.exists() or not summary.exists():
+            return
+        eps = json.loads(summary.read_text()).get("episodes_detail", [])
+        guided = [len(e.get("guided_steps", [])) for e in eps]
+        steps = [e["length"] for e in eps]
+        done.write_text(json.dumps({
+            "guide": self.cfg.guide, "episodes": len(eps), "successes": int(sum(e["success"] for e in eps)),
+            "guided_steps": int(sum(guided)), "steps": int(sum(steps)),
+            "guided_step_share": float(sum(guided) / max(sum(steps), 1)),
+            "guided_episodes": int(sum(g > 0 for g in guided)),
+            "success_guided_episodes": int(sum(e["success"] and len(e.get("guided_steps", [])) > 0 for e in eps))},
+            indent=1))
+
+    # ------------------------------------------------------------------ fine-tuning
+    def train_steps(self, run: Any) -> int:
+        return (self.cfg.fs_steps or run.cfg.train.steps) if self.from_scratch else run.cfg.train.steps
+
+    def train_setup(self, run: Any, version: int, model: torch.nn.Module, train_cfg: Any) -> tuple[Any, Any]:
+        if not self.from_scratch:
+            return model, train_cfg
+        from vla.policy.model import VLAModel
+
+        torch.manual_seed(train_cfg.seed)
+        fresh = VLAModel(model.cfg, language=model.language)  # same architecture and instruction table
+        fresh.normalizer.load_state_dict(model.normalizer.state_dict())
+        return fresh, type(train_cfg)(**{**asdict(train_cfg), "steps": self.train_steps(run)})
+
+    def step_weights(self, run: Any, version: int, model: torch.nn.Module) -> tuple[Any, dict[str, float]]:
+        from vla.data.store import EpisodeStore
+        from vla.refine.weights import StepWeights, demo_loss, sample_distribution
+
+        with EpisodeStore.open(run.store_path) as store:
+            table = store.table()
+        loss, demo = demo_loss(table)
+        absorbed = (table.source != "demo") & (table.source != "imagined") & np.asarray(table.success, bool)
+        for e in np.flatnonzero(absorbed):
+            loss[table.episode_starts[e]:table.episode_ends[e]] = 1.0
+        share = self.cfg.demo_share if absorbed.any() else 1.0
+        sample = sample_distribution(loss, demo, share)
+        return StepWeights(loss=loss, sample=sample), {
+            "absorbed_episodes": float(absorbed.sum()),
+            "absorbed_guided_episodes": float((absorbed & (table.source == "guided")).sum()),
+            "supervised_steps": float((loss > 0).sum())}
+
+
+@REFINE_METHODS.register("reguide_ft")
+def make_reguide_ft(cfg: Any) -> ReGuideMethod:
+    return ReGuideMethod(cfg, from_scratch=False)
+
+
+@REFINE_METHODS.register("reguide_fs")
+def make_reguide_fs(cfg: Any) -> ReGuideMethod:
+    return ReGuideMethod(cfg, from_scratch=True)
+
+
+__all__ = ["ReGuideConfig", "ReGuideMethod"]
