@@ -14,17 +14,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+from vla.metrics import auroc, average_ranks
 
-def auroc(scores: np.ndarray, labels: np.ndarray) -> float:
-    """Area under the ROC curve (the Mann-Whitney U statistic; ties count one half). NaN when one
-    class is missing."""
-    s, y = np.asarray(scores, np.float64), np.asarray(labels, bool)
-    pos, neg = s[y], s[~y]
-    if len(pos) == 0 or len(neg) == 0:
-        return float("nan")
-    ranks = _average_ranks(np.concatenate([pos, neg]))
-    u = ranks[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2
-    return float(u / (len(pos) * len(neg)))
+__all__ = ["auroc", "bootstrap_interval", "ece", "mmrv", "pairwise_accuracy", "pearson", "rank_report",
+           "spearman"]
 
 
 def ece(probs: np.ndarray, labels: np.ndarray, bins: int = 10) -> float:
@@ -42,17 +35,6 @@ def ece(probs: np.ndarray, labels: np.ndarray, bins: int = 10) -> float:
     return float(total)
 
 
-def _average_ranks(x: np.ndarray) -> np.ndarray:
-    order = np.argsort(x, kind="mergesort")
-    ranks = np.empty(len(x), np.float64)
-    ranks[order] = np.arange(1, len(x) + 1)
-    for v in np.unique(x):  # ties share their mean rank
-        tie = x == v
-        if tie.sum() > 1:
-            ranks[tie] = ranks[tie].mean()
-    return ranks
-
-
 def pearson(a: np.ndarray, b: np.ndarray) -> float:
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     if a.std() == 0 or b.std() == 0:
@@ -61,7 +43,7 @@ def pearson(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def spearman(a: np.ndarray, b: np.ndarray) -> float:
-    return pearson(_average_ranks(np.asarray(a, np.float64)), _average_ranks(np.asarray(b, np.float64)))
+    return pearson(average_ranks(np.asarray(a, np.float64)), average_ranks(np.asarray(b, np.float64)))
 
 
 def mmrv(proxy: np.ndarray, real: np.ndarray) -> float:

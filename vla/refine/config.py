@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from vla.data.schema import closest
 from vla.refine.critics import CriticConfig
 from vla.refine.weights import METHODS
 from vla.train.config import TrainConfig
@@ -47,6 +48,12 @@ class RefineConfig:
     horizon: int | None = None
     intervener_args: dict[str, float] = field(default_factory=dict)  # when the simulated person steps in
     demo_share: float | None = None  # share of sampled windows from demos; None: rac 0.5, others proportional
+    # a fixed share of samples per group (demo, correction, policy), so that methods compare at equal
+    # shares; replaces demo_share when set (built-in methods)
+    group_shares: dict[str, float] = field(default_factory=dict)
+    # the collection intervener instead of the method's own (rac | hg_dagger | "" none: HABC's
+    # autonomous setting, rollouts with only their sparse outcome)
+    intervener: str | None = None
     seed: int = 0
     videos: int = 1  # MP4s per evaluation
     train: TrainConfig = field(default_factory=TrainConfig)
@@ -56,7 +63,6 @@ class RefineConfig:
     method_args: dict[str, Any] = field(default_factory=dict)
 
     def validate(self) -> None:
-        from vla.data.schema import closest
         from vla.refine.plugin import make_plugin, plugin_names
 
         valid = [*METHODS, *plugin_names()]
@@ -69,6 +75,16 @@ class RefineConfig:
             raise ValueError("refine needs demos= (the EpisodeStore the policy was pretrained on)")
         if self.iterations < 1 or self.episodes_per_iteration < 1 or self.eval_episodes < 1:
             raise ValueError("iterations, episodes_per_iteration and eval_episodes must be >= 1")
+        if self.intervener not in (None, "", "rac", "hg_dagger"):
+            raise ValueError(f"intervener must be rac, hg_dagger or '' (none), got '{self.intervener}'")
+        if self.group_shares:
+            from vla.refine.weights import GROUPS
+
+            bad = sorted(set(self.group_shares) - set(GROUPS))
+            if bad:
+                raise ValueError(f"group_shares: unknown group '{bad[0]}'" + closest(bad[0], GROUPS))
+            if self.method not in METHODS:
+                raise ValueError("group_shares is for the built-in methods; plug-ins have their own method_args")
         for name, feat in (("habc", self.habc.features), ("awr", self.awr.features)):
             if feat not in FEATURES:
                 raise ValueError(f"{name}.features must be one of {FEATURES}, got '{feat}'")

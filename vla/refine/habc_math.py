@@ -27,10 +27,16 @@ or the losses. Ours (to be ablated: no gate, single critic, no intervention mask
   the policy's own mistakes took it from 51% to 32% in three rounds, where the same data without
   the policy's steps (HG-DAgger) reached 76%. `scale_by_viability=False` is the unscaled form.
 - Intervention steps are demonstrations: weight `demo_weight` regardless of the critics.
+- Critic targets that vary inside a segment (issue 15; the per-segment label alone was memorised,
+  loss 0.000, one-step advantages ~0): TD(lambda) over each labelled run of steps,
+  G_t = gamma * ((1 - lam) * V(s_{t+1}) + lam * G_{t+1}), ending in the run's own target (its
+  outcome label for viability, gamma = 1; 1 at the success for efficiency). lam = 1 gives back the
+  Monte-Carlo targets; the critic is refitted on targets bootstrapped from its previous fit.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -40,6 +46,31 @@ def efficiency_target(steps_to_go: torch.Tensor, gamma: float) -> torch.Tensor:
     if not 0.0 < gamma <= 1.0:
         raise ValueError(f"gamma must be in (0, 1], got {gamma}")
     return gamma ** steps_to_go.to(torch.float32)
+
+
+def run_ends(mask: np.ndarray, next_index: np.ndarray) -> np.ndarray:
+    """True at the last step of each run of labelled steps: its next step is itself (the episode's
+    last step) or is not labelled (a takeover begins, or the labels stop)."""
+    mask = np.asarray(mask, bool)
+    idx = np.arange(len(mask))
+    return mask & ((next_index == idx) | ~mask[next_index])
+
+
+def lambda_targets(terminal: np.ndarray, next_value: np.ndarray, mask: np.ndarray, next_index: np.ndarray,
+                   gamma: float, lam: float) -> np.ndarray:
+    """TD(lambda) targets on the labelled steps (0 elsewhere): `terminal` at each run's last step,
+    before it gamma * ((1 - lam) * next_value_t + lam * G_{next}). `next_value_t` is the critic's
+    value of the step after t."""
+    if not 0.0 <= lam <= 1.0 or not 0.0 < gamma <= 1.0:
+        raise ValueError(f"need lam in [0, 1] and gamma in (0, 1], got {lam}, {gamma}")
+    mask = np.asarray(mask, bool)
+    if np.any(mask & ~run_ends(mask, next_index) & (next_index <= np.arange(len(mask)))):
+        raise ValueError("next_index must point forward inside a run of labelled steps")
+    last = run_ends(mask, next_index)
+    out = np.zeros(len(mask), np.float32)
+    for t in np.flatnonzero(mask)[::-1]:
+        out[t] = terminal[t] if last[t] else gamma * ((1 - lam) * next_value[t] + lam * out[next_index[t]])
+    return out
 
 
 def viability_loss(logits: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -112,6 +112,8 @@ class RefineRun:
         if not missing:
             return
         mode = self.plugin.collection_mode if self.plugin is not None else rw.COLLECTION_MODE[self.cfg.method]
+        if self.cfg.intervener is not None:  # e.g. "" for HABC's autonomous setting: outcomes only
+            mode = self.cfg.intervener
         policy, source = str(self.policy_path(version)), "rollout"
         if self.plugin is not None and hasattr(self.plugin, "collect_policy"):
             policy, source = self.plugin.collect_policy(self, version, policy)
@@ -142,7 +144,9 @@ class RefineRun:
             critic, losses = train_critics(feats, torch.from_numpy(labels.viability),
                                            torch.from_numpy(labels.viability_mask),
                                            torch.from_numpy(labels.efficiency),
-                                           torch.from_numpy(labels.efficiency_mask), h, seed=c.seed + version)
+                                           torch.from_numpy(labels.efficiency_mask), h, seed=c.seed + version,
+                                           episode=torch.from_numpy(labels.episode),
+                                           next_index=torch.from_numpy(labels.next_index), gamma=h.gamma)
             from vla.refine.critics import habc_weights
 
             out = habc_weights(critic, feats, torch.from_numpy(labels.next_index),
@@ -161,15 +165,18 @@ class RefineRun:
                 feats = step_features(a.features, store, model)
                 ones = torch.from_numpy(rollout)
                 critic, losses = train_critics(feats, torch.from_numpy(returns), torch.zeros_like(ones),
-                                               torch.from_numpy(returns), ones, a, seed=c.seed + version)
+                                               torch.from_numpy(returns), ones, a, seed=c.seed + version,
+                                               episode=torch.from_numpy(labels.episode))
                 with torch.no_grad():
                     _, values = critic.forward_heads((feats - critic.feature_mean) / critic.feature_std)
                 critic_weight = rw.awr_weights(returns, values.numpy(), a.beta, a.w_max)
-                info = {"value_loss": losses["efficiency_loss"],
+                info = {"value_loss": losses["efficiency_loss"], "value_val_mae": losses["val_efficiency_mae"],
                         "rollout_weight_mean": float(critic_weight[rollout].mean()) if rollout.any() else 0.0}
         w = rw.method_weights(c.method, labels, success, is_demo, critic_weight=critic_weight, demo_share=c.share(),
-                              demo_weight=c.habc.demo_weight if c.method == "habc" else 1.0)
+                              demo_weight=c.habc.demo_weight if c.method == "habc" else 1.0,
+                              group_shares=c.group_shares or None)
         info["supervised_steps"] = float((w.loss > 0).sum())
+        info.update(rw.group_weight_stats(w, rw.step_groups(labels, is_demo)))
         return w, info
 
     def train(self, version: int) -> dict[str, Any]:
@@ -229,6 +236,7 @@ class RefineRun:
                 "method": self.cfg.method, "task": self.cfg.task, "seed": self.cfg.seed, "version": k,
                 "success_rate": s["success_rate"], "successes": s["successes"], "episodes": s["episodes"],
                 "wilson95": s["wilson95"], "length_mean": s["length_mean"],
+                "steps_to_success": s.get("steps_to_success"), "seconds_to_success": s.get("seconds_to_success"),
                 "env_episodes": int(np.sum(collected)),
                 "intervention_steps": int(table.n_intervention_steps[collected].sum()) if table is not None else 0,
                 "recovery_steps": int(table.n_recovery_steps[collected].sum()) if table is not None else 0,

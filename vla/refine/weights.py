@@ -31,8 +31,21 @@ import numpy as np
 from vla.refine import METHODS
 from vla.refine.labels import StepLabels
 
-__all__ = ["COLLECTION_MODE", "METHODS", "StepWeights", "awr_weights", "mc_returns", "method_weights",
-           "outcome_only_labels", "sample_distribution"]
+__all__ = [
+    "COLLECTION_MODE",
+    "GROUPS",
+    "METHODS",
+    "StepWeights",
+    "awr_weights",
+    "demo_loss",
+    "group_sample_distribution",
+    "group_weight_stats",
+    "mc_returns",
+    "method_weights",
+    "outcome_only_labels",
+    "sample_distribution",
+    "step_groups",
+]
 
 # The intervener each method collects its rollouts with: HABC and its baselines share one
 # protocol (take over, hand back: the policy's own segments exist before and after a takeover).
@@ -94,12 +107,14 @@ def sample_distribution(loss: np.ndarray, demo: np.ndarray, demo_share: float | 
 
 def method_weights(method: str, labels: StepLabels, episode_success: np.ndarray, episode_is_demo: np.ndarray, *,
                    critic_weight: np.ndarray | None = None, demo_share: float | None = None,
-                   demo_weight: float = 1.0) -> StepWeights:
+                   demo_weight: float = 1.0, group_shares: dict[str, float] | None = None) -> StepWeights:
     """Loss and sampling weights of `method` (see the module docstring).
 
     `episode_success`, `episode_is_demo`: per episode of the store. `critic_weight`: per-step
     weights from a critic, required by `habc` (the policy's steps) and `awr` (non-demo steps).
     `demo_weight`: `habc`'s loss weight on demonstrations and corrections (`habc.demo_weight`).
+    `group_shares` (e.g. {demo: 0.4, correction: 0.3, policy: 0.3}) fixes each group's share of the
+    samples, so methods compare at equal shares; it replaces `demo_share`.
     """
     if demo_weight <= 0:
         raise ValueError(f"demo_weight must be > 0, got {demo_weight}")
@@ -125,7 +140,58 @@ def method_weights(method: str, labels: StepLabels, episode_success: np.ndarray,
         loss[labels.policy_step] = critic_weight[labels.policy_step]
     else:  # rac, hg_dagger: demonstrations and corrections only
         loss[demo_step | correction] = 1.0
+    if group_shares:
+        groups = step_groups(labels, episode_is_demo)
+        return StepWeights(loss=loss, sample=group_sample_distribution(loss, groups, group_shares))
     return StepWeights(loss=loss, sample=sample_distribution(loss, demo_step, demo_share))
+
+
+GROUPS = ("demo", "correction", "policy")
+
+
+def step_groups(labels: StepLabels, episode_is_demo: np.ndarray) -> dict[str, np.ndarray]:
+    """Each step's group: demo (demo episodes), correction (intervention steps of rollouts),
+    policy (steps the policy executed)."""
+    selected = labels.episode >= 0
+    ep = np.where(selected, labels.episode, 0)
+    demo_step = selected & np.asarray(episode_is_demo, bool)[ep]
+    return {"demo": demo_step, "correction": labels.demo & ~demo_step, "policy": labels.policy_step & ~demo_step}
+
+
+def group_sample_distribution(loss: np.ndarray, groups: dict[str, np.ndarray], shares: dict[str, float]
+                              ) -> np.ndarray:
+    """Window-start probabilities with a fixed share of samples per group (as RaC fixes the demos'
+    share), uniform over the supervised steps inside a group; groups without a supervised step
+    give their share to the others in proportion."""
+    unknown = sorted(set(shares) - set(GROUPS))
+    if unknown:
+        raise ValueError(f"group_shares: unknown group '{unknown[0]}' (valid: {', '.join(GROUPS)})")
+    if any(v < 0 for v in shares.values()) or sum(shares.values()) <= 0:
+        raise ValueError(f"group_shares must be >= 0 with a positive sum, got {shares}")
+    supervised = loss > 0
+    w = np.zeros(len(loss), np.float64)
+    for g, share in shares.items():
+        member = supervised & groups[g]
+        if share > 0 and member.any():
+            w[member] += share / member.sum()
+    if w.sum() <= 0:
+        raise ValueError(f"no supervised step in the groups {sorted(shares)} with a positive share")
+    return w / w.sum()
+
+
+def group_weight_stats(w: StepWeights, groups: dict[str, np.ndarray]) -> dict[str, float]:
+    """Per group: its share of the samples and the distribution of its loss weights (mean, 10/50/90th
+    percentiles over its supervised steps), flat keys for train_info.json."""
+    out: dict[str, float] = {}
+    for g, member in groups.items():
+        sup = member & (w.loss > 0)
+        out[f"{g}_sample_share"] = float(w.sample[member].sum())
+        out[f"{g}_supervised_steps"] = float(sup.sum())
+        vals = w.loss[sup] if sup.any() else np.zeros(1)
+        out[f"{g}_weight_mean"] = float(vals.mean())
+        for q in (10, 50, 90):
+            out[f"{g}_weight_p{q}"] = float(np.percentile(vals, q))
+    return out
 
 
 def outcome_only_labels(labels: StepLabels, episode_success: np.ndarray, episode_is_demo: np.ndarray,

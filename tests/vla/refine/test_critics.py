@@ -48,3 +48,53 @@ def test_ablations_and_bad_input() -> None:
     with pytest.raises(ValueError, match="no labelled steps"):
         none = torch.zeros(200, dtype=torch.bool)
         train_critics(d["features"], d["viability"], none, d["efficiency"], none, CriticConfig(steps=1))
+
+
+def episodes_of(n: int, length: int = 20) -> torch.Tensor:
+    return torch.arange(n) // length
+
+
+def test_held_out_episodes_early_stopping_and_the_ensemble() -> None:
+    from vla.refine.critics import split_episodes
+
+    d = toy(2000)
+    episode = episodes_of(2000)
+    train, val = split_episodes(episode, d["viability_mask"], 0.2, seed=0)
+    assert len(set(episode[val].tolist()) & set(episode[train].tolist())) == 0  # whole episodes held out
+    assert len(set(episode[val].tolist())) == 20 and len(train) + len(val) == 2000
+    cfg = CriticConfig(steps=600, hidden=32, ensemble=3, eval_every=50, patience=3)
+    critic, info = train_critics(d["features"], d["viability"], d["viability_mask"], d["efficiency"],
+                                 d["efficiency_mask"], cfg, episode=episode)
+    assert len(critic.members) == 3
+    assert info["val_viability_auroc"] > 0.95 and info["val_efficiency_mae"] < 0.2
+    assert 0 < info["viability_uncertainty"] < 0.5 and info["val_steps"] == len(val)
+    assert 50 <= info["best_step"] <= 600
+    # noise labels: the held-out loss stops improving early and the AUROC says the critic knows nothing
+    noisy = (torch.rand(2000, generator=torch.Generator().manual_seed(1)) < 0.5).float()
+    _, info = train_critics(d["features"], noisy, d["viability_mask"], d["efficiency"], d["efficiency_mask"],
+                            CriticConfig(steps=2000, hidden=32, ensemble=1, eval_every=50, patience=3), episode=episode)
+    assert info["best_step"] < 2000 and abs(info["val_viability_auroc"] - 0.5) < 0.1
+    with pytest.raises(ValueError, match="ensemble >= 1"):
+        train_critics(d["features"], d["viability"], d["viability_mask"], d["efficiency"], d["efficiency_mask"],
+                      CriticConfig(steps=1, ensemble=0))
+
+
+def test_td_rounds_give_targets_that_vary_inside_a_segment() -> None:
+    # 50 episodes x 20 steps walking from x0 towards +1 or -1: the label is constant per episode,
+    # bootstrapped values differ step by step
+    g = torch.Generator().manual_seed(0)
+    x0 = torch.rand(50, generator=g) * 0.4 - 0.2
+    direction = torch.where(torch.rand(50, generator=g) < 0.5, 1.0, -1.0)
+    x = (x0[:, None] + direction[:, None] * torch.linspace(0, 0.8, 20)[None]).reshape(-1, 1)
+    label = (direction[:, None] > 0).float().expand(50, 20).reshape(-1)
+    nxt = torch.arange(1000) + 1
+    nxt[19::20] = torch.arange(19, 1000, 20)  # each episode's last step points to itself
+    ones = torch.ones(1000, dtype=torch.bool)
+    cfg = CriticConfig(steps=300, hidden=32, ensemble=2, lam=0.5, td_rounds=2, eval_every=50)
+    _, info = train_critics(x, label, ones, torch.zeros(1000), torch.zeros(1000, dtype=torch.bool), cfg,
+                            episode=episodes_of(1000), next_index=nxt)
+    assert info["td_rounds"] == 2 and info["val_viability_auroc"] > 0.9
+    _, info1 = train_critics(x, label, ones, torch.zeros(1000), torch.zeros(1000, dtype=torch.bool),
+                             CriticConfig(steps=300, hidden=32, ensemble=2, lam=1.0, eval_every=50),
+                             episode=episodes_of(1000), next_index=nxt)
+    assert info1["td_rounds"] == 1

@@ -1,8 +1,10 @@
 """HABC pure functions: gate, advantages, weights, losses."""
 
+import numpy as np
 import pytest
 import torch
 
+from vla.refine import habc_math as hm
 from vla.refine.habc_math import (
     bc_weights,
     efficiency_advantage,
@@ -75,3 +77,25 @@ def test_losses_are_masked_and_weights_carry_no_gradient() -> None:
     out.backward()
     assert out.item() == pytest.approx(2.0) and weights.grad is None
     torch.testing.assert_close(per_step.grad, torch.tensor([1.0, 0.25]))
+
+
+def test_run_ends_and_lambda_targets() -> None:
+    # one episode of 6 steps: a policy run 0-2 (taken over at 3), an intervention at 3, a run 4-5
+    mask = np.array([True, True, True, False, True, True])
+    nxt = np.array([1, 2, 3, 4, 5, 5])
+    assert hm.run_ends(mask, nxt).tolist() == [False, False, True, False, False, True]
+    terminal = np.array([0, 0, 0, 0, 1, 1], np.float32)  # run 1 ended in a takeover, run 2 in success
+    v_next = np.array([0.8, 0.6, 0.5, 0.9, 0.9, 0.0], np.float32)
+    # lam = 1: every step of a run carries its run's label (the Monte-Carlo targets)
+    assert hm.lambda_targets(terminal, v_next, mask, nxt, 1.0, 1.0).tolist() == [0, 0, 0, 0, 1, 1]
+    # lam = 0: one-step bootstrap from the critic's value of the next step
+    assert np.allclose(hm.lambda_targets(terminal, v_next, mask, nxt, 1.0, 0.0), [0.8, 0.6, 0, 0, 0.9, 1])
+    g = hm.lambda_targets(terminal, v_next, mask, nxt, 1.0, 0.5)
+    assert np.isclose(g[1], 0.5 * 0.6 + 0.5 * 0.0) and np.isclose(g[0], 0.5 * 0.8 + 0.5 * g[1])
+    # efficiency with gamma: lam = 1 gives gamma ** steps-to-go of the successful run
+    eff_mask = np.array([False, False, False, False, True, True])
+    assert np.allclose(hm.lambda_targets(terminal, v_next, eff_mask, nxt, 0.9, 1.0), [0, 0, 0, 0, 0.9, 1])
+    with pytest.raises(ValueError, match="point forward"):
+        hm.lambda_targets(terminal, v_next, mask, np.array([1, 0, 3, 4, 5, 5]), 1.0, 0.5)
+    with pytest.raises(ValueError, match="lam in"):
+        hm.lambda_targets(terminal, v_next, mask, nxt, 1.0, 1.5)

@@ -70,8 +70,22 @@ def test_one_iteration_collects_flags_trains_and_records(tmp_path: Path, pretrai
     info = json.loads((Path(cfg.out_dir) / "iter_01" / "train_info.json").read_text())
     assert info["supervised_steps"] > 0 and np.isfinite(info["train_loss_last"])
     if method == "habc":
-        assert "viability_loss" in info
+        assert "viability_loss" in info and "val_viability_auroc" in info and info["td_rounds"] >= 1
+    assert info["demo_sample_share"] > 0 and "policy_weight_p50" in info  # the weights per group
+    assert "steps_to_success" in rows[0]
     assert run.policy_path(1).is_dir() and (Path(cfg.out_dir) / "curves.png").exists()
+
+
+def test_autonomous_habc_at_fixed_group_shares(tmp_path: Path, pretrained: tuple[Path, Path]) -> None:
+    # HABC's online-RL setting: no intervener, only the episode outcome; samples 50/50 demos/policy
+    cfg = config(tmp_path, pretrained, "habc", "intervener=", "intervener_args={subtask_timeout: 8}",
+                 "group_shares={demo: 0.5, policy: 0.5}")
+    run = RefineRun(cfg, progress=False)
+    rows = run.run()
+    assert rows[1]["intervention_steps"] == 0 and rows[1]["env_episodes"] == 2
+    info = json.loads((Path(cfg.out_dir) / "iter_01" / "train_info.json").read_text())
+    assert info["correction_sample_share"] == 0
+    assert np.isclose(info["demo_sample_share"], 0.5) and np.isclose(info["policy_sample_share"], 0.5)
 
 
 def test_resume_skips_finished_work_and_continues(tmp_path: Path, pretrained: tuple[Path, Path]) -> None:
@@ -92,3 +106,7 @@ def test_bad_config_is_named(tmp_path: Path, pretrained: tuple[Path, Path]) -> N
         RefineRun(config(tmp_path, pretrained, "habcc"))
     with pytest.raises(ValueError, match=r"habc\.features"):
         RefineRun(config(tmp_path, pretrained, "habc", "habc.features=pixels"))
+    with pytest.raises(ValueError, match="intervener must be"):
+        RefineRun(config(tmp_path, pretrained, "habc", "intervener=rc"))
+    with pytest.raises(ValueError, match=r"unknown group 'policies'.*did you mean 'policy'"):
+        RefineRun(config(tmp_path, pretrained, "habc", "group_shares={policies: 1.0}"))

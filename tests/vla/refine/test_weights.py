@@ -105,3 +105,27 @@ def test_demo_loss_marks_every_demo_step_and_nothing_else(store: EpisodeStore) -
     assert loss.dtype == np.float32 and len(loss) == store.n_steps == 17
     assert np.flatnonzero(loss).tolist() == np.flatnonzero(demo).tolist() == [0, 1, 2, 15, 16]
     assert set(loss.tolist()) == {0.0, 1.0}
+
+
+def test_group_shares_fix_each_groups_share_of_the_samples(store: EpisodeStore) -> None:
+    table = store.table()
+    labels = build_step_labels(store)
+    groups = rw.step_groups(labels, table.source == "demo")
+    assert np.flatnonzero(groups["demo"]).tolist() == [0, 1, 2]
+    assert np.flatnonzero(groups["correction"]).tolist() == [9, 10, 13, 14]
+    assert np.flatnonzero(groups["policy"]).tolist() == [3, 4, 5, 6, 7, 8, 11, 12]
+    w = rw.method_weights("sft", labels, table.success, table.source == "demo",
+                          group_shares={"demo": 0.5, "correction": 0.3, "policy": 0.2})
+    assert np.isclose(w.sample[groups["demo"]].sum(), 0.5) and np.isclose(w.sample[groups["policy"]].sum(), 0.2)
+    assert np.allclose(w.sample[groups["correction"]], 0.3 / 4)  # uniform inside a group
+    # rac supervises no policy step: its share goes to the others in proportion
+    w = rw.method_weights("rac", labels, table.success, table.source == "demo",
+                          group_shares={"demo": 0.5, "correction": 0.3, "policy": 0.2})
+    assert np.isclose(w.sample[groups["demo"]].sum(), 0.5 / 0.8) and w.sample[groups["policy"]].sum() == 0
+    stats = rw.group_weight_stats(w, groups)
+    assert stats["policy_supervised_steps"] == 0 and np.isclose(stats["demo_sample_share"], 0.625)
+    assert stats["correction_weight_mean"] == 1.0
+    with pytest.raises(ValueError, match="unknown group 'polcy'"):
+        rw.group_sample_distribution(w.loss, groups, {"polcy": 1.0})
+    with pytest.raises(ValueError, match="no supervised step"):
+        rw.group_sample_distribution(w.loss, groups, {"policy": 1.0})
