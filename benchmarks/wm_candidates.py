@@ -44,16 +44,17 @@ def sh(cmd: list[str], log: Path) -> None:
 
 
 def refine_run(method: str, ckpt: str, demos: Path, run_dir: Path, log: Path, *, seed: int, collect_seed_start: int,
-               iterations: int, episodes: int, eval_episodes: int, train_steps: int, method_args: dict) -> int:
-    """One `vla refine METHOD` run of a refinement benchmark (pick_place, state mode, resumable; the
-    evaluation seeds 100000+ of every benchmark); its exit code."""
+               iterations: int, episodes: int, eval_episodes: int, train_steps: int, method_args: dict | None = None,
+               task: str = "pick_place", overrides: tuple[str, ...] = ()) -> int:
+    """One `vla refine METHOD` run of a refinement benchmark (state mode, resumable; the evaluation
+    seeds 100000+ of every benchmark); its exit code."""
     cmd = [sys.executable, "-m", "vla.cli", "refine", method, "--ckpt", ckpt, "--demos", str(demos), "--task",
-           "pick_place", "--out", str(run_dir), "--resume", "obs_mode=state", "cameras=[]", f"seed={seed}",
+           task, "--out", str(run_dir), "--resume", "obs_mode=state", "cameras=[]", f"seed={seed}",
            f"collect_seed_start={collect_seed_start}", f"iterations={iterations}",
            f"episodes_per_iteration={episodes}", f"eval_episodes={eval_episodes}", "eval_seed_start=100000",
            f"train.steps={train_steps}", f"train.ckpt_every={train_steps}", "train.batch_size=64",
            "train.warmup_steps=50", "train.progress=false", "train.val_every=1000000", "workers=2", "videos=0",
-           "method_args=" + json.dumps(method_args)]
+           *(["method_args=" + json.dumps(method_args)] if method_args else []), *overrides]
     log.parent.mkdir(parents=True, exist_ok=True)
     t = time.time()
     with open(log, "w") as f:

@@ -180,6 +180,11 @@ def observation_inputs(model: WorldModel, obs_batch: Sequence[dict[str, Any]]
     state = torch.from_numpy(np.stack([np.asarray(o["state"], np.float32) for o in obs_batch]))
     if not model.cfg.cameras:
         return state, None
+    for o in obs_batch:
+        missing = [c for c in model.cfg.cameras if c not in o.get("images", {})]
+        if missing:
+            raise ValueError(f"the world model needs camera '{missing[0]}' in the observation "
+                             f"(it has: {sorted(o.get('images', {}))}); evaluate with cameras={model.cfg.cameras}")
     images = np.stack([np.stack([resize_images(np.asarray(o["images"][c])[None], model.cfg.image_size)[0]
                                  for c in model.cfg.cameras]) for o in obs_batch])
     return state, torch.from_numpy(images)

@@ -141,3 +141,24 @@ def test_evaluator_records_where_guidance_acted(targets: PhaseTargets, trained_w
     assert all(ep["guided_steps"] == [] for ep in results["closed"])
     with EpisodeStore.open(tmp_path / "open.zarr") as s:
         assert set(s.table().source.tolist()) == {"guided"}
+
+
+@pytest.mark.slow
+def test_a_camera_world_model_guides_from_live_images(tmp_path: Path) -> None:
+    from tests.worldmodel.helpers import record, tiny_job
+    from worldmodel.train import train_world_model
+
+    cams = record(tmp_path / "cams.zarr", 2, 0, horizon=40, cameras=["agentview"], image_size=32)
+    train_world_model([str(cams)], tmp_path / "run", tiny_job("model.cameras=[agentview]", "model.image_size=32",
+                                                              "model.state_inputs=9", "train.steps=2",
+                                                              "train.val_fraction=0"))
+    t = fit_phase_targets(cams, tmp_path / "run", PhaseConfig(clusters=4, phases=2, prototypes=20))
+    model = load_checkpoint(tmp_path / "run")[0]
+    g = PhaseGuidance(model, band(t, -np.inf, np.inf), scale=1.0)
+    with EpisodeStore.open(cams) as s:
+        obs = [{"state": s.read("state", k, k + 1)[0], "images": {"agentview": s.read("images/agentview", k, k + 1)[0]},
+                "instruction": "pick"} for k in (0, 20)]
+    g.begin(obs)
+    assert np.abs(g(np.zeros((2, 16, 7), np.float32), 0.9)).max() > 0 and g.guided.all()
+    with pytest.raises(ValueError, match=r"needs camera 'agentview' in the observation \(it has: \[\]\)"):
+        g.begin([{"state": obs[0]["state"], "images": {}, "instruction": "pick"}])

@@ -1,0 +1,169 @@
+"""HABC benchmark with the issue-15 protocol: HABC against SFT paired by seed, with interventions
+and in the autonomous setting (no intervener, only the sparse episode outcome), every method at
+the same fixed sample shares per group, efficiency (steps and seconds to success) per version,
+the critic's held-out AUROC per iteration, and the protocol's minimum detectable difference.
+
+  python benchmarks/bench_habc.py run --out runs/bench_habc --seeds 0,1,2,3,4
+  python benchmarks/bench_habc.py report --out runs/bench_habc
+
+Base policy: the world-model benchmark's `d15_s3000` (pick_place, 15 demos, state mode; ~32%),
+its demos. Runs (`vla refine`, resumable; the driver skips finished runs, so it can be stopped and
+continued in another session): for each seed s, every (setting, method) collects from the same
+seeds 500000 + 10000 s and is evaluated on the same 50 seeds 100000+; version 0 is evaluated once.
+- settings: interventions (the scripted person takes over and hands back: HG-DAgger's protocol)
+  and autonomous (`intervener=`);
+- methods: habc, sft; habc_single (the efficiency ablation: one critic, no efficiency head) and,
+  with interventions, rac and hg_dagger (their intervention steps for the RaC / HG-DAgger ratio).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from bench_imagination import t_interval  # benchmarks/ is this script's folder
+from bench_reguide import evaluate
+from wm_candidates import ROOT, refine_run
+
+BASE = "d15_s3000"
+SHARES = "group_shares={demo: 0.4, correction: 0.3, policy: 0.3}"
+SETTINGS = {"interventions": (), "autonomous": ("intervener=",)}
+METHODS = {"habc": ("habc", ()), "sft": ("sft", ()), "habc_single": ("habc", ("habc.single_critic=true",)),
+           "rac": ("rac", ()), "hg_dagger": ("hg_dagger", ())}
+CORRECTION_ONLY = ("rac", "hg_dagger")  # nothing to learn from without a person
+
+
+def run(args: argparse.Namespace) -> None:
+    inputs, out = Path(args.inputs).resolve(), Path(args.out).resolve()
+    ckpt = json.loads((inputs / "candidates.json").read_text())[BASE]["ckpt"]
+    v0 = out / "v0_eval"
+    evaluate(ckpt, v0, args.eval_episodes, 100_000)
+    for seed in [int(s) for s in args.seeds.split(",")]:
+        for setting in args.settings.split(","):
+            for name in args.methods.split(","):
+                if setting == "autonomous" and name in CORRECTION_ONLY:
+                    continue
+                run_dir = out / "runs" / setting / name / f"seed{seed}"
+                rec = run_dir / "records.json"
+                if rec.exists() and len(json.loads(rec.read_text())) == args.iterations + 1:
+                    continue
+                (run_dir / "iter_00" / "eval").mkdir(parents=True, exist_ok=True)
+                shutil.copy(v0 / "summary.json", run_dir / "iter_00" / "eval" / "summary.json")
+                method, extra = METHODS[name]
+                refine_run(method, ckpt, inputs / "demos_15.zarr", run_dir,
+                           out / "logs" / f"{setting}_{name}_seed{seed}.log", seed=seed,
+                           collect_seed_start=500_000 + 10_000 * seed, iterations=args.iterations,
+                           episodes=args.episodes, eval_episodes=args.eval_episodes, train_steps=args.train_steps,
+                           overrides=(SHARES, *SETTINGS[setting], *extra))
+
+
+def min_detectable(d: np.ndarray, power: float = 0.8) -> float | None:
+    """The smallest mean paired difference a two-sided 5% t-test over these seeds detects with
+    `power`, at the spread of the observed differences."""
+    from scipy import stats
+
+    n = len(d)
+    if n < 2:
+        return None
+    return float((stats.t.ppf(0.975, n - 1) + stats.t.ppf(power, n - 1)) * d.std(ddof=1) / np.sqrt(n))
+
+
+def load(out: Path, iterations: int) -> dict[str, dict[str, dict[int, list[dict[str, Any]]]]]:
+    rows: dict[str, dict[str, dict[int, list[dict[str, Any]]]]] = {}
+    for rec in sorted((out / "runs").glob("*/*/seed*/records.json")):
+        r = json.loads(rec.read_text())
+        if len(r) == iterations + 1:
+            rows.setdefault(rec.parts[-4], {}).setdefault(rec.parts[-3], {})[int(rec.parts[-2][4:])] = r
+    return rows
+
+
+def critic_auroc(runs: dict[int, list[dict[str, Any]]]) -> float | None:
+    vals = [x["train"]["val_viability_auroc"] for r in runs.values() for x in r[1:]
+            if x.get("train") and x["train"].get("val_viability_auroc") is not None
+            and np.isfinite(x["train"]["val_viability_auroc"])]
+    return float(np.mean(vals)) if vals else None
+
+
+def steps_to_success(runs: dict[int, list[dict[str, Any]]]) -> float | None:
+    vals = [r[-1]["steps_to_success"] for r in runs.values() if r[-1].get("steps_to_success") is not None]
+    return float(np.mean(vals)) if vals else None
+
+
+def intervention_ratio(by: dict[str, dict[int, list[dict[str, Any]]]]) -> float | None:
+    """RaC's intervention steps until it first reaches HG-DAgger's final mean success, over
+    HG-DAgger's total (None if RaC never reaches it)."""
+    if "rac" not in by or "hg_dagger" not in by:
+        return None
+    seeds = sorted(set(by["rac"]) & set(by["hg_dagger"]))
+    target = np.mean([by["hg_dagger"][s][-1]["success_rate"] for s in seeds])
+    rac_curve = np.mean([[x["success_rate"] for x in by["rac"][s]] for s in seeds], 0)
+    rac_steps = np.mean([[x["intervention_steps"] for x in by["rac"][s]] for s in seeds], 0)
+    hg_steps = np.mean([by["hg_dagger"][s][-1]["intervention_steps"] for s in seeds])
+    hit = np.flatnonzero(rac_curve >= target)
+    return float(rac_steps[hit[0]] / hg_steps) if len(hit) and hg_steps > 0 else None
+
+
+def report(args: argparse.Namespace) -> None:
+    out = Path(args.out).resolve()
+    rows = load(out, args.iterations)
+    res: dict[str, Any] = {}
+    lines = ["# HABC with the issue-15 protocol", "",
+             f"Base `{BASE}` (pick_place, 15 demos, state mode); {args.iterations} rounds x {args.episodes} rollouts, "
+             f"{args.eval_episodes} evaluation episodes per version, sample shares fixed at demo 0.4 / correction "
+             "0.3 / policy 0.3 for every method. Commands: the docstring of `benchmarks/bench_habc.py`.", "",
+             "| setting | method | seeds | final success (mean) | per seed | steps to success "
+             "| critic held-out AUROC |",
+             "|---|---|---|---|---|---|---|"]
+    for setting, by in rows.items():
+        for m, runs in sorted(by.items()):
+            final = [runs[s][-1]["success_rate"] for s in sorted(runs)]
+            sts = steps_to_success(runs)
+            auc = critic_auroc(runs)
+            lines.append(f"| {setting} | {m} | {len(runs)} | {np.mean(final):.3f} | "
+                         f"{', '.join(f'{x:.2f}' for x in final)} | {sts if sts is None else round(sts, 1)} | "
+                         f"{auc if auc is None else round(auc, 3)} |")
+        if "habc" in by and "sft" in by:
+            seeds = sorted(set(by["habc"]) & set(by["sft"]))
+            d = np.array([by["habc"][s][-1]["success_rate"] - by["sft"][s][-1]["success_rate"] for s in seeds])
+            lo, hi = t_interval(d)
+            res.setdefault("pick_place", {})[setting] = {
+                "seeds": seeds, "sft_success": float(np.mean([by["sft"][s][-1]["success_rate"] for s in seeds])),
+                "habc_success": float(np.mean([by["habc"][s][-1]["success_rate"] for s in seeds])),
+                "paired_gain": float(d.mean()), "paired_gain_low": lo, "paired_gain_high": hi,
+                "habc_steps_to_success": steps_to_success({s: by["habc"][s] for s in seeds}),
+                "sft_steps_to_success": steps_to_success({s: by["sft"][s] for s in seeds}),
+                "critic_auroc_heldout": critic_auroc({s: by["habc"][s] for s in seeds}),
+                "min_detectable_difference": min_detectable(d)}
+            lines.append(f"\n{setting}: HABC - SFT paired by seed {d.mean():+.3f} (95% t interval [{lo:+.3f}, "
+                         f"{hi:+.3f}], seeds {seeds}); minimum detectable difference at 80% power "
+                         f"{res['pick_place'][setting]['min_detectable_difference']}.")
+    ratio = intervention_ratio(rows.get("interventions", {}))
+    res["rac_vs_hg_dagger_intervention_ratio"] = ratio
+    lines.append(f"\nRaC / HG-DAgger intervention steps at HG-DAgger's final success (equal shares): {ratio}.")
+    (ROOT / "benchmarks/results/habc.md").write_text("\n".join(lines) + "\n")
+    (ROOT / "benchmarks/results/habc.json").write_text(json.dumps(res, indent=1))
+    print("\n".join(lines))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("phase", choices=["run", "report"])
+    ap.add_argument("--inputs", default="runs/bench_wm/inputs")
+    ap.add_argument("--out", default="runs/bench_habc")
+    ap.add_argument("--seeds", default="0,1,2,3,4")
+    ap.add_argument("--settings", default="autonomous,interventions")
+    ap.add_argument("--methods", default="habc,sft,habc_single,rac,hg_dagger")
+    ap.add_argument("--iterations", type=int, default=3)
+    ap.add_argument("--episodes", type=int, default=20)
+    ap.add_argument("--eval-episodes", type=int, default=50)
+    ap.add_argument("--train-steps", type=int, default=500)
+    args = ap.parse_args()
+    {"run": run, "report": report}[args.phase](args)
+
+
+if __name__ == "__main__":
+    main()
