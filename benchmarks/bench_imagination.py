@@ -30,7 +30,10 @@ from wm_candidates import ENV, ROOT, refine_run  # benchmarks/ is this script's 
 METHODS = {"imagination": {"refit_steps": 100, "starts": 32, "samples": 8, "chunks": 6, "train_chunks": 2},
            "control": {"imagine": False, "real_weight": 1.0},
            # ablation: supervise only the first imagined chunk (its first state is the real one)
-           "imagination_c1": {"refit_steps": 100, "starts": 32, "samples": 8, "chunks": 6, "train_chunks": 1}}
+           "imagination_c1": {"refit_steps": 100, "starts": 32, "samples": 8, "chunks": 6, "train_chunks": 1},
+           # the oracle: imagination_c1's starts and samples executed in the simulator, true success
+           "oracle_c1": {"refit_steps": 100, "starts": 32, "samples": 8, "chunks": 6, "train_chunks": 1,
+                         "oracle": True}}
 
 
 def run(args: argparse.Namespace) -> None:

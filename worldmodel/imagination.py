@@ -13,6 +13,8 @@ without any intervener:
    guarded and weighted by `worldmodel.imagination_math` (group-relative advantages);
 4. the first `train_chunks` chunks of the rollouts with a positive weight go to the run's store
    (source=imagined, seed -(k + 1)), their weights to `iter_k/imagination/weights.json`.
+`oracle=true` executes the same starts and samples in the simulator (worldmodel/oracle.py) and
+weights them by the true success: the same budget, a perfect model.
 Fine-tuning version k then supervises demos (weight 1, `demo_share` of the windows) and the
 imagined steps (their rollout's weight); the policy's own real steps only with `real_weight` > 0.
 """
@@ -56,6 +58,9 @@ class ImaginationConfig:
     # false: the equal-compute control - the same real rollouts and fine-tuning, no world model
     # (use with real_weight=1: the policy's own rollouts, unfiltered)
     imagine: bool = True
+    # true: the oracle - the same starts and K chunk sequences executed in the simulator, scored by the
+    # true success (worldmodel/oracle.py); what a perfect world model would give on this budget
+    oracle: bool = False
 
     def validate(self) -> None:
         for name in ("starts", "samples", "chunks", "train_chunks"):
@@ -69,6 +74,8 @@ class ImaginationConfig:
             raise ValueError(f"method_args.demo_share must be in [0, 1], got {self.demo_share}")
         if not self.imagine and self.real_weight <= 0:
             raise ValueError("method_args.imagine=false needs real_weight > 0 (the control trains on real rollouts)")
+        if self.oracle and not self.imagine:
+            raise ValueError("method_args.oracle=true replaces the world model's outcomes: it needs imagine=true")
 
 
 class ImaginationMethod:
@@ -121,8 +128,14 @@ class ImaginationMethod:
             starts = starts.take(np.sort(rng.choice(len(starts), c.starts, replace=False)))
         policy = load_candidate(run.policy_path(version), seed=self.run_cfg.seed * 1000 + version)
         reps = starts.repeat(c.samples)
-        env = ImaginedEnv(model, max_chunks=c.chunks, fps=meta.get("fps", 20.0))
-        res = rollout(env, policy, reps, c.chunks, seed=self.run_cfg.seed * 1000 + version)
+        if c.oracle:
+            from worldmodel.oracle import simulate
+
+            res = simulate(self.run_cfg.task, run.store_path, starts, c.samples, c.chunks, job.model.chunk, policy,
+                           seed=self.run_cfg.seed * 1000 + version)
+        else:
+            env = ImaginedEnv(model, max_chunks=c.chunks, fps=meta.get("fps", 20.0))
+            res = rollout(env, policy, reps, c.chunks, seed=self.run_cfg.seed * 1000 + version)
         dis = res["disagreement"]
         hit = np.argmax(res["success_prob"] >= 0.5, axis=1)
         trusted = guard(res["success"], dis[np.arange(len(dis)), hit], c.guard_factor * float(np.median(dis)))
@@ -140,7 +153,10 @@ class ImaginationMethod:
                 "rollouts": len(reps), "imagined_success": float(res["success"].mean()),
                 "guard_rejected": int((res["success"] & ~trusted).sum()), "score_mean": float(scores.mean()),
                 "supervised_rollouts": len(keep), "real_start_episodes": eps.tolist(),
-                "wm": {k: wm_info.get(k) for k in ("steps", "seconds")}}
+                "wm": {k: wm_info.get(k) for k in ("steps", "seconds")}, "oracle": c.oracle}
+        if c.oracle:
+            info["replay_error_max"] = float(res["replay_error"].max())
+            info["simulated_steps"] = int(res["lengths"].sum())
         done.parent.mkdir(parents=True, exist_ok=True)
         done.write_text(json.dumps(info, indent=1))
 

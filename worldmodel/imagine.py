@@ -240,8 +240,9 @@ def write_imagined(store_path: str | Path, starts: StartStates, result: dict[str
                    policy_version: int = 0, which: np.ndarray | None = None) -> list[int]:
     """Append imagined episodes (from `rollout`; only the rollouts in `which`, at most `max_chunks`
     chunks each) to a state-only store with source="imagined". Within a chunk the state is
-    interpolated linearly between the predicted chunk boundaries; the reward is the imagined
-    success on the last step. Returns the store indices of the episodes written."""
+    interpolated linearly between the predicted chunk boundaries (rollouts executed in the simulator,
+    `worldmodel.oracle`, bring every step's state and their length); the reward is the success on
+    the last step. Returns the store indices of the episodes written."""
     from vla.data.schema import Episode
 
     path = Path(store_path)
@@ -263,9 +264,13 @@ def write_imagined(store_path: str | Path, starts: StartStates, result: dict[str
                 result["actions"].shape[1]
             k = min(end, max_chunks) if max_chunks else end
             acts = result["actions"][i, :k].reshape(-1, result["actions"].shape[-1])
-            s = result["states"][i, : k + 1]
-            frac = (np.arange(chunk) / chunk)[None, :, None]
-            states = (s[:-1, None] * (1 - frac) + s[1:, None] * frac).reshape(-1, s.shape[-1])
+            if "step_states" in result:  # executed for real (worldmodel.oracle): every step's state is known
+                n = min(len(acts), int(result["lengths"][i]))
+                acts, states = acts[:n], result["step_states"][i, :n]
+            else:
+                s = result["states"][i, : k + 1]
+                frac = (np.arange(chunk) / chunk)[None, :, None]
+                states = (s[:-1, None] * (1 - frac) + s[1:, None] * frac).reshape(-1, s.shape[-1])
             reward = np.zeros(len(acts), np.float32)
             reward[-1] = float(result["success"][i] and k == end)
             steps = {"state": states.astype(np.float32), "action": acts.astype(np.float32), "reward": reward,
