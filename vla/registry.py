@@ -65,9 +65,10 @@ EVALUATORS: Registry[Any] = Registry("evaluator", modules=("sim.evaluate",))
 # Refinement algorithms: vla/refine registers them.
 ALGORITHMS: Registry[Any] = Registry("algorithm", modules=("vla.refine",))
 # Refinement methods from outside vla/ that plug into the refinement loop (vla/refine/plugin.py):
-# worldmodel/ registers "imagination", "reguide_ft" and "reguide_fs".
+# worldmodel/ registers "imagination", "reguide_ft" and "reguide_fs"; vla/refine/pa_rl.py "pa_rl".
 REFINE_METHODS: Registry[Any] = Registry("refinement method",
-                                         modules=("worldmodel.imagination", "worldmodel.reguide_refine"))
+                                         modules=("vla.refine.pa_rl", "worldmodel.imagination",
+                                                  "worldmodel.reguide_refine"))
 # Policy specs with a prefix ("NAME:ARGS") that wrap a policy, e.g. worldmodel's test-time chunk
 # selection "wm-select:..." and ReGuide's guided policy "reguide:..." (sim.policies.load_policy looks
 # them up).

@@ -11,7 +11,7 @@ import typer
 def register(app: typer.Typer) -> None:
     @app.command("refine", context_settings={"help_option_names": ["-h", "--help"]})
     def refine_cmd(method: str = typer.Argument(..., help="habc | rac | hg-dagger | sft | filtered-bc | awr | "
-                                                          "imagination | reguide-ft | reguide-fs"),
+                                                          "imagination | reguide-ft | reguide-fs | pa-rl"),
                    ckpt: Path = typer.Option(..., help="pretrained checkpoint folder (policy version 0)"),
                    demos: Path = typer.Option(..., help="EpisodeStore of the demonstrations it was trained on"),
                    task: str = typer.Option("pick_place", help="registered sim task"),
