@@ -102,6 +102,16 @@ class EpisodeResult:
     guided_steps: list[int] = field(default_factory=list)
 
 
+def time_to_success(results: list[EpisodeResult]) -> dict[str, float | None]:
+    """Efficiency (HABC's second claim): mean control steps and robot seconds (steps over the env's
+    control rate) to success over the successful episodes; None without a success."""
+    won = [r for r in results if r.success]
+    if not won:
+        return {"steps_to_success": None, "seconds_to_success": None}
+    return {"steps_to_success": float(np.mean([r.length for r in won])),
+            "seconds_to_success": float(np.mean([r.length / getattr(r, "control_hz", 20.0) for r in won]))}
+
+
 def summarise(results: list[EpisodeResult], config: EvalConfig) -> dict[str, Any]:
     n = len(results)
     k = sum(r.success for r in results)
@@ -120,10 +130,7 @@ def summarise(results: list[EpisodeResult], config: EvalConfig) -> dict[str, Any
         "success_rate": k / n, "wilson95": [lo, hi],
         "length_mean": float(lengths.mean()), "length_median": float(np.median(lengths)),
         "length_success_mean": float(lengths[[r.success for r in results]].mean()) if k else None,
-        # efficiency: control steps and robot seconds to success, over the successful episodes
-        "steps_to_success": float(lengths[[r.success for r in results]].mean()) if k else None,
-        "seconds_to_success": float(np.mean([r.length / getattr(r, "control_hz", 20.0) for r in results
-                                             if r.success])) if k else None,
+        **time_to_success(results),
         "subtask_success": per_subtask, "seeds": [r.seed for r in results],
         "intervention_steps": sum(r.intervention_steps for r in results),
         "recovery_steps": sum(r.recovery_steps for r in results),

@@ -148,3 +148,13 @@ def test_damaged_checkpoint_fails_in_the_parent_before_any_worker(tmp_path: Path
     errors = [line for line in res.stderr.splitlines() if not line.startswith("[robosuite")]  # import chatter
     assert res.returncode == 2 and len(errors) == 1 and errors[0].startswith("error: "), res.stderr
     assert "model.safetensors" in errors[0] and "worker" not in res.stderr
+
+
+def test_time_to_success_is_over_the_successes_only() -> None:
+    from sim.evaluate import EpisodeResult, time_to_success
+
+    runs = [EpisodeResult(seed=0, success=True, length=40, reward=1.0),
+            EpisodeResult(seed=1, success=False, length=200, reward=0.0),
+            EpisodeResult(seed=2, success=True, length=60, reward=1.0)]
+    assert time_to_success(runs) == {"steps_to_success": 50.0, "seconds_to_success": 2.5}  # 20 Hz control
+    assert time_to_success(runs[1:2]) == {"steps_to_success": None, "seconds_to_success": None}
