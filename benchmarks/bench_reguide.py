@@ -188,6 +188,21 @@ def report(args: argparse.Namespace) -> None:
         res["pcg_gain_vs_base"], res["pcg_gain_vs_base_interval"] = float(d.mean()), list(t_interval(d))
         lines.append(f"\nPCG - base on the same seeds: {d.mean():+.3f} (interval over phase-target seeds "
                      f"{list(np.round(t_interval(d), 3))}).")
+    base_eps = {e["seed"]: e["success"] for e in
+                json.loads((out / "v0_eval" / "summary.json").read_text())["episodes_detail"]}
+    scales = {}
+    for f in sorted([*(out / "pcg_scale").glob("s*/summary.json"), *(out / "pcg").glob("seed0/summary.json")]):
+        d = json.loads(f.read_text())
+        scale = float(f.parent.name[1:]) if f.parent.parent.name == "pcg_scale" else base_info.get("scale")
+        ep = {e["seed"]: e["success"] for e in d["episodes_detail"]}
+        scales[str(scale)] = {"success": d["success_rate"],
+                              "base_only": sum(base_eps[k] and not ep[k] for k in ep if k in base_eps),
+                              "pcg_only": sum(ep[k] and not base_eps[k] for k in ep if k in base_eps)}
+    if scales:
+        res["pcg_scale_check_seed0"] = scales
+        lines += ["", "PCG guidance scale on the evaluation seeds (phase targets of seed 0), with the episodes only "
+                  "the base or only PCG solved: " + "; ".join(f"{k}: {v['success']:.2f} ({v['base_only']} base-only, "
+                                                          f"{v['pcg_only']} PCG-only)" for k, v in scales.items())]
     diag = {s: diagnostics(out, inputs, wm, s) for s in sorted(pcg)}
     res["drift_auroc"] = [v["drift_auroc"] for v in diag.values()]
     lines += ["", "Phase targets (world-model latent; 20 successful and 40 failed rollouts of the world-model "
