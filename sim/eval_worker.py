@@ -22,7 +22,7 @@ def run_episode(env: Any, policy: Any, seed: int, spec: dict[str, Any], record: 
                 intervener: Any = None) -> tuple[EpisodeResult, EpisodeBuilder | None, list[np.ndarray]]:
     """One episode: the policy's chunks, `n_action_steps` at a time; an intervener, when given, may
     take over at any step (its steps are flagged), RaC episodes end after the intervention."""
-    obs, info = env.reset(seed=seed)
+    obs, info = env.reset(seed=seed, options={"instruction": spec["instruction"]} if spec.get("instruction") else None)
     # Every policy's noise restarts from the episode's seed: an episode's result must not depend on
     # which worker ran it (once all of a worker's episodes replayed one noise stream, and the same
     # checkpoint scored 35% or 51% on the same 100 seeds with 1 or 2 workers).

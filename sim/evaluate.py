@@ -68,6 +68,9 @@ class EvalConfig:
     policy_version: int = 0
     intervener: str = ""  # "" (none), "rac" (rewind + correct, episode ends) or "hg_dagger"
     intervener_args: dict[str, float] = field(default_factory=dict)  # ExpertIntervener keywords, e.g. subtask_timeout
+    # the instruction every episode is given instead of the task's own ("" = the task's); the language
+    # ablations (a wrong instruction of the same scene, a neutral one, held-out paraphrases) go through it
+    instruction: str = ""
     backend: str = "local"  # local: worker subprocesses here | ray: Ray tasks (sim/ray_backend.py)
     ray_address: str = ""  # ray: HOST:PORT of a cluster's head, "auto", or "" for a private one-machine cluster
 
@@ -79,6 +82,8 @@ class EvalConfig:
             raise ValueError(f"unknown backend '{self.backend}'" + closest(self.backend, BACKENDS))
         if self.intervener not in INTERVENERS:
             raise ValueError(f"unknown intervener '{self.intervener}'" + closest(self.intervener, INTERVENERS))
+        if self.instruction and not self.instruction.strip():
+            raise ValueError("instruction must be text or empty (the task's own), got only whitespace")
         if self.intervener_args:
             from sim.eval_worker import intervener_args
 

@@ -158,3 +158,20 @@ def test_time_to_success_is_over_the_successes_only() -> None:
             EpisodeResult(seed=2, success=True, length=60, reward=1.0)]
     assert time_to_success(runs) == {"steps_to_success": 50.0, "seconds_to_success": 2.5}  # 20 Hz control
     assert time_to_success(runs[1:2]) == {"steps_to_success": None, "seconds_to_success": None}
+
+
+def test_an_instruction_override_changes_only_the_instruction(tmp_path: Path) -> None:
+    # the language ablations: the same seeds, the same scenes, another instruction
+    runs = {}
+    for name, text in (("own", ""), ("other", "stack the blue block on the red one")):
+        cfg = EvalConfig(task="pick_place", policy="zero", episodes=2, seed_start=5, workers=1, videos=0,
+                         obs_mode="state", cameras=[], horizon=5, instruction=text,
+                         record=str(tmp_path / f"{name}.zarr"), out_dir=str(tmp_path / name))
+        run_evaluation(cfg, progress=False)
+        runs[name] = EpisodeStore.open(tmp_path / f"{name}.zarr")
+    own, other = runs["own"], runs["other"]
+    assert set(other.table().instruction.tolist()) == {"stack the blue block on the red one"}
+    assert "stack" not in " ".join(own.table().instruction.tolist())
+    assert np.array_equal(own.read("state", 0, own.n_steps), other.read("state", 0, other.n_steps))
+    with pytest.raises(ValueError, match="only whitespace"):
+        EvalConfig(instruction="   ").validate()
