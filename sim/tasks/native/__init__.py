@@ -1,5 +1,5 @@
 """Native MuJoCo tasks (our own MJCF, no robosuite); importing registers them in vla.registry.TASKS."""
 
-from sim.tasks.native import pick_place, stack3
+from sim.tasks.native import pick_place, sort, stack3
 
-__all__ = ["pick_place", "stack3"]
+__all__ = ["pick_place", "sort", "stack3"]
