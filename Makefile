@@ -28,6 +28,9 @@ $(VENV)/.installed: pyproject.toml constraints/cpu.txt | system-deps
 	$(PY) -m pip install -q $(CONSTRAINTS) -e ".[$(EXTRAS)]"
 	# robosuite without its numpy<2 pin (mink==0.0.5); its real dependencies are in the sim extra.
 	$(PY) -m pip install -q --no-deps robosuite==1.5.2
+	# Meta-World (mw_* tasks) without its mujoco==3.3.0 pin: it runs with the project's mujoco 3.3.x;
+	# imageio, its one missing import, is in the sim extra.
+	$(PY) -m pip install -q --no-deps metaworld==3.1.1
 	touch $@
 
 install: system-deps $(VENV)/.installed

@@ -23,6 +23,10 @@ ONNX_META = "runtime.json"  # written by vla.policy.export: the folder is an ONN
 def make_expert(env: Any, noise: float = 0.0, skill: float = 1.0, seed: int | None = None) -> Any:
     """The scripted expert of an env's task: robosuite tasks have their own, native tasks share one."""
     unwrapped = env.unwrapped
+    if type(unwrapped).__module__ == "sim.tasks.metaworld_tasks":
+        from sim.tasks.metaworld_tasks import MetaWorldExpert
+
+        return MetaWorldExpert(env, noise=noise, skill=skill, seed=seed)
     if type(unwrapped).__module__.startswith("sim.tasks.robosuite"):
         from sim.experts.robosuite_experts import make_expert as make_robosuite_expert
 
