@@ -22,7 +22,7 @@ def run_episode(env: Any, policy: Any, seed: int, spec: dict[str, Any], record: 
                 intervener: Any = None) -> tuple[EpisodeResult, EpisodeBuilder | None, list[np.ndarray]]:
     """One episode: the policy's chunks, `n_action_steps` at a time; an intervener, when given, may
     take over at any step (its steps are flagged), RaC episodes end after the intervention."""
-    obs, info = env.reset(seed=seed, options={"instruction": spec["instruction"]} if spec.get("instruction") else None)
+    obs, info = env.reset(seed=seed, options=instruction_option(env, seed, spec.get("instruction", "")))
     # Every policy's noise restarts from the episode's seed: an episode's result must not depend on
     # which worker ran it (once all of a worker's episodes replayed one noise stream, and the same
     # checkpoint scored 35% or 51% on the same 100 seeds with 1 or 2 workers).
@@ -82,6 +82,21 @@ def run_episode(env: Any, policy: Any, seed: int, spec: dict[str, Any], record: 
                            takeovers=len(intervener.takeovers) if intervener is not None else 0,
                            guided_steps=guided_steps)
     return result, builder, frames
+
+
+def instruction_option(env: Any, seed: int, instruction: str) -> dict[str, str] | None:
+    """The reset option of EvalConfig.instruction: None (the task's own), literal text, or "@wrong" /
+    "@heldout", which the task derives from the episode's goal (after a first reset with the seed)."""
+    if not instruction:
+        return None
+    if instruction.startswith("@"):
+        unwrapped = env.unwrapped
+        if not hasattr(unwrapped, "ablation_instruction"):
+            raise ValueError(f"instruction={instruction}: task {type(unwrapped).__name__} has no same-scene "
+                             "alternatives (tasks with them: sort, the mw_* same-scene pairs)")
+        env.reset(seed=seed)
+        return {"instruction": unwrapped.ablation_instruction(instruction[1:])}
+    return {"instruction": instruction}
 
 
 def intervener_args(spec: dict[str, Any]) -> dict[str, Any]:

@@ -68,8 +68,9 @@ class EvalConfig:
     policy_version: int = 0
     intervener: str = ""  # "" (none), "rac" (rewind + correct, episode ends) or "hg_dagger"
     intervener_args: dict[str, float] = field(default_factory=dict)  # ExpertIntervener keywords, e.g. subtask_timeout
-    # the instruction every episode is given instead of the task's own ("" = the task's); the language
-    # ablations (a wrong instruction of the same scene, a neutral one, held-out paraphrases) go through it
+    # the instruction every episode is given instead of the task's own ("" = the task's): literal text
+    # (a neutral phrase), "@wrong" (another goal of the same scene) or "@heldout" (a held-out phrasing
+    # of the episode's goal), for the language ablations; the scene and the goal stay the episode's own
     instruction: str = ""
     backend: str = "local"  # local: worker subprocesses here | ray: Ray tasks (sim/ray_backend.py)
     ray_address: str = ""  # ray: HOST:PORT of a cluster's head, "auto", or "" for a private one-machine cluster

@@ -142,6 +142,15 @@ class MetaWorldTask(gym.Env):
         self.instruction = phrasing
         return self._obs(), {"success": False, "subtask": self.task}
 
+    def ablation_instruction(self, kind: str) -> str:
+        """For the language ablations: "wrong" - the instruction of the task that shares this scene."""
+        if kind == "wrong":
+            for pair in SAME_SCENE:
+                if self.task in pair:
+                    return INSTRUCTIONS[pair[1 - pair.index(self.task)]][0]
+            raise ValueError(f"Meta-World task '{self.task}' shares its scene with no other task: no wrong instruction")
+        raise ValueError(f"unknown ablation '{kind}' for Meta-World (valid: wrong)")
+
     def step(self, action: np.ndarray) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
         a = np.clip(np.asarray(action, np.float64), -1.0, 1.0)
         self.raw_obs, reward, _, _, info = self._env.step(a)

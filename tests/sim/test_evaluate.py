@@ -175,3 +175,26 @@ def test_an_instruction_override_changes_only_the_instruction(tmp_path: Path) ->
     assert np.array_equal(own.read("state", 0, own.n_steps), other.read("state", 0, other.n_steps))
     with pytest.raises(ValueError, match="only whitespace"):
         EvalConfig(instruction="   ").validate()
+
+
+def test_language_ablation_instructions_come_from_the_episodes_goal(tmp_path: Path) -> None:
+    from sim.tasks.native.sort import GOALS, HELDOUT_TEMPLATES
+
+    told = {}
+    for kind in ("", "@wrong", "@heldout"):
+        cfg = EvalConfig(task="sort", policy="zero", episodes=3, seed_start=0, workers=1, videos=0, obs_mode="state",
+                         cameras=[], horizon=3, instruction=kind, record=str(tmp_path / f"{kind or 'own'}.zarr"),
+                         out_dir=str(tmp_path / (kind or "own")))
+        run_evaluation(cfg, progress=False)
+        told[kind] = EpisodeStore.open(tmp_path / f"{kind or 'own'}.zarr").table().instruction.tolist()
+
+    def goal_of(text: str) -> tuple[str, str]:
+        return next(g for g in GOALS if f"{g[0]} " in text and f"{g[1]} " in text)
+
+    for own, wrong, held in zip(told[""], told["@wrong"], told["@heldout"], strict=True):
+        assert goal_of(wrong) != goal_of(own) and goal_of(held) == goal_of(own)
+        assert any(held == t.format(cube=goal_of(own)[0], zone=goal_of(own)[1]) for t in HELDOUT_TEMPLATES)
+    with pytest.raises(Exception, match="no same-scene alternatives"):
+        run_evaluation(EvalConfig(task="pick_place", policy="zero", episodes=1, workers=1, videos=0,
+                                  obs_mode="state", cameras=[], horizon=2, instruction="@wrong",
+                                  out_dir=str(tmp_path / "bad")), progress=False)

@@ -85,6 +85,18 @@ class SortEnv(NativeArmEnv):
         info["goal"] = list(self.goal)
         return obs, info
 
+    def ablation_instruction(self, kind: str) -> str:
+        """For the evaluator's language ablations, after a reset: "wrong" - another goal of this
+        scene (drawn from the goal, so the same seed gets the same one); "heldout" - this goal in a
+        phrasing never used for training."""
+        k = GOALS.index(self.goal)
+        if kind == "wrong":
+            other = GOALS[(k + 1 + k * 7 % (len(GOALS) - 1)) % len(GOALS)]
+            return instruction_for(other, TRAIN_TEMPLATES[0])
+        if kind == "heldout":
+            return instruction_for(self.goal, HELDOUT_TEMPLATES[k % len(HELDOUT_TEMPLATES)])
+        raise ValueError(f"unknown ablation '{kind}' (valid: wrong, heldout)")
+
     def cube_pos(self, name: str) -> np.ndarray:
         return self.data.xpos[self._body[name]].copy()
 
