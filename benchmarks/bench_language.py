@@ -1,0 +1,187 @@
+"""Language benchmark (issue 19): does the VLA use the instruction? One multi-goal tiny VLA on the
+same-scene task `sort` (six goals in one scene, only the instruction tells them) and one multi-task
+tiny VLA on a Meta-World set, cameras + proprio, on this CPU.
+
+  python benchmarks/bench_language.py collect --out runs/bench_language
+  python benchmarks/bench_language.py train --out runs/bench_language --family sort --steps 15000
+  python benchmarks/bench_language.py train --out runs/bench_language --family mw --steps 15000
+  python benchmarks/bench_language.py eval --out runs/bench_language
+  python benchmarks/bench_language.py render --out runs/bench_language
+  python benchmarks/bench_language.py report --out runs/bench_language
+
+- sort: 200 expert demos (seeds 0-199, agentview + wrist at 84x84), evaluated on 50 held-out seeds
+  (1000+) with the true instruction, a wrong goal of the same scene (`instruction=@wrong`), a
+  neutral phrase and held-out paraphrases (`@heldout`). A policy that ignores the instruction
+  scores the same under all of them; a goal-blind perfect policy is right 1 time in 6.
+- Meta-World: the MT10 tasks (Meta-World's success criterion and 500-step horizon), 50 scripted
+  demos per task, 50 held-out seeds per task; the same-scene pairs also with the other task's
+  instruction.
+- render: our renderer against Meta-World's default (gymnasium's MujocoRenderer) on the same
+  model and camera, in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from wm_candidates import ENV, ROOT
+
+SORT_ABLATIONS = {"true": "", "wrong": "@wrong", "neutral": "do the task", "heldout": "@heldout"}
+
+
+def mw_tasks() -> list[str]:
+    from sim.tasks.metaworld_tasks import MT10, task_name
+
+    return [task_name(t) for t in MT10]
+
+
+def vla(*args: object, log: Path) -> None:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    t = time.time()
+    with open(log, "w") as f:
+        subprocess.run([sys.executable, "-m", "vla.cli", *map(str, args)], check=True, stdout=f,
+                       stderr=subprocess.STDOUT, env=ENV, cwd=ROOT)
+    print(f"[{time.strftime('%H:%M:%S')}] {log.stem}: {time.time() - t:.0f} s", flush=True)
+
+
+def collect(args: argparse.Namespace) -> None:
+    out = Path(args.out).resolve()
+    jobs = [("sort", "sort", args.sort_demos, "[agentview,robot0_eye_in_hand]")]
+    jobs += [("mw", t, args.mw_demos, "[corner2]") for t in mw_tasks()]
+    for family, task, n, cams in jobs:
+        done = out / family / "collect" / task / "summary.json"
+        if not done.exists():
+            vla("sim", "collect", out / family / "demos.zarr", f"task={task}", f"episodes={n}", "seed_start=0",
+                "workers=2", "videos=0", f"cameras={cams}", "image_size=84", f"out_dir={done.parent}",
+                log=out / "logs" / f"collect_{task}.log")
+
+
+def train(args: argparse.Namespace) -> None:
+    out = Path(args.out).resolve() / args.family
+    vla("train", out / "demos.zarr", "--out", out / "train", "--resume", f"train.steps={args.steps}",
+        "train.batch_size=32", "train.ckpt_every=1000", "train.val_every=1000", "train.progress=false",
+        log=out.parent / "logs" / f"train_{args.family}.log")
+
+
+def evaluate(args: argparse.Namespace) -> None:
+    from vla.train.trainer import latest_checkpoint
+
+    out = Path(args.out).resolve()
+    ck = latest_checkpoint(out / "sort" / "train")
+    if ck is not None:
+        for name, text in SORT_ABLATIONS.items():
+            dest = out / "sort" / "eval" / name
+            if not (dest / "summary.json").exists():
+                vla("eval", ck, "task=sort", f"episodes={args.episodes}", "seed_start=1000", "workers=2", "videos=2",
+                    f"instruction={text}", f"out_dir={dest}", log=out / "logs" / f"eval_sort_{name}.log")
+    ck = latest_checkpoint(out / "mw" / "train")
+    if ck is not None:
+        from sim.tasks.metaworld_tasks import SAME_SCENE, task_name
+
+        pairs = {task_name(t) for p in SAME_SCENE for t in p}
+        for task in mw_tasks():
+            for name, text in (("true", ""), ("wrong", "@wrong")):
+                if name == "wrong" and task not in pairs:
+                    continue
+                dest = out / "mw" / "eval" / task / name
+                if not (dest / "summary.json").exists():
+                    vla("eval", ck, f"task={task}", f"episodes={args.episodes}", "seed_start=1000", "workers=2",
+                        "videos=1", "cameras=[corner2]", f"instruction={text}", f"out_dir={dest}",
+                        log=out / "logs" / f"eval_{task}_{name}.log")
+
+
+def render(args: argparse.Namespace) -> None:
+    """Frames per second of one 84x84 camera: our renderer vs Meta-World's default, same model."""
+    import gymnasium as gym
+    import metaworld  # noqa: F401  (registers Meta-World's gymnasium ids)
+
+    import sim.render  # noqa: F401
+    from vla.registry import TASKS
+
+    res: dict[str, Any] = {}
+    for task in ("drawer-open", "window-open"):
+        ours = TASKS.make("mw_" + task.replace("-", "_"), cameras=("corner2",), image_size=84)
+        ours.reset(seed=0)
+        env = ours.unwrapped
+        t = time.perf_counter()
+        for _ in range(args.frames):
+            env._obs()
+        ours_fps = args.frames / (time.perf_counter() - t)
+        default = gym.make("Meta-World/MT1", env_name=f"{task}-v3", render_mode="rgb_array", camera_name="corner2",
+                           width=84, height=84)
+        default.reset(seed=0)
+        default.render()
+        t = time.perf_counter()
+        for _ in range(args.frames):
+            default.render()
+        default_fps = args.frames / (time.perf_counter() - t)
+        res[task] = {"ours_fps": ours_fps, "default_fps": default_fps, "speedup": ours_fps / default_fps}
+        ours.close()
+        default.close()
+        print(task, res[task], flush=True)
+    (Path(args.out) / "render.json").write_text(json.dumps(res, indent=1))
+
+
+def report(args: argparse.Namespace) -> None:
+    out = Path(args.out).resolve()
+
+    def rate(path: Path) -> dict[str, Any] | None:
+        f = path / "summary.json"
+        return json.loads(f.read_text()) if f.exists() else None
+
+    res: dict[str, Any] = {}
+    lines = ["# Language benchmark (issue 19)", "", "Commands: the docstring of `benchmarks/bench_language.py`.", ""]
+    sort = {k: rate(out / "sort" / "eval" / k) for k in SORT_ABLATIONS}
+    if sort["true"]:
+        res.update(same_scene_true=sort["true"]["success_rate"],
+                   same_scene_wrong=sort["wrong"]["success_rate"] if sort["wrong"] else None,
+                   same_scene_neutral=sort["neutral"]["success_rate"] if sort["neutral"] else None,
+                   same_scene_chance=1 / 6,
+                   paraphrase_gap=(sort["true"]["success_rate"] - sort["heldout"]["success_rate"])
+                   if sort["heldout"] else None)
+        lines += ["| sort: instruction | success | Wilson 95% |", "|---|---|---|"]
+        lines += [f"| {k} | {v['success_rate']:.2f} | [{v['wilson95'][0]:.2f}, {v['wilson95'][1]:.2f}] |"
+                  for k, v in sort.items() if v]
+    mw = {}
+    for d in sorted((out / "mw" / "eval").glob("*/true")):
+        s = rate(d)
+        if s:
+            mw[d.parent.name] = s["success_rate"]
+    if mw:
+        res.update(metaworld_tasks=sorted(mw), metaworld_mean_success=sum(mw.values()) / len(mw))
+        lines += ["", "| Meta-World task | success (true instruction) |", "|---|---|"]
+        lines += [f"| {t} | {v:.2f} |" for t, v in mw.items()]
+    r = out / "render.json"
+    if r.exists():
+        rr = json.loads(r.read_text())
+        res["metaworld_render_speedup"] = min(v["speedup"] for v in rr.values())
+        lines += ["", "Rendering one 84x84 camera, ours vs Meta-World's default on the same model: "
+                  + ", ".join(f"{k} {v['speedup']:.1f}x ({v['ours_fps']:.0f} vs {v['default_fps']:.0f} fps)"
+                              for k, v in rr.items())]
+    (ROOT / "benchmarks/results/language.md").write_text("\n".join(lines) + "\n")
+    (ROOT / "benchmarks/results/language.json").write_text(json.dumps(res, indent=1))
+    print("\n".join(lines))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("phase", choices=["collect", "train", "eval", "render", "report"])
+    ap.add_argument("--out", default="runs/bench_language")
+    ap.add_argument("--family", choices=["sort", "mw"], default="sort")
+    ap.add_argument("--sort-demos", type=int, default=200)
+    ap.add_argument("--mw-demos", type=int, default=50)
+    ap.add_argument("--steps", type=int, default=15000)
+    ap.add_argument("--episodes", type=int, default=50)
+    ap.add_argument("--frames", type=int, default=200)
+    args = ap.parse_args()
+    {"collect": collect, "train": train, "eval": evaluate, "render": render, "report": report}[args.phase](args)
+
+
+if __name__ == "__main__":
+    main()
