@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -261,7 +261,10 @@ def _wait(procs: list[subprocess.Popen], files: list[Path], total: int, progress
             log = files[i].with_suffix(".log")
             err = log.read_text() if log.exists() else ""
             raise RuntimeError(f"evaluation worker {i} failed (exit {p.returncode}):\n{err[-3000:]}")
-    results = [EpisodeResult(**json.loads(line)) for line in lines]
+    # fields this parent does not know are dropped (a worker started after an upgrade mid-run may
+    # report more), as the Ray backend does
+    known = {f.name for f in fields(EpisodeResult)}
+    results = [EpisodeResult(**{k: v for k, v in json.loads(line).items() if k in known}) for line in lines]
     if len(results) != total:
         raise RuntimeError(f"expected {total} episode results, got {len(results)}")
     return results
