@@ -80,7 +80,7 @@ def run_episode(env: Any, policy: Any, seed: int, spec: dict[str, Any], record: 
                            subtasks_done=finished, seconds=time.perf_counter() - t0,
                            intervention_steps=n_intervention, recovery_steps=n_recovery,
                            takeovers=len(intervener.takeovers) if intervener is not None else 0,
-                           guided_steps=guided_steps)
+                           guided_steps=guided_steps, control_hz=float(env.metadata.get("render_fps", 20.0)))
     return result, builder, frames
 
 

@@ -106,6 +106,7 @@ class EpisodeResult:
     takeovers: int = 0
     # steps whose chunk was sampled under guidance (a guided policy's `last_guided`, e.g. ReGuide)
     guided_steps: list[int] = field(default_factory=list)
+    control_hz: float = 20.0  # the env's control rate: length / control_hz is the episode's robot time
 
 
 def time_to_success(results: list[EpisodeResult]) -> dict[str, float | None]:
@@ -115,7 +116,7 @@ def time_to_success(results: list[EpisodeResult]) -> dict[str, float | None]:
     if not won:
         return {"steps_to_success": None, "seconds_to_success": None}
     return {"steps_to_success": float(np.mean([r.length for r in won])),
-            "seconds_to_success": float(np.mean([r.length / getattr(r, "control_hz", 20.0) for r in won]))}
+            "seconds_to_success": float(np.mean([r.length / r.control_hz for r in won]))}
 
 
 def summarise(results: list[EpisodeResult], config: EvalConfig) -> dict[str, Any]:

@@ -97,7 +97,7 @@ class RobosuiteTask(gym.Env):
     `lean_step=False` keeps robosuite's `env.step` in fast mode (both for benchmarks).
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": [], "render_fps": CONTROL_HZ}  # the control rate
 
     def __init__(self, task: str, cameras: tuple[str, ...] | None = None, image_size: int = 84,
                  horizon: int = 400, obs_mode: str = "image", fast_render: bool = True,

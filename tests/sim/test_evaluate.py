@@ -158,6 +158,8 @@ def test_time_to_success_is_over_the_successes_only() -> None:
             EpisodeResult(seed=2, success=True, length=60, reward=1.0)]
     assert time_to_success(runs) == {"steps_to_success": 50.0, "seconds_to_success": 2.5}  # 20 Hz control
     assert time_to_success(runs[1:2]) == {"steps_to_success": None, "seconds_to_success": None}
+    fast = [EpisodeResult(seed=0, success=True, length=80, reward=1.0, control_hz=80.0)]  # Meta-World's rate
+    assert time_to_success(fast)["seconds_to_success"] == 1.0
 
 
 def test_an_instruction_override_changes_only_the_instruction(tmp_path: Path) -> None:
