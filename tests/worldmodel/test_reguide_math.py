@@ -83,3 +83,12 @@ def test_phase_state_machine_switches_after_consecutive_evidence_only() -> None:
     # the evidence must be consecutive: one chunk without it resets the count
     p, c = rm.phase_step(np.array([0]), np.array([1]), np.array([2.0]), np.array([1.95]), np.array([5.0]), 0.2, 2, 3)
     assert p.tolist() == [0] and c.tolist() == [0]
+
+
+def test_the_demos_share_of_the_samples() -> None:
+    from worldmodel.reguide_refine import demo_share
+
+    assert demo_share(600, 0, 0.2, "fixed") == 1.0  # nothing absorbed yet: demos only
+    assert demo_share(600, 100, 0.2, "fixed") == 0.2  # the released code's expert share
+    assert np.isclose(demo_share(600, 100, 0.2, "floor"), 600 / 700)  # a few successes: not oversampled
+    assert demo_share(600, 9000, 0.2, "floor") == 0.2  # many: the expert share, as released

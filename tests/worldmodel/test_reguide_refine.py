@@ -92,6 +92,8 @@ def test_bad_method_args_are_clear_errors(tmp_path: Path, policy: Path, pick_pla
         config(tmp_path, policy, pick_place_store, phases={"phase": 3}).validate()
     with pytest.raises(ValueError, match="fs_steps is for reguide-fs"):
         config(tmp_path, policy, pick_place_store, fs_steps=10).validate()
+    with pytest.raises(ValueError, match="demo_share_mode must be fixed or floor"):
+        config(tmp_path, policy, pick_place_store, demo_share_mode="proportional").validate()
     with pytest.raises(ValueError, match="demo_share must be in"):
         config(tmp_path, policy, pick_place_store, demo_share=1.5).validate()
     assert np.isclose(config(tmp_path, policy, pick_place_store).method_args["wm_steps"], 4)
