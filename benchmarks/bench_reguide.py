@@ -34,7 +34,11 @@ from bench_imagination import t_interval  # benchmarks/ is this script's folder
 from wm_candidates import ENV, ROOT, refine_run
 
 BASE = "d15_s3000"
-METHODS = {"ft": ("reguide-ft", {}), "fs": ("reguide-fs", {}), "matched": ("reguide-ft", {"guide": False})}
+METHODS = {"ft": ("reguide-ft", {}), "fs": ("reguide-fs", {}), "matched": ("reguide-ft", {"guide": False}),
+           # the demos never sampled below their share of the supervised steps (method_args.demo_share_mode)
+           "ft_floor": ("reguide-ft", {"demo_share_mode": "floor"}),
+           "fs_floor": ("reguide-fs", {"demo_share_mode": "floor"}),
+           "matched_floor": ("reguide-ft", {"guide": False, "demo_share_mode": "floor"})}
 SWEEP_SCALES = (0.01, 0.03, 0.1, 0.3, 1.0)
 
 
@@ -97,7 +101,7 @@ def run(args: argparse.Namespace) -> None:
             (run_dir / "iter_00" / "eval").mkdir(parents=True, exist_ok=True)
             shutil.copy(v0 / "summary.json", run_dir / "iter_00" / "eval" / "summary.json")
             margs = {"wm": str(wm), "scale": scale, "phases": {"seed": seed}, **extra}
-            if name == "fs":
+            if name.startswith("fs"):
                 margs["fs_steps"] = args.fs_steps
             refine_run(method, ckpt, inputs / "demos_15.zarr", run_dir, out / "logs" / f"{name}_seed{seed}.log",
                        seed=seed, collect_seed_start=400_000 + 10_000 * seed, iterations=args.iterations,
@@ -171,14 +175,14 @@ def report(args: argparse.Namespace) -> None:
             curve = " -> ".join(f"{x['success_rate']:.2f}" for x in r)
             lines.append(f"| {m} | {s} | {curve} | "
                          f"{r[-1]['env_episodes']} | {', '.join(shares)} |")
-    for m in ("ft", "fs"):
-        if m in final and "matched" in final:
-            both = sorted(set(final[m]) & set(final["matched"]))
-            d = np.array([final[m][s] - final["matched"][s] for s in both])
+    for m, ref in (("ft", "matched"), ("fs", "matched"), ("ft_floor", "matched_floor"), ("fs_floor", "matched_floor")):
+        if m in final and ref in final:
+            both = sorted(set(final[m]) & set(final[ref]))
+            d = np.array([final[m][s] - final[ref][s] for s in both])
             lo, hi = t_interval(d)
             res[f"{m}_gain_vs_matched"] = float(d.mean()) if len(d) else None
             res[f"{m}_gain_vs_matched_interval"] = [lo, hi]
-            lines.append(f"\n{m} - matched, paired by seed: {d.mean():+.3f} (95% t interval [{lo:+.3f}, {hi:+.3f}], "
+            lines.append(f"\n{m} - {ref}, paired by seed: {d.mean():+.3f} (95% t interval [{lo:+.3f}, {hi:+.3f}], "
                          f"seeds {both}).")
     better = max(("ft", "fs"), key=lambda m: res.get(f"{m}_gain_vs_matched") or -9)
     res["paired_gain_vs_matched_low"] = (res.get(f"{better}_gain_vs_matched_interval") or [None])[0]
