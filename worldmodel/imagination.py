@@ -61,6 +61,10 @@ class ImaginationConfig:
     # true: the oracle - the same starts and K chunk sequences executed in the simulator, scored by the
     # true success (worldmodel/oracle.py); what a perfect world model would give on this budget
     oracle: bool = False
+    # the oracle's look-ahead in chunks (0 = `chunks`, the imagined budget): the world model's score
+    # adds a value bootstrap for a rollout cut short, the simulator's true counterpart is to play the
+    # policy on, so a longer look-ahead is the fair "perfect model" (success until then, not in 6 chunks)
+    oracle_chunks: int = 0
 
     def validate(self) -> None:
         for name in ("starts", "samples", "chunks", "train_chunks"):
@@ -74,6 +78,8 @@ class ImaginationConfig:
             raise ValueError(f"method_args.demo_share must be in [0, 1], got {self.demo_share}")
         if not self.imagine and self.real_weight <= 0:
             raise ValueError("method_args.imagine=false needs real_weight > 0 (the control trains on real rollouts)")
+        if self.oracle_chunks < 0 or (self.oracle_chunks and not self.oracle):
+            raise ValueError("method_args.oracle_chunks is the oracle's look-ahead: >= 1 with oracle=true")
         if self.oracle and not self.imagine:
             raise ValueError("method_args.oracle=true replaces the world model's outcomes: it needs imagine=true")
 
@@ -131,8 +137,8 @@ class ImaginationMethod:
         if c.oracle:
             from worldmodel.oracle import simulate
 
-            res = simulate(self.run_cfg.task, run.store_path, starts, c.samples, c.chunks, job.model.chunk, policy,
-                           seed=self.run_cfg.seed * 1000 + version)
+            res = simulate(self.run_cfg.task, run.store_path, starts, c.samples, c.oracle_chunks or c.chunks,
+                           job.model.chunk, policy, seed=self.run_cfg.seed * 1000 + version)
         else:
             env = ImaginedEnv(model, max_chunks=c.chunks, fps=meta.get("fps", 20.0))
             res = rollout(env, policy, reps, c.chunks, seed=self.run_cfg.seed * 1000 + version)

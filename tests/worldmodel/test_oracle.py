@@ -74,6 +74,10 @@ def test_an_oracle_iteration_in_the_loop(tmp_path: Path, pick_place_store: Path)
     info = json.loads((run.out / "iter_00" / "imagination" / "weights.json").read_text())
     assert info["oracle"] and info["replay_error_max"] < 1e-4 and info["rollouts"] == 12
     assert info["simulated_steps"] > 0 and len(info["episodes"]) == len(info["weights"])
+    with pytest.raises(ValueError, match="oracle_chunks is the oracle's look-ahead"):
+        cfg3 = config(tmp_path / "c", policy, pick_place_store)
+        cfg3.method_args.update(oracle_chunks=10)
+        cfg3.validate()
     with pytest.raises(ValueError, match=r"oracle=true .* needs imagine=true"):
         cfg2 = config(tmp_path / "b", policy, pick_place_store)
         cfg2.method_args.update(oracle=True, imagine=False, real_weight=1.0)
