@@ -190,8 +190,9 @@ def report(args: argparse.Namespace) -> None:
     if pcg:
         d = np.array([pcg[s] - base for s in sorted(pcg)])
         res["pcg_gain_vs_base"], res["pcg_gain_vs_base_interval"] = float(d.mean()), list(t_interval(d))
-        lines.append(f"\nPCG - base on the same seeds: {d.mean():+.3f} (interval over phase-target seeds "
-                     f"{list(np.round(t_interval(d), 3))}).")
+        lo, hi = t_interval(d)
+        lines.append(f"\nPCG - base on the same seeds: {d.mean():+.3f} (95% t interval over the phase-target seeds "
+                     f"[{lo:+.3f}, {hi:+.3f}]).")
     base_eps = {e["seed"]: e["success"] for e in
                 json.loads((out / "v0_eval" / "summary.json").read_text())["episodes_detail"]}
     scales = {}
@@ -216,7 +217,8 @@ def report(args: argparse.Namespace) -> None:
               + ", by failures " + str(next(iter(diag.values()))["failure_final_phase"]) + " (seed 0)."]
     res["rac_reference"] = {"gain_vs_sft_points": 22, "interval_points": 12, "source": "benchmarks/results/refine.md"}
     lines += ["", "RaC for reference (benchmarks/results/refine.md, another base policy): +22 +- 12 points over SFT on "
-              "pick_place with a person's 1,130 intervention steps; ReGuide uses none."]
+              "pick_place with a person's 1,130 intervention steps; ReGuide uses none.", "",
+              "What the figures mean, what limits them and what is not measured: `reguide_notes.md`."]
     plot(out, rows, base, pcg)
     (ROOT / "benchmarks/results/reguide.md").write_text("\n".join(lines) + "\n")
     (ROOT / "benchmarks/results/reguide.json").write_text(json.dumps({"pick_place": res}, indent=1))
