@@ -72,7 +72,8 @@ REFINE_METHODS: Registry[Any] = Registry("refinement method",
 # Policy specs with a prefix ("NAME:ARGS") that wrap a policy, e.g. worldmodel's test-time chunk
 # selection "wm-select:..." and ReGuide's guided policy "reguide:..." (sim.policies.load_policy looks
 # them up).
-POLICY_SPECS: Registry[Any] = Registry("policy spec", modules=("worldmodel.select", "worldmodel.reguide"))
+POLICY_SPECS: Registry[Any] = Registry("policy spec", modules=("worldmodel.select", "worldmodel.reguide",
+                                                                "real.selection"))
 
 
 def spec_args(name: str, args: str, valid: tuple[str, ...], required: tuple[str, ...], example: str
