@@ -138,9 +138,11 @@ def report(args: argparse.Namespace) -> None:
                 "sft_steps_to_success": steps_to_success({s: by["sft"][s] for s in seeds}),
                 "critic_auroc_heldout": critic_auroc({s: by["habc"][s] for s in seeds}),
                 "min_detectable_difference": min_detectable(d)}
+            mdd = res["pick_place"][setting]["min_detectable_difference"]
             lines.append(f"\n{setting}: HABC - SFT paired by seed {d.mean():+.3f} (95% t interval [{lo:+.3f}, "
                          f"{hi:+.3f}], seeds {seeds}); minimum detectable difference at 80% power "
-                         f"{res['pick_place'][setting]['min_detectable_difference']}.")
+                         f"{'n/a' if mdd is None else f'{mdd:.3f}'}"
+                         + (" - a pilot: the protocol asks for >= 5 seeds." if len(seeds) < 5 else "."))
     ratio = intervention_ratio(rows.get("interventions", {}))
     res["rac_vs_hg_dagger_intervention_ratio"] = ratio
     lines.append(f"\nRaC / HG-DAgger intervention steps at HG-DAgger's final success (equal shares): {ratio}.")
