@@ -1,7 +1,7 @@
 """`sort`: one scene, six goals, and only the instruction says which (issue 19's same-scene task).
 
 Three cubes (red, green, blue) and two zones (white, black) on the table, all randomised per seed
-(positions >= 10 cm apart, yaws); the goal - which cube goes to which zone - is drawn per seed
+(centres >= 13 cm apart, yaws); the goal - which cube goes to which zone - is drawn per seed
 too, independently of the layout, so that no image or state can tell it: a policy that ignores
 the instruction is right one time in six. Sub-tasks: `pick_cube`, `place_cube` (of the goal's
 cube). Success: the goal cube rests inside the goal zone, released; a wrong cube in a zone does
@@ -19,23 +19,17 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from sim.tasks.native.base import NativeArmEnv, quat_wxyz_to_xyzw
-from sim.tasks.native.pick_place import HALF, ZONE_HALF, sample_positions, yaw_quat
+from sim.tasks.native.base import NativeArmEnv
+from sim.tasks.native.cubes import BODIES, CUBES, ThreeCubes
+from sim.tasks.native.pick_place import HALF, ZONE_HALF, sample_positions
 from vla.registry import TASKS
 
-CUBES = {"red": "0.85 0.15 0.12 1", "green": "0.2 0.7 0.25 1", "blue": "0.15 0.3 0.85 1"}
 ZONES = {"white": "0.92 0.92 0.92 1", "black": "0.08 0.08 0.08 1"}
 GOALS = tuple((c, z) for c in CUBES for z in ZONES)
 TRAIN_TEMPLATES = ("put the {cube} cube in the {zone} zone", "place the {cube} block on the {zone} square",
                    "move the {cube} cube to the {zone} area")
 HELDOUT_TEMPLATES = ("drop the {cube} cube into the {zone} region", "the {cube} block goes on the {zone} patch")
-LO, HI = np.array([-0.12, -0.22]), np.array([0.15, 0.22])
 
-_BODIES = "".join(f"""
-<body name="{c}" pos="{0.1 * i} 0 {HALF}">
-  <freejoint name="{c}"/>
-  <geom name="{c}" class="object" size="{HALF} {HALF} {HALF}" rgba="{rgba}"/>
-</body>""" for i, (c, rgba) in enumerate(CUBES.items()))
 _SITES = "".join(f"""
 <geom name="zone_{z}" type="box" pos="{0.1 * i} 0.1 0.0005" size="{ZONE_HALF} {ZONE_HALF} 0.0005" rgba="{rgba}"/>"""
                  for i, (z, rgba) in enumerate(ZONES.items()))
@@ -45,7 +39,7 @@ def instruction_for(goal: tuple[str, str], template: str) -> str:
     return template.format(cube=goal[0], zone=goal[1])
 
 
-class SortEnv(NativeArmEnv):
+class SortEnv(ThreeCubes, NativeArmEnv):
     TASK = "sort"
     # every training phrasing of every goal (tables of instruction embeddings enumerate these)
     INSTRUCTIONS: ClassVar[tuple[str, ...]] = tuple(instruction_for(g, t) for g in GOALS for t in TRAIN_TEMPLATES)
@@ -53,23 +47,17 @@ class SortEnv(NativeArmEnv):
     DEFAULT_HORIZON = 200
 
     def _task_xml(self) -> tuple[str, str]:
-        return _BODIES, _SITES
+        return BODIES, _SITES
 
     def _setup_task(self) -> None:
-        m = self.model
-        self._qadr = {c: m.jnt_qposadr[m.joint(c).id] for c in CUBES}
-        self._geom = {c: m.geom(c).id for c in CUBES}
-        self._body = {c: m.body(c).id for c in CUBES}
-        self._zone = {z: m.geom(f"zone_{z}").id for z in ZONES}
+        self._setup_cubes()
+        self._zone = {z: self.model.geom(f"zone_{z}").id for z in ZONES}
         self.goal = GOALS[0]
 
     def _randomize(self, rng: np.random.Generator) -> None:
-        # zones first, at least a zone's width plus a cube apart from everything
-        xy = sample_positions(rng, len(CUBES) + len(ZONES), 2 * ZONE_HALF + 0.01, LO, HI)
-        for i, c in enumerate(CUBES):
-            a = self._qadr[c]
-            self.data.qpos[a:a + 3] = [xy[i, 0], xy[i, 1], HALF]
-            self.data.qpos[a + 3:a + 7] = yaw_quat(rng.uniform(-np.pi / 4, np.pi / 4))
+        # cubes, then zones: every centre a zone's width plus a centimetre from every other
+        xy = sample_positions(rng, len(CUBES) + len(ZONES), 2 * ZONE_HALF + 0.01)
+        self._place_cubes(rng, xy)
         for j, z in enumerate(ZONES):
             self.model.geom_pos[self._zone[z], :2] = xy[len(CUBES) + j]
         self.goal = GOALS[int(rng.integers(len(GOALS)))]
@@ -97,9 +85,6 @@ class SortEnv(NativeArmEnv):
             return instruction_for(self.goal, HELDOUT_TEMPLATES[k % len(HELDOUT_TEMPLATES)])
         raise ValueError(f"unknown ablation '{kind}' (valid: wrong, heldout)")
 
-    def cube_pos(self, name: str) -> np.ndarray:
-        return self.data.xpos[self._body[name]].copy()
-
     def zone_pos(self, name: str) -> np.ndarray:
         return np.array([*self.model.geom_pos[self._zone[name], :2], 0.0])
 
@@ -120,19 +105,12 @@ class SortEnv(NativeArmEnv):
         return 10 * len(CUBES) + 3 * len(ZONES)
 
     def _object_features(self) -> np.ndarray:
-        eef = self.eef_pos()
-        feats = []
-        for c in CUBES:
-            p = self.cube_pos(c)
-            feats += [p, quat_wxyz_to_xyzw(self.data.xquat[self._body[c]]), p - eef]
-        feats += [self.zone_pos(z) for z in ZONES]
-        return np.concatenate(feats)
+        return np.concatenate([*self._cube_features(self.eef_pos()), *(self.zone_pos(z) for z in ZONES)])
 
     def privileged(self) -> dict[str, Any]:
         cube, zone = self.goal
         return {
-            "objects": {c: {"pos": self.cube_pos(c), "quat": self.data.xquat[self._body[c]].copy(),
-                            "geom": self._geom[c], "half": HALF} for c in CUBES},
+            "objects": self._cube_objects(),
             "active_object": cube,
             "goal_pos": self.zone_pos(zone) + np.array([0.0, 0.0, HALF]),
             "zone_pos": self.zone_pos(zone),

@@ -12,24 +12,17 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from sim.tasks.native.base import NativeArmEnv, quat_wxyz_to_xyzw
-from sim.tasks.native.pick_place import HALF, sample_positions, yaw_quat
+from sim.tasks.native.base import NativeArmEnv
+from sim.tasks.native.cubes import BODIES, CUBES, ThreeCubes
+from sim.tasks.native.pick_place import HALF, sample_positions
 from vla.registry import TASKS
 
-COLOURS = {"red": "0.85 0.15 0.12 1", "green": "0.2 0.7 0.25 1", "blue": "0.15 0.3 0.85 1"}
-CUBES = tuple(COLOURS)
 SUBTASKS = ("pick_green", "place_green_on_red", "pick_blue", "place_blue_on_green")
 # (object moved, object it goes on) per pick/place pair of sub-tasks.
 STAGES = (("green", "red"), ("blue", "green"))
 
-_BODIES = "".join(f"""
-<body name="{c}" pos="{0.1 * i} 0 {HALF}">
-  <freejoint name="{c}"/>
-  <geom name="{c}" class="object" size="{HALF} {HALF} {HALF}" rgba="{rgba}"/>
-</body>""" for i, (c, rgba) in enumerate(COLOURS.items()))
 
-
-class Stack3Env(NativeArmEnv):
+class Stack3Env(ThreeCubes, NativeArmEnv):
     TASK = "stack3"
     INSTRUCTIONS: ClassVar[tuple[str, ...]] = (
         "stack the green cube on the red cube, then the blue cube on the green cube",
@@ -41,23 +34,13 @@ class Stack3Env(NativeArmEnv):
     DEFAULT_HORIZON = 400
 
     def _task_xml(self) -> tuple[str, str]:
-        return _BODIES, ""
+        return BODIES, ""
 
     def _setup_task(self) -> None:
-        m = self.model
-        self._qadr = {c: m.jnt_qposadr[m.joint(c).id] for c in CUBES}
-        self._geom = {c: m.geom(c).id for c in CUBES}
-        self._body = {c: m.body(c).id for c in CUBES}
+        self._setup_cubes()
 
     def _randomize(self, rng: np.random.Generator) -> None:
-        xy = sample_positions(rng, len(CUBES), 0.1)
-        for i, c in enumerate(CUBES):
-            a = self._qadr[c]
-            self.data.qpos[a:a + 3] = [xy[i, 0], xy[i, 1], HALF]
-            self.data.qpos[a + 3:a + 7] = yaw_quat(rng.uniform(-np.pi / 4, np.pi / 4))
-
-    def cube_pos(self, name: str) -> np.ndarray:
-        return self.data.xpos[self._body[name]].copy()
+        self._place_cubes(rng, sample_positions(rng, len(CUBES), 0.1))
 
     def _on(self, top: str, bottom: str) -> bool:
         t, b = self.cube_pos(top), self.cube_pos(bottom)
@@ -87,19 +70,13 @@ class Stack3Env(NativeArmEnv):
         return 10 * len(CUBES)
 
     def _object_features(self) -> np.ndarray:
-        eef = self.eef_pos()
-        feats = []
-        for c in CUBES:
-            p = self.cube_pos(c)
-            feats += [p, quat_wxyz_to_xyzw(self.data.xquat[self._body[c]]), p - eef]
-        return np.concatenate(feats)
+        return np.concatenate(self._cube_features(self.eef_pos()))
 
     def privileged(self) -> dict[str, Any]:
         k = min(self._stage(), len(SUBTASKS) - 1)
         top, bottom = STAGES[k // 2]
         return {
-            "objects": {c: {"pos": self.cube_pos(c), "quat": self.data.xquat[self._body[c]].copy(),
-                            "geom": self._geom[c], "half": HALF} for c in CUBES},
+            "objects": self._cube_objects(),
             "active_object": top,
             "goal_pos": self.cube_pos(bottom) + np.array([0.0, 0.0, 2 * HALF]),
             "held": self.is_grasped(self._geom[top]),
