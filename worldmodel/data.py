@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -55,6 +56,23 @@ def resize_images(frames: np.ndarray, size: int, batch: int = 512) -> np.ndarray
         y = F.interpolate(x, size=(size, size), mode="bilinear", align_corners=False)
         out[i:i + batch] = y.round().clamp(0, 255).byte().permute(0, 2, 3, 1).numpy()
     return out
+
+
+def observation_arrays(cfg: WorldModelConfig, obs_batch: Sequence[dict[str, Any]]
+                       ) -> tuple[np.ndarray, np.ndarray | None]:
+    """(state float32 [B, D], images uint8 [B, n_cams, S, S, 3] or None) of live observations, as the
+    model with `cfg` encodes them; a camera it needs that an observation lacks is a one-line error."""
+    state = np.stack([np.asarray(o["state"], np.float32) for o in obs_batch])
+    if not cfg.cameras:
+        return state, None
+    for o in obs_batch:
+        missing = [c for c in cfg.cameras if c not in o.get("images", {})]
+        if missing:
+            raise ValueError(f"the world model needs camera '{missing[0]}' in the observation "
+                             f"(it has: {sorted(o.get('images', {}))}); evaluate with cameras={cfg.cameras}")
+    images = np.stack([np.stack([resize_images(np.asarray(o["images"][c])[None], cfg.image_size)[0]
+                                 for c in cfg.cameras]) for o in obs_batch])
+    return state, images
 
 
 def check_store(store: EpisodeStore, cfg: WorldModelConfig, where: str) -> None:

@@ -174,20 +174,11 @@ def fit_phase_targets(store: str | Path, wm_path: str | Path, cfg: PhaseConfig, 
 
 def observation_inputs(model: WorldModel, obs_batch: Sequence[dict[str, Any]]
                        ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """(state [B, D], images uint8 [B, n_cams, S, S, 3] or None) of live observations for `model.encode`."""
-    from worldmodel.data import resize_images
+    """`worldmodel.data.observation_arrays` as tensors for `model.encode`."""
+    from worldmodel.data import observation_arrays
 
-    state = torch.from_numpy(np.stack([np.asarray(o["state"], np.float32) for o in obs_batch]))
-    if not model.cfg.cameras:
-        return state, None
-    for o in obs_batch:
-        missing = [c for c in model.cfg.cameras if c not in o.get("images", {})]
-        if missing:
-            raise ValueError(f"the world model needs camera '{missing[0]}' in the observation "
-                             f"(it has: {sorted(o.get('images', {}))}); evaluate with cameras={model.cfg.cameras}")
-    images = np.stack([np.stack([resize_images(np.asarray(o["images"][c])[None], model.cfg.image_size)[0]
-                                 for c in model.cfg.cameras]) for o in obs_batch])
-    return state, torch.from_numpy(images)
+    state, images = observation_arrays(model.cfg, obs_batch)
+    return torch.from_numpy(state), None if images is None else torch.from_numpy(images)
 
 
 class PhaseGuidance:

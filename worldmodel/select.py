@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from vla.registry import POLICY_SPECS
-from worldmodel.data import resize_images
+from worldmodel.data import observation_arrays
 from worldmodel.imagination_math import best_of, rollout_scores
 from worldmodel.imagine import ImaginedEnv, StartStates, check_policy
 from worldmodel.model import WorldModel
@@ -41,15 +41,10 @@ class WorldModelSelection:
         self.policy.reset(seed)
 
     def _starts(self, obs_batch: Sequence[dict[str, Any]]) -> StartStates:
-        cams = self.model.cfg.cameras
-        images = None
-        if cams:
-            images = np.stack([np.stack([resize_images(np.asarray(o["images"][c])[None], self.model.cfg.image_size)[0]
-                                         for c in cams]) for o in obs_batch])
+        state, images = observation_arrays(self.model.cfg, obs_batch)
         n = len(obs_batch)
-        return StartStates(np.stack([np.asarray(o["state"], np.float32) for o in obs_batch]), images,
-                           [o["instruction"] for o in obs_batch], np.zeros(n, np.int64), np.zeros(n, np.int64),
-                           np.zeros(n, bool))
+        return StartStates(state, images, [o["instruction"] for o in obs_batch], np.zeros(n, np.int64),
+                           np.zeros(n, np.int64), np.zeros(n, bool))
 
     def sample_chunk(self, obs_batch: Sequence[Any], prefix: np.ndarray | None = None, guidance: Any = None
                      ) -> np.ndarray:
