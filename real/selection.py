@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from vla.registry import POLICY_SPECS
+from vla.registry import POLICY_SPECS, spec_args, spec_loader
 
 BY = ("coherence", "cfn", "both")
 
@@ -196,15 +196,8 @@ SPEC_KEYS = ("ckpt", "n", "by", "cfn", "executed")
 @POLICY_SPECS.register("select")
 def make_selection(args: str, env: Any = None, seed: int = 0, load: Callable[[str], Any] | None = None
                    ) -> ChunkSelection:
-    from vla.registry import spec_args
-
     a = spec_args("select", args, SPEC_KEYS, ("ckpt",), "select:ckpt=P,n=8,by=coherence|cfn|both,cfn=DIR")
-    if load is None:
-        from vla.policy.policy import load_policy
-
-        def load(s: str) -> Any:
-            return load_policy(s, seed=seed)
-
+    load = spec_loader(load, seed)
     cfn, length = (load_cfn(a["cfn"]) if "cfn" in a else (None, 8))
     return ChunkSelection(load(a["ckpt"]), n=int(a.get("n", 8)), by=a.get("by", "coherence"), cfn=cfn,
                           cfn_length=length, executed=int(a.get("executed", 8)))

@@ -93,3 +93,13 @@ def spec_args(name: str, args: str, valid: tuple[str, ...], required: tuple[str,
         if need not in out:
             raise ValueError(f"{name}: missing {need}= (spec: {example})")
     return out
+
+
+def spec_loader(load: Callable[[str], Any] | None, seed: int = 0) -> Callable[[str], Any]:
+    """How a "NAME:ARGS" spec loads the policy it wraps: the caller's `load` (sim.policies.load_policy
+    passes one that knows every spec), else a torch checkpoint folder seeded with `seed`."""
+    if load is not None:
+        return load
+    from vla.policy.policy import load_policy
+
+    return lambda path: load_policy(path, seed=seed)

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from vla.registry import POLICY_SPECS
+from vla.registry import POLICY_SPECS, spec_args, spec_loader
 from worldmodel import reguide_math as rm
 from worldmodel.model import WorldModel
 
@@ -298,8 +298,6 @@ SPEC_KEYS = ("ckpt", "phases", "scale", "late")
 
 
 def parse_spec(args: str) -> dict[str, str]:
-    from vla.registry import spec_args
-
     return spec_args("reguide", args, SPEC_KEYS, ("ckpt", "phases"), "reguide:ckpt=P,phases=DIR,scale=0.01")
 
 
@@ -316,11 +314,6 @@ def make_guided(policy: Any, phases: str | Path, scale: float = 0.01, late: floa
 def make_reguide(args: str, env: Any = None, seed: int = 0, load: Callable[[str], Any] | None = None
                  ) -> GuidedPolicy:
     a = parse_spec(args)
-    if load is None:
-        from worldmodel.rank import load_candidate
-
-        def load(s: str) -> Any:
-            return load_candidate(s, seed=seed)
-
+    load = spec_loader(load, seed)
     return make_guided(load(a["ckpt"]), a["phases"], scale=float(a.get("scale", 0.01)),
                        late=float(a.get("late", 0.3)))

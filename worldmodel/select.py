@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from vla.registry import POLICY_SPECS
+from vla.registry import POLICY_SPECS, spec_args, spec_loader
 from worldmodel.data import observation_arrays
 from worldmodel.imagination_math import best_of, rollout_scores
 from worldmodel.imagine import ImaginedEnv, StartStates, check_policy
@@ -68,8 +68,6 @@ class WorldModelSelection:
 
 
 def parse_spec(args: str) -> dict[str, str]:
-    from vla.registry import spec_args
-
     return spec_args("wm-select", args, ("ckpt", "wm", "k", "chunks", "value_weight", "disagreement_penalty"),
                      ("ckpt", "wm"), "wm-select:ckpt=P,wm=W,k=8,chunks=2")
 
@@ -80,12 +78,7 @@ def make_selection(args: str, env: Any = None, seed: int = 0, load: Callable[[st
     from worldmodel.checkpoint import load_checkpoint
 
     a = parse_spec(args)
-    if load is None:
-        from worldmodel.rank import load_candidate
-
-        def load(s: str) -> Any:
-            return load_candidate(s, seed=seed)
-
+    load = spec_loader(load, seed)
     model = load_checkpoint(a["wm"])[0]
     return WorldModelSelection(load(a["ckpt"]), model, k=int(a.get("k", 8)), chunks=int(a.get("chunks", 1)),
                                value_weight=float(a.get("value_weight", 0.5)),
