@@ -108,6 +108,13 @@ class EpisodeResult:
     guided_steps: list[int] = field(default_factory=list)
     control_hz: float = 20.0  # the env's control rate: length / control_hz is the episode's robot time
 
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> EpisodeResult:
+        """A worker's result; fields this process does not know are dropped (a worker started after an
+        upgrade during a long run may report more), on either backend."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in values.items() if k in known})
+
 
 def time_to_success(results: list[EpisodeResult]) -> dict[str, float | None]:
     """Efficiency (HABC's second claim): mean control steps and robot seconds (steps over the env's
@@ -262,10 +269,7 @@ def _wait(procs: list[subprocess.Popen], files: list[Path], total: int, progress
             log = files[i].with_suffix(".log")
             err = log.read_text() if log.exists() else ""
             raise RuntimeError(f"evaluation worker {i} failed (exit {p.returncode}):\n{err[-3000:]}")
-    # fields this parent does not know are dropped (a worker started after an upgrade mid-run may
-    # report more), as the Ray backend does
-    known = {f.name for f in fields(EpisodeResult)}
-    results = [EpisodeResult(**{k: v for k, v in json.loads(line).items() if k in known}) for line in lines]
+    results = [EpisodeResult.from_dict(json.loads(line)) for line in lines]
     if len(results) != total:
         raise RuntimeError(f"expected {total} episode results, got {len(results)}")
     return results

@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Iterator
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -148,7 +147,6 @@ def run_specs(specs: list[dict[str, Any]], address: str, episode_dir: Path | Non
                                             # yielded; a failure is reported, as with local workers
                                             max_retries=0)
     generators = [task.remote(spec, files_ref) for spec in specs]
-    known = {f.name for f in fields(EpisodeResult)}
     results: list[EpisodeResult] = []
     bar = tqdm(total=total, desc=desc, disable=not progress)
     pending = list(generators)
@@ -166,7 +164,7 @@ def run_specs(specs: list[dict[str, Any]], address: str, episode_dir: Path | Non
                     raise RuntimeError(f"evaluation worker {generators.index(gen)} failed on Ray:\n"
                                        f"{str(e)[-3000:]}") from None
                 pending.append(gen)
-                results.append(_store_item(item, known, episode_dir, video_dir))
+                results.append(_store_item(item, episode_dir, video_dir))
                 bar.update(1)
     finally:
         bar.close()
@@ -177,9 +175,8 @@ def run_specs(specs: list[dict[str, Any]], address: str, episode_dir: Path | Non
     return results
 
 
-def _store_item(item: dict[str, Any], known: set[str], episode_dir: Path | None, video_dir: Path) -> EpisodeResult:
-    values = {k: v for k, v in item["result"].items() if k in known}
-    result = EpisodeResult(**values)
+def _store_item(item: dict[str, Any], episode_dir: Path | None, video_dir: Path) -> EpisodeResult:
+    result = EpisodeResult.from_dict(item["result"])
     if episode_dir is not None:
         episode_dir.mkdir(parents=True, exist_ok=True)
         (episode_dir / f"{result.seed}.npz").write_bytes(item["npz"])
