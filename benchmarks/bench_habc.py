@@ -25,9 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bench_imagination import t_interval  # benchmarks/ is this script's folder
-from bench_reguide import evaluate
-from wm_candidates import ROOT, refine_run
+from wm_candidates import ROOT, evaluate, refine_run, t_interval  # benchmarks/ is this script's folder
 
 BASE = "d15_s3000"
 SHARES = "group_shares={demo: 0.4, correction: 0.3, policy: 0.3}"

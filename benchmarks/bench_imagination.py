@@ -19,13 +19,11 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from wm_candidates import ENV, ROOT, refine_run  # benchmarks/ is this script's folder
+from wm_candidates import ROOT, evaluate, refine_run, t_interval  # benchmarks/ is this script's folder
 
 METHODS = {"imagination": {"refit_steps": 100, "starts": 32, "samples": 8, "chunks": 6, "train_chunks": 2},
            "control": {"imagine": False, "real_weight": 1.0},
@@ -46,10 +44,7 @@ def run(args: argparse.Namespace) -> None:
     base_name = min(cands, key=lambda n: abs(cands[n]["real_success"] - 0.45))
     base = cands[base_name]["ckpt"]
     v0 = out / "v0_eval"
-    if not (v0 / "summary.json").exists():
-        subprocess.run([sys.executable, "-m", "vla.cli", "eval", base, "task=pick_place",
-                        f"episodes={args.eval_episodes}", "seed_start=100000", "workers=2", "videos=0",
-                        "obs_mode=state", "cameras=[]", f"out_dir={v0}"], check=True, env=ENV, cwd=ROOT)
+    evaluate(base, v0, args.eval_episodes, 100_000)
     for seed in [int(s) for s in args.seeds.split(",")]:
         for method in args.methods.split(","):
             run_dir = out / "runs" / method / f"seed{seed}"
@@ -64,15 +59,6 @@ def run(args: argparse.Namespace) -> None:
                        episodes=args.episodes, eval_episodes=args.eval_episodes, train_steps=args.train_steps,
                        method_args=margs)
     (out / "base.json").write_text(json.dumps({"name": base_name, "ckpt": base, **cands[base_name]}))
-
-
-def t_interval(x: np.ndarray) -> tuple[float, float]:
-    from scipy import stats
-
-    if len(x) < 2:
-        return (float("nan"), float("nan"))
-    half = stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x))
-    return (float(x.mean() - half), float(x.mean() + half))
 
 
 def imagined_vs_real(out: Path, runs: dict[int, list[dict[str, Any]]], wm: Path, starts_store: Path

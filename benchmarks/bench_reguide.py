@@ -23,15 +23,12 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bench_imagination import t_interval  # benchmarks/ is this script's folder
-from wm_candidates import ENV, ROOT, refine_run
+from wm_candidates import ROOT, evaluate, refine_run, t_interval  # benchmarks/ is this script's folder
 
 BASE = "d15_s3000"
 METHODS = {"ft": ("reguide-ft", {}), "fs": ("reguide-fs", {}), "matched": ("reguide-ft", {"guide": False}),
@@ -55,17 +52,6 @@ def phases(out: Path, inputs: Path, wm: Path, seed: int) -> Path:
     if not (folder / "phases.json").exists():
         fit_phase_targets(inputs / "demos_15.zarr", wm, PhaseConfig(seed=seed), task="pick_place").save(folder)
     return folder
-
-
-def evaluate(policy: str, out_dir: Path, episodes: int, seed_start: int) -> dict[str, Any]:
-    if not (out_dir / "summary.json").exists():
-        log = out_dir.parent / f"{out_dir.name}.log"
-        out_dir.parent.mkdir(parents=True, exist_ok=True)
-        with open(log, "w") as f:
-            subprocess.run([sys.executable, "-m", "vla.cli", "eval", policy, "task=pick_place", f"episodes={episodes}",
-                            f"seed_start={seed_start}", "workers=2", "videos=0", "obs_mode=state", "cameras=[]",
-                            f"out_dir={out_dir}"], check=True, env=ENV, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT)
-    return json.loads((out_dir / "summary.json").read_text())
 
 
 def spec(ckpt: str, folder: Path, scale: float) -> str:

@@ -21,6 +21,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 STATE = ["obs_mode=state", "cameras=[]", "videos=0"]
 
@@ -41,6 +44,28 @@ def sh(cmd: list[str], log: Path) -> None:
     with open(log, "w") as f:
         subprocess.run(cmd, check=True, stdout=f, stderr=subprocess.STDOUT, env=ENV, cwd=ROOT)
     print(f"[{time.strftime('%H:%M:%S')}] {log.stem}: {time.time() - t:.0f} s", flush=True)
+
+
+def evaluate(policy: str, out_dir: Path, episodes: int, seed_start: int) -> dict[str, Any]:
+    """`vla eval` of a policy spec on pick_place in state mode, once: a finished summary is reused."""
+    if not (out_dir / "summary.json").exists():
+        log = out_dir.parent / f"{out_dir.name}.log"
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "w") as f:
+            subprocess.run([sys.executable, "-m", "vla.cli", "eval", policy, "task=pick_place", f"episodes={episodes}",
+                            f"seed_start={seed_start}", "workers=2", "videos=0", "obs_mode=state", "cameras=[]",
+                            f"out_dir={out_dir}"], check=True, env=ENV, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT)
+    return json.loads((out_dir / "summary.json").read_text())
+
+
+def t_interval(x: np.ndarray) -> tuple[float, float]:
+    """95% t interval of the mean of paired differences (NaN with fewer than 2)."""
+    from scipy import stats
+
+    if len(x) < 2:
+        return (float("nan"), float("nan"))
+    half = stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x))
+    return (float(x.mean() - half), float(x.mean() + half))
 
 
 def refine_run(method: str, ckpt: str, demos: Path, run_dir: Path, log: Path, *, seed: int, collect_seed_start: int,
