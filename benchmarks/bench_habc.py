@@ -116,6 +116,7 @@ def report(args: argparse.Namespace) -> None:
              "| setting | method | seeds | final success (mean) | per seed | steps to success "
              "| critic held-out AUROC |",
              "|---|---|---|---|---|---|---|"]
+    paired: list[str] = []  # below the table: a paragraph between rows would end it
     for setting, by in rows.items():
         for m, runs in sorted(by.items()):
             final = [runs[s][-1]["success_rate"] for s in sorted(runs)]
@@ -137,10 +138,11 @@ def report(args: argparse.Namespace) -> None:
                 "critic_auroc_heldout": critic_auroc({s: by["habc"][s] for s in seeds}),
                 "min_detectable_difference": min_detectable(d)}
             mdd = res["pick_place"][setting]["min_detectable_difference"]
-            lines.append(f"\n{setting}: HABC - SFT paired by seed {d.mean():+.3f} (95% t interval [{lo:+.3f}, "
+            paired.append(f"\n{setting}: HABC - SFT paired by seed {d.mean():+.3f} (95% t interval [{lo:+.3f}, "
                          f"{hi:+.3f}], seeds {seeds}); minimum detectable difference at 80% power "
                          f"{'n/a' if mdd is None else f'{mdd:.3f}'}"
                          + (" - a pilot: the protocol asks for >= 5 seeds." if len(seeds) < 5 else "."))
+    lines += paired
     ratio = intervention_ratio(rows.get("interventions", {}))
     res["rac_vs_hg_dagger_intervention_ratio"] = ratio
     lines.append(f"\nRaC / HG-DAgger intervention steps at HG-DAgger's final success (equal shares): {ratio}.")
