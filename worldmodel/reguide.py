@@ -208,13 +208,19 @@ class PhaseGuidance:
             self.z = self.model.encode(*observation_inputs(self.model, obs_batch))
         self.guided = np.zeros(len(obs_batch), bool)
 
-    def distance(self, actions: torch.Tensor, phase: np.ndarray) -> torch.Tensor:
-        """Softmin distance [B] of the predicted next latent to each row's `phase` prototypes."""
+    def next_latent(self, actions: torch.Tensor) -> torch.Tensor:
+        """The ensemble's mean next latent [B, L] after the actions' first chunk."""
         assert self.z is not None, "begin() first"
-        c = self.model.cfg.chunk
-        z_next = self.model.next(self.z, actions[:, :c]).mean(0)
+        return self.model.next(self.z, actions[:, :self.model.cfg.chunk]).mean(0)
+
+    def phase_distance(self, z_next: torch.Tensor, phase: np.ndarray) -> torch.Tensor:
+        """Softmin distance [B] of next latents to each row's `phase` prototypes."""
         ph = torch.from_numpy(np.clip(phase, 0, self.targets.n_phases - 1))
         return rm.softmin_distance(z_next, self.targets.protos[ph], self.targets.tau, self.targets.mask[ph])
+
+    def distance(self, actions: torch.Tensor, phase: np.ndarray) -> torch.Tensor:
+        """Softmin distance [B] of the predicted next latent to each row's `phase` prototypes."""
+        return self.phase_distance(self.next_latent(actions), phase)
 
     def __call__(self, x1: np.ndarray, t: float) -> np.ndarray:
         delta = np.zeros_like(x1, dtype=np.float32)
@@ -237,7 +243,8 @@ class PhaseGuidance:
         a = torch.from_numpy(np.asarray(chunk, np.float32))
         n = self.targets.n_phases
         nxt = np.minimum(self.phase + 1, n - 1)
-        d_cur, d_next = self.distance(a, self.phase).numpy(), self.distance(a, nxt).numpy()
+        z_next = self.next_latent(a)  # once: both phases are measured from the same prediction
+        d_cur, d_next = self.phase_distance(z_next, self.phase).numpy(), self.phase_distance(z_next, nxt).numpy()
         self.last_distance = d_cur
         switch = self.targets.column("switch")
         self.phase, self.counter = rm.phase_step(self.phase, self.counter, d_cur, d_next, switch[nxt],
