@@ -24,13 +24,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from wm_candidates import ENV, ROOT
+from wm_candidates import ROOT, sh, vla
 
 SORT_ABLATIONS = {"true": "", "wrong": "@wrong", "neutral": "do the task", "heldout": "@heldout"}
 
@@ -41,15 +39,6 @@ def mw_tasks() -> list[str]:
     return [task_name(t) for t in MT10]
 
 
-def vla(*args: object, log: Path) -> None:
-    log.parent.mkdir(parents=True, exist_ok=True)
-    t = time.time()
-    with open(log, "w") as f:
-        subprocess.run([sys.executable, "-m", "vla.cli", *map(str, args)], check=True, stdout=f,
-                       stderr=subprocess.STDOUT, env=ENV, cwd=ROOT)
-    print(f"[{time.strftime('%H:%M:%S')}] {log.stem}: {time.time() - t:.0f} s", flush=True)
-
-
 def collect(args: argparse.Namespace) -> None:
     out = Path(args.out).resolve()
     jobs = [("sort", "sort", args.sort_demos, "[agentview,robot0_eye_in_hand]")]
@@ -57,16 +46,16 @@ def collect(args: argparse.Namespace) -> None:
     for family, task, n, cams in jobs:
         done = out / family / "collect" / task / "summary.json"
         if not done.exists():
-            vla("sim", "collect", out / family / "demos.zarr", f"task={task}", f"episodes={n}", "seed_start=0",
-                "workers=2", "videos=0", f"cameras={cams}", "image_size=84", f"out_dir={done.parent}",
-                log=out / "logs" / f"collect_{task}.log")
+            sh(vla("sim", "collect", out / family / "demos.zarr", f"task={task}", f"episodes={n}", "seed_start=0",
+                   "workers=2", "videos=0", f"cameras={cams}", "image_size=84", f"out_dir={done.parent}"),
+               out / "logs" / f"collect_{task}.log")
 
 
 def train(args: argparse.Namespace) -> None:
     out = Path(args.out).resolve() / args.family
-    vla("train", out / "demos.zarr", "--out", out / "train", "--resume", f"train.steps={args.steps}",
-        "train.batch_size=32", "train.ckpt_every=1000", "train.val_every=1000", "train.progress=false",
-        log=out.parent / "logs" / f"train_{args.family}.log")
+    sh(vla("train", out / "demos.zarr", "--out", out / "train", "--resume", f"train.steps={args.steps}",
+           "train.batch_size=32", "train.ckpt_every=1000", "train.val_every=1000", "train.progress=false"),
+       out.parent / "logs" / f"train_{args.family}.log")
 
 
 def evaluate(args: argparse.Namespace) -> None:
@@ -78,8 +67,8 @@ def evaluate(args: argparse.Namespace) -> None:
         for name, text in SORT_ABLATIONS.items():
             dest = out / "sort" / "eval" / name
             if not (dest / "summary.json").exists():
-                vla("eval", ck, "task=sort", f"episodes={args.episodes}", "seed_start=1000", "workers=2", "videos=2",
-                    f"instruction={text}", f"out_dir={dest}", log=out / "logs" / f"eval_sort_{name}.log")
+                sh(vla("eval", ck, "task=sort", f"episodes={args.episodes}", "seed_start=1000", "workers=2",
+                       "videos=2", f"instruction={text}", f"out_dir={dest}"), out / "logs" / f"eval_sort_{name}.log")
     ck = latest_checkpoint(out / "mw" / "train")
     if ck is not None:
         from sim.tasks.metaworld_tasks import SAME_SCENE, task_name
@@ -91,9 +80,9 @@ def evaluate(args: argparse.Namespace) -> None:
                     continue
                 dest = out / "mw" / "eval" / task / name
                 if not (dest / "summary.json").exists():
-                    vla("eval", ck, f"task={task}", f"episodes={args.episodes}", "seed_start=1000", "workers=2",
-                        "videos=1", "cameras=[corner2]", f"instruction={text}", f"out_dir={dest}",
-                        log=out / "logs" / f"eval_{task}_{name}.log")
+                    sh(vla("eval", ck, f"task={task}", f"episodes={args.episodes}", "seed_start=1000", "workers=2",
+                           "videos=1", "cameras=[corner2]", f"instruction={text}", f"out_dir={dest}"),
+                       out / "logs" / f"eval_{task}_{name}.log")
 
 
 def render(args: argparse.Namespace) -> None:
