@@ -25,7 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from wm_candidates import ROOT, evaluate, refine_run, t_interval  # benchmarks/ is this script's folder
+from wm_candidates import ROOT, evaluate, refine_run  # benchmarks/ is this script's folder
+
+from vla.metrics import t_interval
 
 BASE = "d15_s3000"
 SHARES = "group_shares={demo: 0.4, correction: 0.3, policy: 0.3}"

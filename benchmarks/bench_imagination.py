@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from wm_candidates import ROOT, evaluate, refine_run, t_interval  # benchmarks/ is this script's folder
+from wm_candidates import ROOT, evaluate, refine_run  # benchmarks/ is this script's folder
+
+from vla.metrics import t_interval
 
 METHODS = {"imagination": {"refit_steps": 100, "starts": 32, "samples": 8, "chunks": 6, "train_chunks": 2},
            "control": {"imagine": False, "real_weight": 1.0},

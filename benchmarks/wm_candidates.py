@@ -23,8 +23,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 STATE = ["obs_mode=state", "cameras=[]", "videos=0"]
 
 
@@ -56,16 +54,6 @@ def evaluate(policy: str, out_dir: Path, episodes: int, seed_start: int) -> dict
                             f"seed_start={seed_start}", "workers=2", "videos=0", "obs_mode=state", "cameras=[]",
                             f"out_dir={out_dir}"], check=True, env=ENV, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT)
     return json.loads((out_dir / "summary.json").read_text())
-
-
-def t_interval(x: np.ndarray) -> tuple[float, float]:
-    """95% t interval of the mean of paired differences (NaN with fewer than 2)."""
-    from scipy import stats
-
-    if len(x) < 2:
-        return (float("nan"), float("nan"))
-    half = stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x))
-    return (float(x.mean() - half), float(x.mean() + half))
 
 
 def refine_run(method: str, ckpt: str, demos: Path, run_dir: Path, log: Path, *, seed: int, collect_seed_start: int,

@@ -23,8 +23,8 @@ from typing import Any
 
 import yaml
 
-from vla.config import CONFIG_DIR
-from vla.job import JobContext, stage
+from vla.config import CONFIG_DIR, ConfigError
+from vla.job import JobContext, export_checkpoint, stage
 
 NODE_CONFIG = CONFIG_DIR / "deploy" / "native_arm.yaml"
 BRIDGE_CONFIG = CONFIG_DIR / "deploy" / "bridge.yaml"
@@ -205,7 +205,16 @@ def _ms(seconds: float | None) -> float | None:
 def deploy_stage(ctx: JobContext) -> dict[str, Any]:
     """One (or `deploy.episodes`) pick_place episode(s) through ROS 2 against the MuJoCo bridge."""
     cfg = ctx.config.deploy
-    ckpt = ctx.checkpoint
+    if cfg.policy not in ("pretrained", "refined"):
+        raise ConfigError(f"deploy.policy must be pretrained or refined, got '{cfg.policy}'")
+    if cfg.policy == "refined":
+        if "checkpoint" not in ctx.results.get("refine", {}):
+            raise ConfigError("deploy.policy=refined needs the refine stage before deploy in stages")
+        ckpt = Path(ctx.results["refine"]["checkpoint"])
+        if cfg.backend == "onnx" and not (ckpt / "onnx").exists():
+            export_checkpoint(ctx, ckpt)
+    else:
+        ckpt = ctx.checkpoint
     path = ckpt / "onnx" if cfg.backend == "onnx" else ckpt
     result = run_deploy(path, ctx.out_dir / "deploy", episodes=cfg.episodes, mode=cfg.mode, backend=cfg.backend,
                         rate_hz=cfg.rate_hz, timeout_s=cfg.timeout_s, domain_id=cfg.ros_domain_id)
@@ -215,7 +224,7 @@ def deploy_stage(ctx: JobContext) -> dict[str, Any]:
         vals = [r[key] for r in recs if r[key] is not None]
         return max(vals) if vals else None
 
-    return {"mode": cfg.mode, "backend": cfg.backend, "success": result["success"],
+    return {"policy": cfg.policy, "mode": cfg.mode, "backend": cfg.backend, "success": result["success"],
             "steps": round(sum(r["steps"] for r in recs) / len(recs), 1),
             "wall s": round(sum(r["wall_s"] for r in recs) / len(recs), 2),
             "starved ticks": worst("starved_ticks"), "jitter p99 ms": worst("jitter_p99_ms"),

@@ -14,7 +14,7 @@ import numpy as np
 
 from sim.evaluate import EpisodeResult, env_kwargs
 from sim.policies import ExpertPolicy, load_policy
-from sim.video import tile_cameras, write_mp4
+from sim.video import annotate, can_view, view_frame, write_mp4
 from vla.data.builder import EpisodeBuilder
 
 
@@ -32,7 +32,9 @@ def run_episode(env: Any, policy: Any, seed: int, spec: dict[str, Any], record: 
         intervener.expert.reset(seed)
     builder = EpisodeBuilder(task=spec["task"], instruction=obs["instruction"], source=spec["source"],
                              seed=seed) if record else None
-    frames: list[np.ndarray] = [tile_cameras(obs["images"])] if video and obs["images"] else []
+    video_size = int(spec.get("video_size", 256))
+    frames: list[np.ndarray] = [annotate(view_frame(env, obs, video_size), 0, info.get("subtask"), "policy")
+                                ] if video and can_view(env, obs, video_size) else []
     subtasks: list[str] = []
     queue: list[np.ndarray] = []
     guided_chunk, guided_steps = False, []
@@ -57,9 +59,12 @@ def run_episode(env: Any, policy: Any, seed: int, spec: dict[str, Any], record: 
             queue.pop(0)
             if guided_chunk:
                 guided_steps.append(steps)
+        label = action
+        if spec.get("label") == "clean" and not is_intervention:
+            label = policy.expert.clean_action  # DART: execute the noisy action, teach the clean one
         next_obs, reward, terminated, truncated, info = env.step(action)
         if builder is not None:
-            builder.add_step(images=obs["images"], state=obs["state"], action=action, timestamp=obs["timestamp"],
+            builder.add_step(images=obs["images"], state=obs["state"], action=label, timestamp=obs["timestamp"],
                              reward=float(reward), is_intervention=is_intervention, is_recovery=is_recovery,
                              policy_version=spec["policy_version"])
         obs = next_obs
@@ -68,7 +73,8 @@ def run_episode(env: Any, policy: Any, seed: int, spec: dict[str, Any], record: 
         n_intervention += is_intervention
         n_recovery += is_recovery
         if frames:
-            frames.append(tile_cameras(obs["images"]))
+            control = "intervener" if is_intervention else "guided" if guided_chunk else "policy"
+            frames.append(annotate(view_frame(env, obs, video_size), steps, info.get("subtask"), control))
         sub = info.get("subtask")
         if sub is not None and (not subtasks or subtasks[-1] != sub):
             subtasks.append(str(sub))

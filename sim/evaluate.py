@@ -31,6 +31,7 @@ from vla.registry import EVALUATORS
 
 INTERVENERS = ("", "rac", "hg_dagger")
 BACKENDS = ("local", "ray")
+LABELS = ("noisy", "clean")
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
@@ -62,7 +63,12 @@ class EvalConfig:
     record: str = ""  # EpisodeStore path to append every episode to ("" = do not record)
     source: str = "rollout"  # source of recorded episodes (demo for `vla sim collect`)
     videos: int = 2  # MP4 of the first N seeds
+    video_size: int = 256  # their frames: the task's viewing camera at this size (0: the policy's cameras)
     noise: float = 0.0  # expert only: action noise
+    # expert only: what a recorded step's action is when noise > 0: "noisy" (what was executed: sloppy
+    # demos) or "clean" (the expert's action before the noise: DART, arXiv:1703.09327, whose demos
+    # visit the states a learner drifts to and teach the way back from them)
+    label: str = "noisy"
     skill: float = 1.0  # expert only: 1 = perfect, lower = hesitant / misgrasps
     out_dir: str = "runs/eval"
     policy_version: int = 0
@@ -79,6 +85,10 @@ class EvalConfig:
         if self.episodes < 1 or self.workers < 1 or self.n_action_steps < 1:
             raise ValueError("episodes, workers and n_action_steps must be >= 1, got "
                              f"{self.episodes}, {self.workers}, {self.n_action_steps}")
+        if self.label not in LABELS:
+            raise ValueError(f"unknown label '{self.label}'" + closest(self.label, LABELS))
+        if self.label == "clean" and self.policy != "expert":
+            raise ValueError(f"label=clean labels the expert's steps; policy is '{self.policy}'")
         if self.backend not in BACKENDS:
             raise ValueError(f"unknown backend '{self.backend}'" + closest(self.backend, BACKENDS))
         if self.intervener not in INTERVENERS:

@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from vla.job import JobContext, stage
+from vla.metrics import paired_difference
 
 
 @stage("sim_demos")
@@ -20,9 +21,12 @@ def sim_demos_stage(ctx: JobContext) -> dict[str, Any]:
     t0 = time.perf_counter()
     summary = run_evaluation(EvalConfig(task=cfg.task, policy="expert", episodes=cfg.episodes, seed_start=0,
                                         workers=cfg.workers, image_size=cfg.image_size, videos=1, source="demo",
-                                        record=str(ctx.store_path), out_dir=str(ctx.out_dir / "collect")))
+                                        noise=cfg.noise, label=cfg.label, record=str(ctx.store_path),
+                                        out_dir=str(ctx.out_dir / "collect")))
     store = EpisodeStore.open(ctx.store_path)
+    _attach_videos(ctx, "sim_demos", summary, "scripted expert")
     return {"task": cfg.task, "store": str(ctx.store_path), "episodes": store.n_episodes, "steps": store.n_steps,
+            "expert noise": f"{cfg.noise} (label: {cfg.label})" if cfg.noise else 0,
             "expert success": f"{summary['success_rate']:.0%}",
             "MB on disk": round(store.nbytes_on_disk() / 1e6, 1), "seconds": round(time.perf_counter() - t0, 1)}
 
@@ -46,9 +50,20 @@ def eval_stage(ctx: JobContext) -> dict[str, Any]:
                                       out_dir=str(ctx.out_dir / f"eval_{name}")))
         lo, hi = s["wilson95"]
         out[f"{name} success"] = f"{s['successes']}/{s['episodes']} [{lo:.0%}, {hi:.0%}]"
+        if name == "torch":
+            ctx.attach("eval", "plot", ctx.out_dir / "eval_torch" / "summary.png", "pretrained policy, held-out seeds")
+            _attach_videos(ctx, "eval", s, "pretrained")
     out["videos"] = str(ctx.out_dir / "eval_torch" / "videos")
     out["seconds"] = round(time.perf_counter() - t0, 1)
     return out
+
+
+def _attach_videos(ctx: JobContext, stage_name: str, summary: dict[str, Any], who: str) -> None:
+    """An evaluation's videos in the report, each captioned with its seed and outcome."""
+    for e in summary["episodes_detail"]:
+        if e["video"]:
+            ctx.attach(stage_name, "video", e["video"],
+                       f"{who}, seed {e['seed']}: {'success' if e['success'] else 'failure'} in {e['length']} steps")
 
 
 @stage("refine")
@@ -65,6 +80,7 @@ def refine_stage(ctx: JobContext) -> dict[str, Any]:
               "out_dir": str(ctx.out_dir / "refine"), "iterations": cfg.iterations,
               "episodes_per_iteration": cfg.episodes_per_iteration, "eval_episodes": cfg.eval_episodes,
               "workers": cfg.workers, "image_size": ctx.config.demos.image_size,
+              "n_action_steps": ctx.config.eval.n_action_steps, "videos": 2,
               "train": {"steps": cfg.train_steps, "ckpt_every": cfg.train_steps}}
     t0 = time.perf_counter()
     run = RefineRun(load_config(RefineConfig, "refine", "default", cfg.overrides, values=values))
@@ -81,11 +97,20 @@ def refine_stage(ctx: JobContext) -> dict[str, Any]:
             shutil.copy(evaluated, target)
     rows = run.run()
     before, after = rows[0], rows[-1]
+    first, last = run.evaluate(0), run.evaluate(len(rows) - 1)
+    gain = paired_difference(*({e["seed"]: e["success"] for e in s["episodes_detail"]} for s in (first, last)))
+    ctx.attach("refine", "plot", run.out / "curves.png", f"{cfg.method}: success and data per iteration")
+    _attach_videos(ctx, "refine", last, f"after {cfg.method}")
 
     def rate(r: dict[str, Any]) -> str:
         lo, hi = r["wilson95"]
         return f"{r['successes']}/{r['episodes']} [{lo:.0%}, {hi:.0%}]"
 
     return {"method": cfg.method, "task": task, "success before": rate(before), "success after": rate(after),
+            # after - before, seed by seed on the same seeds, with its 95% t interval over the seeds
+            "gain": f"{gain['mean']:+.2f} [{gain['lo']:+.2f}, {gain['hi']:+.2f}] "
+                    f"({gain['better']} seeds better, {gain['worse']} worse, of {gain['seeds']})",
+            "gain_mean": round(gain["mean"], 4), "gain_lo": round(gain["lo"], 4), "gain_hi": round(gain["hi"], 4),
             "env episodes": after["env_episodes"], "intervention steps": after["intervention_steps"],
+            "checkpoint": str(run.policy_path(len(rows) - 1)),
             "records": str(ctx.out_dir / "refine" / "records.json"), "seconds": round(time.perf_counter() - t0, 1)}

@@ -23,6 +23,7 @@ from rich.table import Table
 from vla.config import ConfigError, load_config
 from vla.data.schema import closest
 from vla.registry import STAGES
+from vla.report import Media, write_report
 
 
 @dataclass
@@ -31,6 +32,10 @@ class DemoStageConfig:
     episodes: int = 40
     image_size: int = 84
     workers: int = 2
+    # expert action noise; with label=clean the recorded action is the expert's own (DART): the demos
+    # show the way back from the small drifts a learned policy makes
+    noise: float = 0.0
+    label: str = "noisy"  # noisy | clean (see sim.evaluate.EvalConfig.label)
 
 
 @dataclass
@@ -73,6 +78,7 @@ class RefineStageConfig:
 @dataclass
 class DeployStageConfig:
     episodes: int = 1  # episodes run over ROS 2 against the MuJoCo robot bridge
+    policy: str = "pretrained"  # pretrained | refined (the refine stage's last policy, exported to ONNX here)
     mode: str = "aligned"  # executor mode: sync | naive_async | aligned | rtc
     backend: str = "onnx"  # onnx | torch
     rate_hz: float = 20.0
@@ -104,6 +110,12 @@ class JobContext:
     config: JobConfig
     out_dir: Path
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    media: dict[str, list[Media]] = field(default_factory=dict)  # the report's plots and videos, by stage
+
+    def attach(self, stage_name: str, kind: str, paths: Any, caption: str = "") -> None:
+        """Show `paths` (one or several plots or videos) under `stage_name` in the job's report."""
+        for p in [paths] if isinstance(paths, str | Path) else paths:
+            self.media.setdefault(stage_name, []).append(Media(kind, str(p), caption or Path(p).stem))
 
     @property
     def store_path(self) -> Path:
@@ -228,17 +240,23 @@ def pretrain_stage(ctx: JobContext) -> dict[str, Any]:
 
 @stage("export")
 def export_stage(ctx: JobContext) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    out = export_checkpoint(ctx, ctx.checkpoint)
+    size = sum(p.stat().st_size for p in out.iterdir()) / 1e6
+    return {"onnx": str(out), "MB": round(size, 1), "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def export_checkpoint(ctx: JobContext, ckpt: Path) -> Path:
+    """ONNX export of a checkpoint into `ckpt/onnx`, its cameras at the job's demo image sizes."""
     from vla.data.store import EpisodeStore
     from vla.policy.checkpoint import load_config as load_policy_config
     from vla.policy.export import export_onnx
 
     schema = EpisodeStore.open(ctx.store_path).schema
-    cameras = load_policy_config(ctx.checkpoint).cameras
-    out = ctx.checkpoint / "onnx"
-    t0 = time.perf_counter()
-    export_onnx(ctx.checkpoint, out, camera_sizes={c: schema.cameras[c] for c in cameras})
-    size = sum(p.stat().st_size for p in out.iterdir()) / 1e6
-    return {"onnx": str(out), "MB": round(size, 1), "seconds": round(time.perf_counter() - t0, 1)}
+    cameras = load_policy_config(ckpt).cameras
+    out = ckpt / "onnx"
+    export_onnx(ckpt, out, camera_sizes={c: schema.cameras[c] for c in cameras})
+    return out
 
 
 def run_job(config: JobConfig) -> dict[str, dict[str, Any]]:
@@ -254,12 +272,15 @@ def run_job(config: JobConfig) -> dict[str, dict[str, Any]]:
         ctx.results[name] = STAGES.get(name)(ctx)
         ctx.results[name].setdefault("seconds", round(time.perf_counter() - t0, 1))
         (out_dir / "summary.json").write_text(json.dumps(ctx.results, indent=1))
+        report = write_report(out_dir / "report.html", f"vla run: {out_dir}", ctx.results, ctx.media)
     table = Table(title=f"vla run: {out_dir}/summary.json")
     table.add_column("stage")
     table.add_column("what it did and measured")
     for name, figures in ctx.results.items():
         table.add_row(name, ", ".join(f"{k}: {v}" for k, v in figures.items()))
     console.print(table)
+    if config.stages:
+        console.print(f"report (open in a browser): {report.resolve()}")
     return ctx.results
 
 

@@ -29,3 +29,26 @@ def auroc(scores: np.ndarray, labels: np.ndarray) -> float:
     ranks = average_ranks(np.concatenate([pos, neg]))
     u = ranks[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2
     return float(u / (len(pos) * len(neg)))
+
+
+def t_interval(x: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
+    """Two-sided t interval of the mean of `x` (e.g. paired differences); NaN with fewer than 2."""
+    from scipy import stats
+
+    x = np.asarray(x, dtype=np.float64)
+    if len(x) < 2:
+        return (float("nan"), float("nan"))
+    half = stats.t.ppf(0.5 + confidence / 2, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x))
+    return (float(x.mean() - half), float(x.mean() + half))
+
+
+def paired_difference(before: dict[int, bool], after: dict[int, bool]) -> dict[str, float | int]:
+    """Success after minus before on the seeds both were evaluated on, seed by seed: the mean, its 95%
+    t interval, and how many seeds each way (the pairing removes the seeds' own difficulty)."""
+    seeds = sorted(set(before) & set(after))
+    if not seeds:
+        raise ValueError("no seed was evaluated both before and after")
+    d = np.array([float(after[s]) - float(before[s]) for s in seeds])
+    lo, hi = t_interval(d)
+    return {"mean": float(d.mean()), "lo": lo, "hi": hi, "seeds": len(seeds),
+            "better": int((d > 0).sum()), "worse": int((d < 0).sum())}

@@ -48,12 +48,12 @@ def _chunk(policy: Any, obs: dict[str, Any], n: int) -> list[np.ndarray]:
 
 def run_episode(env: Any, policy: Any, intervener: Any, seed: int, *, task: str, n_action_steps: int,
                 policy_version: int = 0, on_step: Callable[[StepStatus], None] | None = None,
-                frames: list[np.ndarray] | None = None) -> tuple[Episode | None, EpisodeRecord]:
+                frames: list[np.ndarray] | None = None, video_size: int = 256) -> tuple[Episode | None, EpisodeRecord]:
     """One supervised episode; returns (None, record) if the supervisor quit or it has no steps.
 
     The policy is asked for a chunk only while it acts; while the supervisor holds control the
     queue is emptied, so the policy re-plans from wherever control comes back."""
-    from sim.video import tile_cameras
+    from sim.video import annotate, can_view, view_frame
 
     obs, info = env.reset(seed=seed)
     policy.reset()
@@ -90,8 +90,9 @@ def run_episode(env: Any, policy: Any, intervener: Any, seed: int, *, task: str,
                          policy_version=policy_version)
         n_int, n_rec = n_int + intervened, n_rec + recovery
         obs = next_obs
-        if frames is not None and obs["images"]:
-            frames.append(tile_cameras(obs["images"]))
+        if frames is not None and can_view(env, obs, video_size):
+            frames.append(annotate(view_frame(env, obs, video_size), len(builder), info.get("subtask"),
+                                   mode_label(intervened, recovery).lower()))
         if on_step is not None:
             on_step(StepStatus(mode_label(intervened, recovery), len(builder), str(info.get("subtask", "")),
                                obs["images"]))

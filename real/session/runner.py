@@ -43,6 +43,7 @@ class SessionConfig:
     control_hz: float | None = None  # None: 20 Hz with a person, unpaced with the scripted intervener
     show: bool = True  # camera window, when a display and an OpenCV with GUI support exist
     video_dir: str = ""  # write <task>_seed<seed>.mp4 of each stored episode here
+    video_size: int = 256  # their frames: the task's viewing camera at this size (0: the policy's cameras)
     keyboard_speed: float = 0.6  # fraction of full-scale motion per key
     max_rewind_steps: int = 200  # a person's rewind stops after this many steps
     subtask_timeout: int = 120  # scripted intervener: steps in one sub-task before it takes over
@@ -233,7 +234,8 @@ def _loop(cfg: SessionConfig, env: Any, policy: Any, intervener: Any, store: Any
                 state["next"] = time.perf_counter()
                 episode, record = run_episode(env, policy, intervener, seed, task=cfg.task,
                                               n_action_steps=cfg.n_action_steps,
-                                              policy_version=cfg.policy_version, on_step=on_step, frames=frames)
+                                              policy_version=cfg.policy_version, on_step=on_step, frames=frames,
+                                              video_size=cfg.video_size)
                 if episode is None:
                     result.quit = bool(getattr(intervener, "quit_requested", False))
                     if result.quit:

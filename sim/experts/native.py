@@ -8,6 +8,8 @@ drop, a failed grasp). The only memory is the gripper command and a few counters
 Mixed-quality demos: `noise` adds Gaussian noise to the motion part of each action; `skill` in
 [0, 1] (1 = expert) lowers speed, adds hesitations (a few motionless steps) and sometimes misses the
 first grasp of an object on purpose (lands beside it, closes on nothing, then retries).
+`clean_action` is the last action before its noise: the label of DART demos (arXiv:1703.09327),
+which execute the noisy action and teach the clean one.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ class NativePickPlaceExpert:
         self._pause = 0
         self._offsets: dict[str, np.ndarray] = {}
         self._target = self.env.eef_pos()
+        self.clean_action: np.ndarray | None = None
 
     @property
     def target(self) -> np.ndarray:
@@ -148,7 +151,8 @@ class NativePickPlaceExpert:
         speed = 0.4 + 0.6 * self.skill
         if self._pause > 0:
             self._pause -= 1
-            return np.array([0, 0, 0, 0, 0, 0, self._grip], dtype=np.float32)
+            self.clean_action = np.array([0, 0, 0, 0, 0, 0, self._grip], dtype=np.float32)
+            return self.clean_action.copy()
         if self._rng.random() < 0.12 * (1.0 - self.skill):
             self._pause = int(self._rng.integers(2, 7))
         dpos = np.clip((target - env.eef_pos()) / POS_SCALE * 1.5, -speed, speed)
@@ -158,6 +162,7 @@ class NativePickPlaceExpert:
             yaw = cur_yaw
         drot = np.clip(_rotvec(_rot_x_pi_then_yaw(yaw) @ r.T) / ROT_SCALE * 1.5, -speed, speed)
         motion = np.concatenate([dpos, drot])
+        self.clean_action = np.concatenate([motion, [self._grip]]).astype(np.float32)
         if self.noise > 0:
             # Half as much on rotation: rotation noise shakes a held cube loose far more than
             # translation noise, and we want sloppy demos, not mostly dropped ones.

@@ -75,6 +75,7 @@ class RobosuiteExpert:
         self._retries, self._jitter = 0, np.zeros(3)
         # Plans may damp the noise in precision phases (a person slows down to fit a nut on a peg).
         self._noise_scale = 1.0
+        self.clean_action: np.ndarray | None = None
 
     def sync(self) -> None:
         """Re-derive the gripper memory from the state before taking over from someone else."""
@@ -182,6 +183,7 @@ class RobosuiteExpert:
             action = self.plan()
             if self._rng.random() < 0.04 * (1.0 - self.skill):
                 self._pause = int(self._rng.integers(2, 12))
+        self.clean_action = np.clip(action, -1.0, 1.0).astype(np.float32)  # the label of DART demos
         if self.noise > 0:
             action[:6] += self._rng.normal(0.0, self.noise * self._noise_scale, 6)
         return np.clip(action, -1.0, 1.0).astype(np.float32), False

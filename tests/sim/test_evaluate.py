@@ -200,3 +200,28 @@ def test_language_ablation_instructions_come_from_the_episodes_goal(tmp_path: Pa
         run_evaluation(EvalConfig(task="pick_place", policy="zero", episodes=1, workers=1, videos=0,
                                   obs_mode="state", cameras=[], horizon=2, instruction="@wrong",
                                   out_dir=str(tmp_path / "bad")), progress=False)
+
+
+def test_dart_demos_execute_the_noisy_action_and_record_the_clean_one(tmp_path: Path) -> None:
+    def demo(name: str, **kw: object) -> np.ndarray:
+        run_evaluation(EvalConfig(task="pick_place", policy="expert", episodes=1, workers=1, seed_start=5,
+                                  cameras=[], obs_mode="state", videos=0, horizon=12, source="demo",
+                                  record=str(tmp_path / f"{name}.zarr"), out_dir=str(tmp_path / name), **kw),
+                       progress=False)
+        store = EpisodeStore.open(tmp_path / f"{name}.zarr")
+        return store.read("action", 0, store.n_steps), store.read("state", 0, store.n_steps)
+
+    (clean_a, clean_s), (dart_a, dart_s), (noisy_a, noisy_s) = (
+        demo("clean"), demo("dart", noise=0.3, label="clean"), demo("noisy", noise=0.3))
+    # the same first state: the DART label is the noiseless expert's action, the sloppy one is not
+    assert np.array_equal(clean_s[0], dart_s[0]) and np.array_equal(clean_a[0], dart_a[0])
+    assert not np.allclose(noisy_a[0], clean_a[0])
+    # both noisy runs executed the same noisy actions, so they visit the same (drifted) states
+    assert np.array_equal(dart_s, noisy_s) and not np.allclose(dart_s[1:], clean_s[1:])
+
+
+def test_clean_labels_are_the_experts_only() -> None:
+    with pytest.raises(ValueError, match="label=clean labels the expert's steps"):
+        EvalConfig(policy="zero", label="clean").validate()
+    with pytest.raises(ValueError, match=r"unknown label 'claen'.*clean"):
+        EvalConfig(policy="expert", label="claen").validate()

@@ -1,6 +1,7 @@
 import numpy as np
+import pytest
 
-from vla.metrics import auroc, average_ranks
+from vla.metrics import auroc, average_ranks, paired_difference, t_interval
 
 
 def test_ranks_share_ties() -> None:
@@ -15,3 +16,20 @@ def test_auroc_is_the_pairwise_probability_with_half_ties() -> None:
     brute = ((pos[:, None] > neg[None]).sum() + 0.5 * (pos[:, None] == neg[None]).sum()) / (len(pos) * len(neg))
     assert auroc(s, y) == brute
     assert np.isnan(auroc(s, np.zeros(200, bool)))
+
+
+def test_t_interval_matches_the_textbook_value() -> None:
+    lo, hi = t_interval(np.array([1.0, 2.0, 3.0, 4.0]))
+    half = 3.182446 * np.std([1, 2, 3, 4], ddof=1) / 2  # t(0.975, 3) * s / sqrt(4)
+    assert lo == pytest.approx(2.5 - half, abs=1e-5) and hi == pytest.approx(2.5 + half, abs=1e-5)
+    assert all(np.isnan(t_interval(np.array([1.0]))))
+
+
+def test_paired_difference_pairs_by_seed_and_counts_each_way() -> None:
+    before = {1: False, 2: False, 3: True, 4: True, 9: True}
+    after = {4: True, 3: False, 2: True, 1: True, 7: False}  # seeds 7 and 9 are unpaired: left out
+    d = paired_difference(before, after)
+    assert d["seeds"] == 4 and d["better"] == 2 and d["worse"] == 1 and d["mean"] == 0.25
+    assert (d["lo"], d["hi"]) == pytest.approx(t_interval(np.array([1.0, 1.0, -1.0, 0.0])))
+    with pytest.raises(ValueError, match="no seed"):
+        paired_difference({1: True}, {2: True})

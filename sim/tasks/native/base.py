@@ -86,6 +86,7 @@ class NativeArmEnv(gym.Env):
     INSTRUCTIONS: ClassVar[tuple[str, ...]] = ()
     SUBTASKS: ClassVar[tuple[str, ...]] = ()
     DEFAULT_CAMERAS: ClassVar[tuple[str, ...]] = ("agentview", "robot0_eye_in_hand")
+    VIEW_CAMERA: ClassVar[str] = "sideview"  # the camera of videos people watch (not a policy input)
     DEFAULT_HORIZON: ClassVar[int] = 200
 
     def __init__(self, cameras: tuple[str, ...] | list[str] | None = None, image_size: int = 84,
@@ -111,6 +112,7 @@ class NativeArmEnv(gym.Env):
         self.terminate_on_success = terminate_on_success
         make_fast(self.model, self.image_size, self.image_size)
         self._renderer: MultiCameraRenderer | None = None
+        self._view: MultiCameraRenderer | None = None
         self.n_substeps = round(CONTROL_DT / self.model.opt.timestep)
 
         m = self.model
@@ -297,10 +299,21 @@ class NativeArmEnv(gym.Env):
         cams = self.cameras or self.DEFAULT_CAMERAS[:1]
         return self._render_images(cams)[cams[0]]
 
+    def render_view(self, size: int = 256, camera: str = "") -> np.ndarray:
+        """uint8[size, size, 3] from a viewing camera (`VIEW_CAMERA` unless named), for videos: its own
+        renderer, so the policy's cameras and their image size are untouched."""
+        cams = (camera or self.VIEW_CAMERA,)
+        if self._view is None or self._view.cameras != cams or self._view.height != size:
+            if self._view is not None:
+                self._view.close()
+            self._view = MultiCameraRenderer(self.model, cams, size)
+        return self._view.render(self.data)[cams[0]]
+
     def close(self) -> None:
-        if self._renderer is not None:
-            self._renderer.close()
-            self._renderer = None
+        for r in (self._renderer, self._view):
+            if r is not None:
+                r.close()
+        self._renderer = self._view = None
 
     # ---- internals --------------------------------------------------------------------------------
     def _apply_action(self, a: np.ndarray) -> None:

@@ -1,0 +1,43 @@
+"""The main job's simulator stages end to end, tiny: DART demos, pretraining, evaluation, refinement with
+its paired gain, and the report a person opens (loaded in a real headless Chromium)."""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.vla.test_report import CHROMIUM, dump_dom
+
+
+@pytest.mark.slow
+def test_tiny_main_job_writes_a_report_with_its_table_plots_and_videos(tmp_path: Path) -> None:
+    out = tmp_path / "job"
+    args = [f"out_dir={out}", "stages=[sim_demos,pretrain,eval,refine]",
+            "demos.episodes=3", "demos.image_size=32", "demos.workers=1", "demos.noise=0.1", "demos.label=clean",
+            "pretrain.train=debug", "pretrain.steps=2", "pretrain.batch_size=4",
+            "eval.episodes=2", "eval.workers=1", "eval.onnx=false", "eval.n_action_steps=8",
+            "refine.method=hg_dagger", "refine.episodes_per_iteration=2", "refine.eval_episodes=2",
+            "refine.train_steps=2", "refine.workers=1", "refine.overrides=[train.batch_size=8,horizon=40]"]
+    res = subprocess.run([sys.executable, "-m", "vla.cli", "run", *args], capture_output=True, text=True,
+                         timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "report (open in a browser)" in res.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["sim_demos"]["expert noise"] == "0.1 (label: clean)"
+    refine = summary["refine"]
+    assert refine["gain_lo"] <= refine["gain_mean"] <= refine["gain_hi"] or refine["gain_lo"] != refine["gain_lo"]
+    assert re.fullmatch(r"[+-]\d\.\d\d \[.*\] \(\d seeds better, \d worse, of 2\)", refine["gain"])
+    assert Path(refine["checkpoint"]).is_dir()
+    page = (out / "report.html").read_text()
+    # the table has a row per stage, and the videos of the demos, the evaluation and the refined policy
+    for stage in ("sim_demos", "pretrain", "eval", "refine"):
+        assert f'<td class="stage">{stage}</td>' in page
+    videos = re.findall(r'<video src="([^"]+)"', page)
+    assert len(videos) == 1 + 2 + 2 and all((out / v).is_file() for v in videos)
+    assert "curves.png" in page and "summary.png" in page
+    if CHROMIUM is not None:
+        status = re.search(r'id="media-status"[^>]*>([^<]*)<', dump_dom(out / "report.html", tmp_path))
+        assert status is not None and status.group(1) == "7 ready, 0 failed, 7 in all"
