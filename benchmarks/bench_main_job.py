@@ -1,0 +1,78 @@
+"""The main job as a newcomer runs it (`vla run`, the default preset), timed, and its figures.
+
+    python benchmarks/bench_main_job.py [--out runs/main] [override ...]
+
+Runs `vla run` in a subprocess (or only reads `--out`'s summary.json with --no-run), then writes the
+main_job_* keys of benchmarks/results/newcomer.json (the other keys are kept) and the summary table
+to benchmarks/results/main_job.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def success_of(cell: str) -> tuple[int, int]:
+    """(successes, episodes) of a "7/20 [..]" cell."""
+    m = re.match(r"(\d+)/(\d+)", cell)
+    if m is None:
+        raise ValueError(f"not a success cell: {cell!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default="runs/main")
+    ap.add_argument("--no-run", action="store_true", help="only read the summary of a finished run")
+    ap.add_argument("overrides", nargs="*")
+    args = ap.parse_args()
+    out = (ROOT / args.out).resolve()
+    seconds = None
+    if not args.no_run:
+        t0 = time.time()
+        subprocess.run([sys.executable, "-m", "vla.cli", "run", f"out_dir={out}", *args.overrides], check=True,
+                       cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        seconds = round(time.time() - t0)
+    summary = json.loads((out / "summary.json").read_text())
+    pre_s, pre_n = success_of(summary["eval"]["torch success"])
+    figures = {"main_job_pretrained_success": round(pre_s / pre_n, 3), "main_job_episodes": pre_n}
+    if "refine" in summary:
+        ref_s, ref_n = success_of(summary["refine"]["success after"])
+        figures |= {"main_job_refined_success": round(ref_s / ref_n, 3), "main_job_refine_method":
+                    summary["refine"]["method"], "main_job_refine_gain": summary["refine"]["gain_mean"],
+                    "main_job_refine_gain_95": [summary["refine"]["gain_lo"], summary["refine"]["gain_hi"]]}
+    if "deploy" in summary:
+        dep_s, dep_n = success_of(summary["deploy"]["success"])
+        figures |= {"main_job_deploy_success": round(dep_s / dep_n, 3), "main_job_deploy_episodes": dep_n}
+    if seconds is not None:
+        figures["main_job_s"] = seconds
+    path = RESULTS / "newcomer.json"
+    results = json.loads(path.read_text()) if path.exists() else {}
+    results.update(figures)
+    path.write_text(json.dumps(results, indent=1) + "\n")
+    rows = "\n".join(f"| {stage} | " + ", ".join(f"{k}: {v}" for k, v in fig.items()).replace("|", "/") + " |"
+                     for stage, fig in summary.items())
+    (RESULTS / "main_job.md").write_text(
+        f"# The main job (`make run`)\n\nCommand: `python benchmarks/bench_main_job.py {' '.join(args.overrides)}`"
+        f"  \nMachine: {platform.machine()}, {os.cpu_count()} CPUs, no GPU. Written "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}."
+        + (f" Wall time of `vla run`: **{seconds} s**." if seconds is not None else "")
+        + f"\n\n| stage | what it did and measured |\n|---|---|\n{rows}\n\n"
+        f"Figures: `newcomer.json` ({', '.join(sorted(figures))}). The report a person opens: "
+        f"`{args.out}/report.html`.\n")
+    print(json.dumps(figures, indent=1))
+
+
+if __name__ == "__main__":
+    main()

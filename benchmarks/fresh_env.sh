@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The README's two commands on a fresh Debian machine: a clean bookworm root filesystem (debootstrap
+# --variant=minbase, plus only python3, python3-venv, make and ca-certificates: "Debian with Python
+# 3.11 and nothing else"), the committed tree (git archive HEAD) copied in, then `make install`,
+# `make run` and `make test` inside it with chroot, each timed. Nothing is installed by hand: what
+# the stack needs beyond that (libosmesa6, the wheels) its own install step fetches.
+#
+# Usage (as root): benchmarks/fresh_env.sh [ROOTFS] [run|test|both]   (default /tmp/fresh, both)
+# An existing ROOTFS is reused after purging what a previous run installed (libosmesa6 and the
+# venv), so that it is fresh again. Times go to ROOTFS/root/times.txt and the logs beside it.
+# The machine's pip configuration and wheel folders (/etc/xdg/pip, /opt/wheels, /opt/pypi), where
+# present, are bound in read-only: they are part of this machine, as they are of CI's.
+set -euo pipefail
+ROOTFS=${1:-/tmp/fresh}
+WHAT=${2:-both}
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+[ "$(id -u)" = 0 ] || { echo "fresh_env.sh: run as root (debootstrap, chroot and mount need it)" >&2; exit 1; }
+
+if [ ! -x "$ROOTFS/usr/bin/python3" ]; then
+  command -v debootstrap >/dev/null || apt-get install -y -qq debootstrap
+  debootstrap --variant=minbase bookworm "$ROOTFS" http://deb.debian.org/debian
+  cp /etc/resolv.conf "$ROOTFS/etc/resolv.conf"
+  chroot "$ROOTFS" apt-get install -y -qq python3 python3-venv make ca-certificates
+fi
+
+mounts=(proc dev)
+for d in /opt/wheels /opt/pypi /etc/xdg/pip; do [ -d "$d" ] && mounts+=("${d#/}"); done
+cleanup() { for m in "${mounts[@]}"; do umount "$ROOTFS/$m" 2>/dev/null || true; done; }
+trap cleanup EXIT
+for m in "${mounts[@]}"; do
+  mkdir -p "$ROOTFS/$m"
+  mount --bind "/$m" "$ROOTFS/$m"
+  case $m in proc|dev) ;; *) mount -o remount,bind,ro "$ROOTFS/$m" ;; esac
+done
+
+# fresh again: nothing a previous run installed
+chroot "$ROOTFS" bash -c 'DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq libosmesa6 >/dev/null 2>&1; apt-get autoremove -y -qq >/dev/null 2>&1; true'
+rm -rf "$ROOTFS/root/vla"
+mkdir -p "$ROOTFS/root/vla"
+git -C "$SRC" archive HEAD | tar -x -C "$ROOTFS/root/vla"
+
+cat > "$ROOTFS/root/go.sh" <<EOF
+#!/bin/bash
+cd /root/vla
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8
+export SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt
+: > /root/times.txt
+step() {  # name, command...
+  local name=\$1; shift
+  local s=\$(date +%s); "\$@" > /root/\$name.log 2>&1; local rc=\$?
+  echo "\$name rc=\$rc \$((\$(date +%s) - s)) s" >> /root/times.txt
+  return \$rc
+}
+step make_install make install || exit 1
+case "$WHAT" in
+  run) step make_run make run ;;
+  test) step make_test make test ;;
+  *) step make_run make run; step make_test make test ;;
+esac
+EOF
+chmod +x "$ROOTFS/root/go.sh"
+chroot "$ROOTFS" /root/go.sh || true
+cat "$ROOTFS/root/times.txt"
