@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from vla.config import CONFIG_DIR, ConfigError
+from vla.config import CONFIG_DIR
 from vla.job import JobContext, export_checkpoint, stage
 
 NODE_CONFIG = CONFIG_DIR / "deploy" / "native_arm.yaml"
@@ -205,11 +205,7 @@ def _ms(seconds: float | None) -> float | None:
 def deploy_stage(ctx: JobContext) -> dict[str, Any]:
     """One (or `deploy.episodes`) pick_place episode(s) through ROS 2 against the MuJoCo bridge."""
     cfg = ctx.config.deploy
-    if cfg.policy not in ("pretrained", "refined"):
-        raise ConfigError(f"deploy.policy must be pretrained or refined, got '{cfg.policy}'")
-    if cfg.policy == "refined":
-        if "checkpoint" not in ctx.results.get("refine", {}):
-            raise ConfigError("deploy.policy=refined needs the refine stage before deploy in stages")
+    if cfg.policy == "refined":  # JobConfig.validate checked the stage order
         ckpt = Path(ctx.results["refine"]["checkpoint"])
         if cfg.backend == "onnx" and not (ckpt / "onnx").exists():
             export_checkpoint(ctx, ckpt)

@@ -108,9 +108,20 @@ class JobConfig:
     deploy: DeployStageConfig = field(default_factory=DeployStageConfig)
 
     def validate(self) -> None:
+        """At load, so that a wrong value fails before a quarter of an hour of earlier stages."""
         for stage_name in self.stages:
             if stage_name not in STAGES.names():
                 raise ConfigError(f"unknown stage '{stage_name}'" + closest(stage_name, STAGES.names()))
+        if self.demos.label not in ("noisy", "clean"):
+            raise ConfigError(f"demos.label must be noisy or clean, got '{self.demos.label}'")
+        if self.deploy.policy not in ("pretrained", "refined"):
+            raise ConfigError(f"deploy.policy must be pretrained or refined, got '{self.deploy.policy}'")
+        if self.lerobot.episodes < 0:
+            raise ConfigError(f"lerobot.episodes must be >= 0 (0 = all), got {self.lerobot.episodes}")
+        if "deploy" in self.stages and self.deploy.policy == "refined" and (
+                "refine" not in self.stages or self.stages.index("refine") > self.stages.index("deploy")):
+            raise ConfigError("deploy.policy=refined needs the refine stage before deploy in stages "
+                              "(or deploy.policy=pretrained)")
 
 
 @dataclass
@@ -188,10 +199,7 @@ def lerobot_stage(ctx: JobContext) -> dict[str, Any]:
     back_path = ctx.out_dir / "reimported.zarr"
     for p in (out, back_path):
         shutil.rmtree(p, ignore_errors=True)
-    n_eps = ctx.config.lerobot.episodes or store.n_episodes
-    if n_eps < 0:
-        raise ConfigError(f"lerobot.episodes must be >= 0 (0 = all), got {n_eps}")
-    n_eps = min(n_eps, store.n_episodes)
+    n_eps = min(ctx.config.lerobot.episodes or store.n_episodes, store.n_episodes)
     t0 = time.perf_counter()
     export_lerobot(store, out, episodes=list(range(n_eps)))
     t_export = time.perf_counter() - t0

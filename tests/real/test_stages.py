@@ -29,3 +29,18 @@ def test_ros_env_keeps_dds_local_and_finds_the_package_from_any_folder(monkeypat
     monkeypatch.setenv("PYTHONPATH", "/elsewhere")
     monkeypatch.setattr(sys, "path", [str(tmp_path)])
     assert stages.ros_env(42)["PYTHONPATH"] == os.pathsep.join([root, "/elsewhere"])
+
+
+def test_a_wrong_deploy_policy_fails_at_load_before_any_stage_runs():
+    import pytest
+
+    from vla.config import ConfigError, load_config
+    from vla.job import JobConfig
+
+    with pytest.raises(ConfigError, match=r"deploy\.policy must be pretrained or refined, got 'best'"):
+        load_config(JobConfig, "job", "default", ["deploy.policy=best"])
+    with pytest.raises(ConfigError, match="needs the refine stage before deploy"):
+        load_config(JobConfig, "job", "default", ["stages=[sim_demos,pretrain,export,deploy]"])
+    cfg = load_config(JobConfig, "job", "default", ["stages=[sim_demos,pretrain,export,deploy]",
+                                                    "deploy.policy=pretrained"])
+    assert cfg.deploy.policy == "pretrained"

@@ -36,14 +36,15 @@ def test_unknown_override_and_preset_are_clear_errors(tmp_path: Path) -> None:
 def test_debug_job_runs_and_writes_summary(tmp_path: Path) -> None:
     out = tmp_path / "job"
     res = vla("run", "--preset", "debug", f"out_dir={out}", "stages=[demos,stats,lerobot,loader,pretrain,export]",
-              "pretrain.train=debug", "pretrain.steps=2", "pretrain.batch_size=4")
+              "pretrain.train=debug", "pretrain.steps=2", "pretrain.batch_size=4", "lerobot.episodes=3")
     assert res.returncode == 0, res.stderr[-2000:]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["pretrain"]["steps"] == 2 and Path(summary["pretrain"]["checkpoint"]).is_dir()
     assert (Path(summary["export"]["onnx"]) / "runtime.json").exists()
     assert summary["demos"]["episodes"] == 4
-    assert summary["lerobot"]["low-dim exact"] is True
+    assert summary["lerobot"]["low-dim exact"] is True and summary["lerobot"]["episodes"] == "3 of 4"
     assert summary["loader"]["windows/s"] > 0
     assert (out / "lerobot" / "meta" / "info.json").exists()
+    assert (out / "report.html").exists() and '<td class="stage">lerobot</td>' in (out / "report.html").read_text()
     info = vla("data", "info", str(out / "demos.zarr"))
     assert info.returncode == 0 and "4 episodes" in info.stdout
