@@ -50,6 +50,12 @@ def test_onnx_matches_torch(exported: tuple[Path, Path, LineDataset]) -> None:
     assert np.abs(a - b).max() < TOL
     # Batch size is dynamic, and seeded sampling works without given noise.
     assert onnx_policy.sample_chunk([data.observation(0)] * 5).shape == (5, 16, 2)
+    # Without given noise both draw the same stream from the same seed: the same episodes.
+    for p in (torch_policy, onnx_policy):
+        p.reset(seed=11)
+    for step in range(2):
+        obs = [data.observation(i + step) for i in range(3)]
+        assert np.abs(torch_policy.sample_chunk(obs) - onnx_policy.sample_chunk(obs)).max() < TOL
 
 
 @pytest.mark.slow
