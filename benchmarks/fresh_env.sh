@@ -23,14 +23,14 @@ if [ ! -x "$ROOTFS/usr/bin/python3" ]; then
   chroot "$ROOTFS" apt-get install -y -qq python3 python3-venv make ca-certificates
 fi
 
-mounts=(proc dev)
+mounts=(proc sys dev)  # sys: without it OpenMP sees one core and torch trains on one thread
 for d in /opt/wheels /opt/pypi /etc/xdg/pip; do [ -d "$d" ] && mounts+=("${d#/}"); done
-cleanup() { for m in "${mounts[@]}"; do umount "$ROOTFS/$m" 2>/dev/null || true; done; }
-trap cleanup EXIT
+cleanup() { for m in "${mounts[@]}"; do umount -R "$ROOTFS/$m" 2>/dev/null || true; done; }
+trap cleanup EXIT INT TERM
 for m in "${mounts[@]}"; do
   mkdir -p "$ROOTFS/$m"
-  mount --bind "/$m" "$ROOTFS/$m"
-  case $m in proc|dev) ;; *) mount -o remount,bind,ro "$ROOTFS/$m" ;; esac
+  mount --rbind "/$m" "$ROOTFS/$m"  # with its submounts: /dev/shm (the data loader's shared memory)
+  case $m in proc|sys|dev) ;; *) mount -o remount,bind,ro "$ROOTFS/$m" ;; esac
 done
 
 # fresh again: nothing a previous run installed
