@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's two commands on a fresh Debian machine: a clean bookworm root filesystem (debootstrap
-# --variant=minbase, plus only python3, python3-venv, make and ca-certificates: "Debian with Python
+# --variant=minbase, plus only python3, python3-venv, make, git and ca-certificates: "Debian with Python
 # 3.11 and nothing else"), the committed tree (git archive HEAD) copied in, then `make install`,
 # `make run` and `make test` inside it with chroot, each timed. Nothing is installed by hand: what
 # the stack needs beyond that (libosmesa6, the wheels) its own install step fetches.
@@ -20,7 +20,7 @@ if [ ! -x "$ROOTFS/usr/bin/python3" ]; then
   command -v debootstrap >/dev/null || apt-get install -y -qq debootstrap
   debootstrap --variant=minbase bookworm "$ROOTFS" http://deb.debian.org/debian
   cp /etc/resolv.conf "$ROOTFS/etc/resolv.conf"
-  chroot "$ROOTFS" apt-get install -y -qq python3 python3-venv make ca-certificates
+  chroot "$ROOTFS" apt-get install -y -qq --no-install-recommends python3 python3-venv make git ca-certificates
 fi
 
 mounts=(proc sys dev)  # sys: without it OpenMP sees one core and torch trains on one thread
