@@ -22,6 +22,9 @@ if [ ! -x "$ROOTFS/usr/bin/python3" ]; then
   cp /etc/resolv.conf "$ROOTFS/etc/resolv.conf"
   chroot "$ROOTFS" apt-get install -y -qq --no-install-recommends python3 python3-venv make git ca-certificates
 fi
+# debootstrap writes no /etc/hosts; every installed machine has one (torchrun's rendezvous looks up
+# localhost)
+[ -s "$ROOTFS/etc/hosts" ] || printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' > "$ROOTFS/etc/hosts"
 
 mounts=(proc sys dev)  # sys: without it OpenMP sees one core and torch trains on one thread
 for d in /opt/wheels /opt/pypi /etc/xdg/pip; do [ -d "$d" ] && mounts+=("${d#/}"); done
@@ -33,8 +36,8 @@ for m in "${mounts[@]}"; do
   case $m in proc|sys|dev) ;; *) mount -o remount,bind,ro "$ROOTFS/$m" ;; esac
 done
 
-# fresh again: nothing a previous run installed
-chroot "$ROOTFS" bash -c 'DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq libosmesa6 >/dev/null 2>&1; apt-get autoremove -y -qq >/dev/null 2>&1; true'
+# fresh again: nothing a previous run installed (the system packages tools/system-deps adds)
+chroot "$ROOTFS" bash -c 'DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq libosmesa6 libgl1 libglib2.0-0 libxcb1 >/dev/null 2>&1; apt-get autoremove -y -qq >/dev/null 2>&1; true'
 rm -rf "$ROOTFS/root/vla"
 mkdir -p "$ROOTFS/root/vla"
 git -C "$SRC" archive HEAD | tar -x -C "$ROOTFS/root/vla"

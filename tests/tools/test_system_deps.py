@@ -13,6 +13,10 @@ import pytest
 SCRIPT = Path(__file__).resolve().parents[2] / "tools" / "system-deps"
 WITH_OSMESA = "libOSMesa.so.8 (libc6,x86-64) => /lib/x86_64-linux-gnu/libOSMesa.so.8"
 WITH_EGL = "libEGL.so.1 (libc6,x86-64) => /lib/x86_64-linux-gnu/libEGL.so.1"
+# what OpenCV's wheel loads (libgl1, libglib2.0-0, libxcb1)
+WITH_CV = [f"{lib} (libc6,x86-64) => /lib/x86_64-linux-gnu/{lib}"
+           for lib in ("libGL.so.1", "libglib-2.0.so.0", "libxcb.so.1")]
+CPU_PACKAGES = "libosmesa6 libgl1 libglib2.0-0 libxcb1"
 
 
 def run(tmp_path: Path, libs: list[str], *args: str, gpu: bool = False, root: bool = True, sudo: bool = False,
@@ -29,7 +33,7 @@ def run(tmp_path: Path, libs: list[str], *args: str, gpu: bool = False, root: bo
 def fake_apt(tmp_path: Path, listing: Path, installs: bool) -> Path:
     """An apt-get that logs its arguments and (if `installs`) makes the libraries appear."""
     script = tmp_path / "apt-get"
-    add = f"echo '{WITH_OSMESA}' >> {listing}; echo '{WITH_EGL}' >> {listing}" if installs else ":"
+    add = "; ".join(f"echo '{line}' >> {listing}" for line in [WITH_OSMESA, WITH_EGL, *WITH_CV]) if installs else ":"
     script.write_text(f'#!/bin/sh\necho "$@" >> {tmp_path / "apt.log"}\n'
                       f'if [ "$1" = install ]; then {add}; fi\n')
     script.chmod(0o755)
@@ -42,7 +46,7 @@ def apt_calls(tmp_path: Path) -> list[str]:
 
 
 def test_nothing_missing_is_silent(tmp_path):
-    r = run(tmp_path, [WITH_OSMESA], root=False)
+    r = run(tmp_path, [WITH_OSMESA, *WITH_CV], root=False)
     assert (r.returncode, r.stdout, r.stderr) == (0, "", "")
     assert apt_calls(tmp_path) == []
 
@@ -53,19 +57,19 @@ def test_not_root_without_sudo_stops_with_one_line(tmp_path):
     assert r.stdout == ""
     lines = r.stderr.splitlines()
     assert len(lines) == 1, r.stderr
-    assert "libosmesa6" in lines[0] and "sudo apt-get install -y libosmesa6" in lines[0]
+    assert "libosmesa6" in lines[0] and f"sudo apt-get install -y {CPU_PACKAGES}" in lines[0]
     assert "libegl1" not in lines[0]  # no GPU: EGL is not needed
     assert apt_calls(tmp_path) == []
 
 
 def test_gpu_machine_also_needs_egl(tmp_path):
-    r = run(tmp_path, [WITH_OSMESA], gpu=True, root=False)
+    r = run(tmp_path, [WITH_OSMESA, *WITH_CV], gpu=True, root=False)
     assert r.returncode == 1
     assert r.stderr.count("\n") == 1 and "sudo apt-get install -y libegl1" in r.stderr
     assert run(tmp_path, [], gpu=True, root=False, sudo=False).stderr.count("libegl1") >= 1
     ok = tmp_path / "ok"
     ok.mkdir()
-    assert run(ok, [WITH_OSMESA, WITH_EGL], gpu=True, root=False).returncode == 0
+    assert run(ok, [WITH_OSMESA, WITH_EGL, *WITH_CV], gpu=True, root=False).returncode == 0
 
 
 @pytest.mark.parametrize("root,sudo", [(True, False), (False, True)])
@@ -87,13 +91,13 @@ def test_installs_with_apt_get_when_it_can(tmp_path, root, sudo):
     assert r.returncode == 0, r.stderr
     calls = apt_calls(tmp_path)
     assert calls[0].startswith("update")
-    assert calls[1].startswith("install -y") and calls[1].endswith("libosmesa6 libegl1")
+    assert calls[1].startswith("install -y") and calls[1].endswith(f"{CPU_PACKAGES} libegl1")
 
 
 def test_apt_get_that_does_not_help_fails(tmp_path):
     r = run(tmp_path, [], root=True)  # the default fake apt-get installs nothing
     assert r.returncode == 1
-    assert "still missing after apt-get install: libosmesa6" in r.stderr
+    assert f"still missing after apt-get install: {CPU_PACKAGES}" in r.stderr
 
 
 def test_check_only_never_installs(tmp_path):
@@ -115,4 +119,4 @@ def test_failing_apt_get_says_what_to_run(tmp_path):
     r = run(tmp_path, [], root=True, apt=str(apt))
     assert r.returncode == 1
     assert "Unable to locate package" in r.stderr
-    assert r.stderr.splitlines()[-1].endswith("sudo apt-get install -y libosmesa6")
+    assert r.stderr.splitlines()[-1].endswith(f"sudo apt-get install -y {CPU_PACKAGES}")

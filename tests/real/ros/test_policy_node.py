@@ -263,7 +263,10 @@ def test_bad_messages_are_rejected_at_the_boundary_and_never_hold_for_good(tmp_p
                  and float(arm.diag.get("rejected_image", 0)) >= 1, 10, "diagnostics counting every reject")
         chunks = float(arm.diag["chunks"])
         wait_for(lambda: float(arm.diag.get("chunks", 0)) >= chunks + 5, 10, "inference going on")
-        assert "running" in arm.diag_message and float(arm.diag["inference_failures"]) == 0
+        # Running again, not held for good. Waited for, not read once: on a loaded machine a late
+        # fake-arm message is a real stale observation, and holding on it is the node's job.
+        wait_for(lambda: "running" in arm.diag_message, 10, "the node running after the rejects")
+        assert float(arm.diag["inference_failures"]) == 0
 
         arm.set_estop(True)
         wait_for(lambda: "estop" in arm.diag_message, 5, "diagnostics reporting the emergency stop")
