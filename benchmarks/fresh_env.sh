@@ -22,9 +22,9 @@ if [ ! -x "$ROOTFS/usr/bin/python3" ]; then
   cp /etc/resolv.conf "$ROOTFS/etc/resolv.conf"
   chroot "$ROOTFS" apt-get install -y -qq --no-install-recommends python3 python3-venv make git ca-certificates
 fi
-# debootstrap writes no /etc/hosts; every installed machine has one (torchrun's rendezvous looks up
-# localhost)
-[ -s "$ROOTFS/etc/hosts" ] || printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n' > "$ROOTFS/etc/hosts"
+# debootstrap writes no /etc/hosts; an installed Debian has one naming localhost and the machine's
+# own name (torchrun --standalone resolves the hostname: without it the rendezvous hangs)
+printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n' "$(hostname)" > "$ROOTFS/etc/hosts"
 
 mounts=(proc sys dev)  # sys: without it OpenMP sees one core and torch trains on one thread
 for d in /opt/wheels /opt/pypi /etc/xdg/pip; do [ -d "$d" ] && mounts+=("${d#/}"); done
