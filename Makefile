@@ -14,12 +14,16 @@ export PYOPENGL_PLATFORM ?= osmesa
 export HF_HUB_OFFLINE := 1
 export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
 
-.PHONY: install system-deps run test lint bench clean
+.PHONY: install system-deps test-deps run test lint bench clean
 
 # System packages (libosmesa6; libegl1 with a GPU): installed with apt-get as root or with
 # passwordless sudo, otherwise one line says what to run. Checked on every install (cheap).
 system-deps:
 	@tools/system-deps
+
+# What only the tests need (chromium, for the job report's headless-browser checks), the same way.
+test-deps:
+	@tools/system-deps --test
 
 $(VENV)/.installed: pyproject.toml constraints/cpu.txt | system-deps
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -38,7 +42,7 @@ install: system-deps $(VENV)/.installed
 run: install
 	$(VENV)/bin/vla run
 
-test: install
+test: install test-deps
 	$(PY) -m pytest -n 2 --durations=15 $(PYTEST_ARGS)
 
 lint: install

@@ -37,7 +37,7 @@ for m in "${mounts[@]}"; do
 done
 
 # fresh again: nothing a previous run installed (the system packages tools/system-deps adds)
-chroot "$ROOTFS" bash -c 'DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq libosmesa6 libgl1 libglib2.0-0 libxcb1 >/dev/null 2>&1; apt-get autoremove -y -qq >/dev/null 2>&1; true'
+chroot "$ROOTFS" bash -c 'DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq libosmesa6 libgl1 libglib2.0-0 libxcb1 chromium >/dev/null 2>&1; apt-get autoremove -y -qq >/dev/null 2>&1; true'
 rm -rf "$ROOTFS/root/vla"
 mkdir -p "$ROOTFS/root/vla"
 git -C "$SRC" archive HEAD | tar -x -C "$ROOTFS/root/vla"

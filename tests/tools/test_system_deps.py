@@ -20,12 +20,13 @@ CPU_PACKAGES = "libosmesa6 libgl1 libglib2.0-0 libxcb1"
 
 
 def run(tmp_path: Path, libs: list[str], *args: str, gpu: bool = False, root: bool = True, sudo: bool = False,
-        apt: str | None = None) -> subprocess.CompletedProcess:
+        apt: str | None = None, commands: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
     listing = tmp_path / "ldconfig.txt"
     if not listing.exists():
         listing.write_text("".join(line + "\n" for line in libs))
     env = dict(os.environ, SYSTEM_DEPS_LDCONFIG=f"cat {listing}", SYSTEM_DEPS_GPU=str(int(gpu)),
-               SYSTEM_DEPS_ROOT=str(int(root)), SYSTEM_DEPS_SUDO=str(int(sudo)))
+               SYSTEM_DEPS_ROOT=str(int(root)), SYSTEM_DEPS_SUDO=str(int(sudo)),
+               SYSTEM_DEPS_COMMANDS="\n".join(commands))
     env["SYSTEM_DEPS_APT"] = apt if apt is not None else str(fake_apt(tmp_path, listing, installs=False))
     return subprocess.run([str(SCRIPT), *args], env=env, capture_output=True, text=True, timeout=60)
 
@@ -120,3 +121,21 @@ def test_failing_apt_get_says_what_to_run(tmp_path):
     assert r.returncode == 1
     assert "Unable to locate package" in r.stderr
     assert r.stderr.splitlines()[-1].endswith(f"sudo apt-get install -y {CPU_PACKAGES}")
+
+
+def test_the_test_suite_also_wants_chromium(tmp_path):
+    libs = [WITH_OSMESA, *WITH_CV]
+    assert run(tmp_path, libs, root=False).returncode == 0  # make install: no browser needed
+    r = run(tmp_path, libs, "--test", root=False)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1
+    assert r.stderr.rstrip().endswith("sudo apt-get install -y chromium (then make again)")
+    assert run(tmp_path, libs, "--test", root=False, commands=("chromium",)).returncode == 0
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    r = run(bare, [], "--check", "--test", root=True)
+    assert r.returncode == 1 and f"{CPU_PACKAGES} chromium" in r.stderr and apt_calls(bare) == []
+
+
+def test_unknown_option_is_a_usage_error(tmp_path):
+    r = run(tmp_path, [], "--tests")
+    assert r.returncode == 2 and "usage:" in r.stderr
