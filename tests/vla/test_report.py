@@ -13,6 +13,7 @@ import pytest
 from vla.report import Media, render_report, write_report
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+NO_CHROMIUM = "needs Debian's chromium (make test installs it: tools/system-deps --test)"
 # Flags of a headless Chromium on a machine without a network or a GPU (see the env notes).
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -65,7 +66,7 @@ def test_media_kind_is_checked() -> None:
         Media("gif", "a.gif")
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (make test installs it: tools/system-deps --test)")
+@pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
 def test_headless_chromium_shows_every_plot_and_video(tmp_path: Path) -> None:
     plot, video = media_files(tmp_path)
     page = write_report(tmp_path / "job" / "report.html", "main job",
@@ -78,7 +79,7 @@ def test_headless_chromium_shows_every_plot_and_video(tmp_path: Path) -> None:
     assert "torch success" in dom and "refine" in dom
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (make test installs it: tools/system-deps --test)")
+@pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
 def test_headless_chromium_reports_a_broken_video(tmp_path: Path) -> None:
     broken = tmp_path / "broken.mp4"
     broken.write_bytes(b"not a video at all")
