@@ -32,7 +32,7 @@ def run_episode(env: Any, policy: Any, seed: int, spec: dict[str, Any], record: 
         intervener.expert.reset(seed)
     builder = EpisodeBuilder(task=spec["task"], instruction=obs["instruction"], source=spec["source"],
                              seed=seed) if record else None
-    video_size = int(spec.get("video_size", 256))
+    video_size = int(spec["video_size"])
     frames: list[np.ndarray] = [annotate(view_frame(env, obs, video_size), 0, info.get("subtask"), "policy")
                                 ] if video and can_view(env, obs, video_size) else []
     subtasks: list[str] = []
@@ -60,7 +60,7 @@ def run_episode(env: Any, policy: Any, seed: int, spec: dict[str, Any], record: 
             if guided_chunk:
                 guided_steps.append(steps)
         label = action
-        if spec.get("label") == "clean" and not is_intervention:
+        if spec["label"] == "clean" and not is_intervention:
             label = policy.expert.clean_action  # DART: execute the noisy action, teach the clean one
         next_obs, reward, terminated, truncated, info = env.step(action)
         if builder is not None:
