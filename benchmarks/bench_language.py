@@ -43,6 +43,7 @@ def collect(args: argparse.Namespace) -> None:
     out = Path(args.out).resolve()
     jobs = [("sort", "sort", args.sort_demos, "[agentview,robot0_eye_in_hand]")]
     jobs += [("mw", t, args.mw_demos, "[corner2]") for t in mw_tasks()]
+    jobs = [j for j in jobs if args.family in (None, j[0])]
     for family, task, n, cams in jobs:
         done = out / family / "collect" / task / "summary.json"
         if not done.exists():
@@ -52,24 +53,24 @@ def collect(args: argparse.Namespace) -> None:
 
 
 def train(args: argparse.Namespace) -> None:
-    out = Path(args.out).resolve() / args.family
+    out = Path(args.out).resolve() / (args.family or "sort")
     sh(vla("train", out / "demos.zarr", "--out", out / "train", "--resume", f"train.steps={args.steps}",
            "train.batch_size=32", "train.ckpt_every=1000", "train.val_every=1000", "train.progress=false"),
-       out.parent / "logs" / f"train_{args.family}.log")
+       out.parent / "logs" / f"train_{out.name}.log")
 
 
 def evaluate(args: argparse.Namespace) -> None:
     from vla.train.trainer import latest_checkpoint
 
     out = Path(args.out).resolve()
-    ck = latest_checkpoint(out / "sort" / "train")
+    ck = latest_checkpoint(out / "sort" / "train") if args.family in (None, "sort") else None
     if ck is not None:
         for name, text in SORT_ABLATIONS.items():
             dest = out / "sort" / "eval" / name
             if not (dest / "summary.json").exists():
                 sh(vla("eval", ck, "task=sort", f"episodes={args.episodes}", "seed_start=1000", "workers=2",
                        "videos=2", f"instruction={text}", f"out_dir={dest}"), out / "logs" / f"eval_sort_{name}.log")
-    ck = latest_checkpoint(out / "mw" / "train")
+    ck = latest_checkpoint(out / "mw" / "train") if args.family in (None, "mw") else None
     if ck is not None:
         from sim.tasks.metaworld_tasks import SAME_SCENE, task_name
 
@@ -162,7 +163,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("phase", choices=["collect", "train", "eval", "render", "report"])
     ap.add_argument("--out", default="runs/bench_language")
-    ap.add_argument("--family", choices=["sort", "mw"], default="sort")
+    ap.add_argument("--family", choices=["sort", "mw"], default=None,
+                    help="collect/train/eval: one family only (train: sort when not given)")
     ap.add_argument("--sort-demos", type=int, default=200)
     ap.add_argument("--mw-demos", type=int, default=50)
     ap.add_argument("--steps", type=int, default=15000)

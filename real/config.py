@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from real.executor import ExecutorConfig
+from real.recorder import RecorderConfig
 from real.safety import JointLimits
 from vla.interfaces import Policy
 
@@ -55,6 +56,8 @@ class DeployConfig:
     # Whether `~/emergency_stop` with data=false may clear a latched stop. Anyone on the ROS domain can
     # call the service (see the README's SROS2 section), so it is off unless access control is in place.
     allow_estop_clear: bool = False
+    # Record every deployed episode to an EpisodeStore (real/recorder.py); off without a store path.
+    recorder: RecorderConfig = field(default_factory=RecorderConfig)
 
     def __post_init__(self) -> None:
         if self.command_interface not in COMMAND_INTERFACES:
@@ -92,7 +95,8 @@ def deploy_config_from_dict(raw: dict[str, Any]) -> DeployConfig:
     else:
         limits = JointLimits.from_config(limits_raw)
     cameras = [CameraConfig(**_strict(CameraConfig, c, "camera")) for c in raw.pop("cameras", None) or []]
-    return DeployConfig(executor=executor, limits=limits, cameras=cameras, **raw)
+    recorder = RecorderConfig(**_strict(RecorderConfig, raw.pop("recorder", None) or {}, "recorder"))
+    return DeployConfig(executor=executor, limits=limits, cameras=cameras, recorder=recorder, **raw)
 
 
 def load_deploy_config(path: str | Path) -> DeployConfig:

@@ -184,6 +184,9 @@ class ChunkExecutor:
         self.holds_by_kind: dict[str, int] = {}
         self._hold_state: str | None = None
         self._stats_lock = threading.Lock()  # stats() may run on another thread (ROS diagnostics timer)
+        # Observers on the control thread (the deployment recorder): they must return at once.
+        self.on_tick: Callable[[TickRecord], None] | None = None
+        self.on_chunk: Callable[[int, int, np.ndarray], None] | None = None  # (tick, chunk id, chunk as produced)
 
     # ---- delay estimate -------------------------------------------------------------------------
     def delay_estimate_ticks(self) -> int:
@@ -232,6 +235,8 @@ class ChunkExecutor:
         with self._stats_lock:
             self.records.append(rec)
             self._count_hold(rec, now if scheduled is None else scheduled, now)
+        if self.on_tick is not None:
+            self.on_tick(rec)
         if hold is None:
             self._maybe_trigger(k, obs, command)
         elif hold[0] == "inference_failing" and obs_hold is None and self._retry_due(obs, now):
@@ -319,6 +324,8 @@ class ChunkExecutor:
             self.latencies_s.append(result.latency_s)
         self.chunk_len = chunk.shape[0]
         self.n_chunks += 1
+        if self.on_chunk is not None:
+            self.on_chunk(k, req.request_id, chunk)
         self._first_chunk_seen = True
         if self.cfg.mode == "sync" and self.cfg.sync_action_steps is not None:
             chunk = chunk[: self.cfg.sync_action_steps]

@@ -7,6 +7,10 @@ one `sensor_msgs/Image` per camera (rgb8/bgr8, exact size) and an instruction `s
 through a preview of the safety filter, `time_from_start` = (i + 1) / rate), and
 `diagnostic_msgs/DiagnosticArray` (latency, queue depth, jitter, starved ticks, rejects per kind,
 holds entered / recovered per kind, inference retries; the message names the current hold and why).
+Recording (a `recorder:` section with a store path, `real/recorder.py`): every episode goes to the
+EpisodeStore, ended and labelled by the operator through `~/end_episode` (std_srvs/SetBool, true =
+success) or a std_msgs/Bool on `recorder.label_topic`; the next episode starts at once. Recording
+runs on its own thread and never delays a control tick; its counters are in the diagnostics.
 Service `~/emergency_stop` (std_srvs/SetBool): true latches a hold; false clears it only when the
 config sets `allow_estop_clear: true` (any process on the ROS domain can call the service: protect it
 with SROS2 access control, see the README), else the reply is success=false and the latch stays.
@@ -44,12 +48,13 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from sensor_msgs.msg import Image, JointState
-from std_msgs.msg import Float64MultiArray, String
+from std_msgs.msg import Bool, Float64MultiArray, String
 from std_srvs.srv import SetBool
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from real.config import DeployConfig, load_deploy_config, make_policy
-from real.executor import ChunkExecutor
+from real.executor import ChunkExecutor, TickRecord
+from real.recorder import EpisodeRecorder
 from real.ros.convert import (
     MessageError,
     StampError,
@@ -63,6 +68,7 @@ from real.ros.convert import (
 from real.ros.spinner import run_node_until_stopped
 from real.safety import SafetyFilter
 from real.worker import MonotonicClock, ThreadWorker
+from vla.data.schema import StoreSchema
 from vla.interfaces import Observation, Policy
 
 log = logging.getLogger(__name__)
@@ -109,6 +115,17 @@ class PolicyNode:
                                       self.clock)
         self._spin_exec = SingleThreadedExecutor(context=context)
         self._spin_exec.add_node(self.node)
+        self.recorder: EpisodeRecorder | None = None
+        self.record_tick_max_s = 0.0  # the longest time a control tick spent handing its step to the recorder
+        if cfg.recorder.store:
+            n = len(cfg.limits.names)
+            schema = StoreSchema(cameras={c.name: (c.height, c.width) for c in cfg.cameras}, state_dim=n,
+                                 action_dim=n, fps=cfg.executor.rate_hz)
+            self.recorder = EpisodeRecorder(cfg.recorder, schema)
+            self.executor.on_tick = self._record_tick
+            self.executor.on_chunk = self.recorder.chunk
+            self.node.create_subscription(Bool, cfg.recorder.label_topic, lambda m: self._end_episode(m.data), 10)
+        self.node.create_service(SetBool, "~/end_episode", self._on_end_episode)
         self._threads = [threading.Thread(target=self._spin, name="ros-spin", daemon=True),
                          threading.Thread(target=self._control, name="control", daemon=True)]
 
@@ -132,6 +149,9 @@ class PolicyNode:
             return self._reject("joint_states", err)
         with self._lock:
             self._q, self._qd, self._q_time = q, qd, self.clock.now()
+            t = self._q_time
+        if self.recorder is not None:
+            self.recorder.joint_state(t, q)
 
     def _on_image(self, msg: Image, cam) -> None:
         try:
@@ -165,6 +185,25 @@ class PolicyNode:
             response.message = ("clearing over ROS is disabled (allow_estop_clear: false); "
                                 "restart the node to clear" if self.safety.estopped else "not stopped")
         return response
+
+    def _end_episode(self, success: bool) -> str:
+        if self.recorder is None:
+            return "recording is off (no recorder.store in the config)"
+        self.recorder.end_episode(bool(success))
+        return f"episode ended ({'success' if success else 'failure'}); the next one starts now"
+
+    def _on_end_episode(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
+        response.message = self._end_episode(request.data)
+        response.success = self.recorder is not None
+        return response
+
+    def _record_tick(self, rec: TickRecord) -> None:
+        t = time.perf_counter()
+        with self._lock:
+            images, instruction = dict(self._images), self._instruction
+        assert self.recorder is not None
+        self.recorder.tick(rec.scheduled, rec.command, rec.action, rec.chunk_id, rec.hold, images, instruction)
+        self.record_tick_max_s = max(self.record_tick_max_s, time.perf_counter() - t)
 
     def _observation(self) -> Observation | None:
         with self._lock:
@@ -200,11 +239,21 @@ class PolicyNode:
         st.update({f"rejected_{k}": float(v) for k, v in self.rejected.items()})
         st.update({f"holds_{k}": float(v) for k, v in self.executor.holds_by_kind.items()})
         st["estop_clears_refused"] = float(self.estop_clears_refused)
+        if self.recorder is not None:
+            st.update(self.recorder.counters())
+            st["recorder_tick_max_ms"] = 1e3 * self.record_tick_max_s
         hold, detail = self.safety.hold_kind, self.safety.hold_detail
         dead = self.control_error or hold == "dead_inference"
-        level = DiagnosticStatus.ERROR if dead else DiagnosticStatus.WARN if hold else DiagnosticStatus.OK
+        rec = self.recorder
+        rec_problem = rec is not None and (not rec.alive or rec.last_error is not None)
+        level = (DiagnosticStatus.ERROR if dead else DiagnosticStatus.WARN if hold or rec_problem
+                 else DiagnosticStatus.OK)
         message = (f"control loop died: {self.control_error}" if self.control_error
                    else f"holding: {hold} ({detail})" if hold else "running")
+        if rec is not None and not rec.alive:
+            message += "; recorder dead (control goes on, nothing is recorded)"
+        elif rec is not None and rec.last_error is not None:
+            message += f"; recorder: {rec.last_error}"
         status = DiagnosticStatus(level=level, name=f"{self.node.get_name()}: chunk executor", message=message,
                                   hardware_id=self.cfg.executor.mode)
         # values stay numeric (consumers parse them as floats); reasons go in the message
@@ -248,6 +297,8 @@ class PolicyNode:
         for t in self._threads:
             t.join(timeout=5.0)
         self.worker.close()
+        if self.recorder is not None:
+            self.recorder.close()
         self._spin_exec.shutdown()
         self.node.destroy_node()
 

@@ -155,22 +155,16 @@ def env_kwargs(cfg: SessionConfig) -> dict[str, Any]:
 def open_store(path: str | Path, env: Any, seed: int) -> Any:
     """Append to the store at `path` (or create it with the env's real observation shapes);
     an existing store must match them."""
-    from vla.data.store import EpisodeStore
+    from vla.data.store import open_for_append
 
     obs, _ = env.reset(seed=seed)
     schema = StoreSchema(cameras={c: img.shape[:2] for c, img in obs["images"].items()},
                          state_dim=int(obs["state"].shape[0]), action_dim=int(env.action_space.shape[0]),
                          fps=float(env.metadata.get("render_fps", 20.0)))
-    if not EpisodeStore.exists(path):  # nothing, or a half-created folder that create replaces
-        return EpisodeStore.create(path, schema)
-    store = EpisodeStore.open(path, mode="a")
-    have = (store.schema.cameras, store.schema.state_dim, store.schema.action_dim)
-    if have != (schema.cameras, schema.state_dim, schema.action_dim):
-        store.close()
-        raise ValueError(f"{path}: the store holds cameras {have[0]}, state {have[1]}, action {have[2]}; this "
-                         f"session's env gives cameras {schema.cameras}, state {schema.state_dim}, action "
-                         f"{schema.action_dim} (set cameras= / image_size= / obs_mode=, or use another store)")
-    return store
+    try:
+        return open_for_append(path, schema, "this session's env")
+    except ValueError as err:
+        raise ValueError(f"{err} (set cameras= / image_size= / obs_mode=, or use another store)") from None
 
 
 def run_session(cfg: SessionConfig, *, intervener_factory: Callable[[Any], Any] | None = None,

@@ -28,6 +28,16 @@ def test_unknown_or_bad_keys_are_errors(tmp_path):
         deploy_config_from_dict({k: v for k, v in raw.items() if k != "limits"})
     with pytest.raises(ValueError, match="factory"):
         make_policy({"checkpoint": "x"}, 0.05, 6)
+    with pytest.raises(ValueError, match=r"recorder: unknown keys.*polcy_version"):
+        deploy_config_from_dict({**raw, "recorder": {"store": "x.zarr", "polcy_version": 1}})
+
+
+def test_recording_is_off_unless_a_store_is_named():
+    raw = yaml.safe_load(SHIPPED.read_text())
+    assert load_deploy_config(SHIPPED).recorder.store == ""
+    rec = {"store": "runs/deploy.zarr", "task": "pick", "policy_version": 4}
+    cfg = deploy_config_from_dict({**raw, "recorder": rec})
+    assert (cfg.recorder.store, cfg.recorder.task, cfg.recorder.policy_version) == ("runs/deploy.zarr", "pick", 4)
 
 
 def test_limits_from_urdf(tmp_path):

@@ -450,3 +450,17 @@ class EpisodeStore:
         from vla.data.normalize import store_stats
 
         return store_stats(self, keys=keys, episodes=episodes)
+
+
+def open_for_append(path: str | Path, schema: StoreSchema, what: str = "this writer") -> EpisodeStore:
+    """Append to the store at `path`, or create it with `schema`; an existing store must hold the same
+    cameras, image sizes, state and action dimensions (else a ValueError naming both)."""
+    if not EpisodeStore.exists(path):  # nothing, or a half-created folder that create replaces
+        return EpisodeStore.create(path, schema)
+    store = EpisodeStore.open(path, mode="a")
+    have = (store.schema.cameras, store.schema.state_dim, store.schema.action_dim)
+    if have != (schema.cameras, schema.state_dim, schema.action_dim):
+        store.close()
+        raise ValueError(f"{path}: the store holds cameras {have[0]}, state {have[1]}, action {have[2]}; {what} "
+                         f"gives cameras {schema.cameras}, state {schema.state_dim}, action {schema.action_dim}")
+    return store

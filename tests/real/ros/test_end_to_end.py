@@ -139,14 +139,6 @@ def descendant_python(pid: int) -> int:
     return pythons[-1] if pythons else pid
 
 
-@pytest.fixture
-def domain_id(monkeypatch) -> int:
-    d = random.SystemRandom().randint(1, 100)
-    monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    monkeypatch.setenv("ROS_DOMAIN_ID", str(d))
-    return d
-
-
 def test_vla_drives_the_bridge_over_dds(tmp_path, domain_id) -> None:
     ckpt = build_tiny_checkpoint(tmp_path / "ckpt")
     node_cfg = write_node_config(tmp_path / "node.yaml", ckpt, "torch", "aligned", 20.0,

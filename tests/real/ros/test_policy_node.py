@@ -4,7 +4,6 @@ against a test robot that publishes joint states and images and follows the comm
 from __future__ import annotations
 
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -33,14 +32,6 @@ ROOT = Path(__file__).resolve().parents[3]
 NAMES = [f"j{i}" for i in range(6)]
 LOWER, UPPER, VEL = -1.0, 1.0, 2.0
 H = W = 32
-
-
-@pytest.fixture
-def domain_id(monkeypatch) -> int:
-    d = random.SystemRandom().randint(1, 100)
-    monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    monkeypatch.setenv("ROS_DOMAIN_ID", str(d))
-    return d
 
 
 def write_config(tmp_path: Path, interface: str, **extra) -> Path:
