@@ -48,6 +48,11 @@ class SessionConfig:
     max_rewind_steps: int = 200  # a person's rewind stops after this many steps
     subtask_timeout: int = 120  # scripted intervener: steps in one sub-task before it takes over
     disagreement_threshold: float | None = None  # scripted intervener: take over on policy/expert mismatch
+    # A real arm over ROS 2 instead of the simulator: a deploy YAML (topics, joint limits, cameras, rate;
+    # real/session/ros_env.py). `task` is then only the name the episodes are stored under.
+    robot: str = ""
+    robot_reset_service: str = ""  # std_srvs/Trigger called before each episode ("": the operator resets)
+    robot_status_topic: str = "/task/status"  # JSON {success, done} from a simulated arm; "" for none
 
     def validate(self) -> None:
         """The values given (run on every load, so `vla config show session` works without paths)."""
@@ -57,6 +62,9 @@ class SessionConfig:
             raise ValueError(f"unknown mode '{self.mode}'" + closest(self.mode, MODES))
         if self.episodes < 1 or self.n_action_steps < 1:
             raise ValueError(f"episodes and n_action_steps must be >= 1, got {self.episodes}, {self.n_action_steps}")
+        if self.robot and self.device == "scripted":
+            raise ValueError("device=scripted is the simulator's expert, which needs the simulator's state; a session "
+                             "over ROS (robot=...) takes keyboard, gamepad or spacemouse (tests: intervener_factory)")
 
     def check_runnable(self) -> None:
         """What a session needs besides valid values: a policy and a store."""
@@ -167,6 +175,17 @@ def open_store(path: str | Path, env: Any, seed: int) -> Any:
         raise ValueError(f"{err} (set cameras= / image_size= / obs_mode=, or use another store)") from None
 
 
+def make_robot_env(cfg: SessionConfig) -> Any:
+    """The arm of the deploy YAML `cfg.robot` over ROS 2, as the session's env."""
+    from real.config import load_deploy_config
+    from real.session.ros_env import RosArmEnv
+
+    if not Path(cfg.robot).is_file():
+        raise FileNotFoundError(f"robot={cfg.robot}: no such deploy config (see configs/deploy/)")
+    return RosArmEnv(load_deploy_config(cfg.robot), task=cfg.task, horizon=cfg.horizon or 300,
+                     reset_service=cfg.robot_reset_service, status_topic=cfg.robot_status_topic)
+
+
 def run_session(cfg: SessionConfig, *, intervener_factory: Callable[[Any], Any] | None = None,
                 progress: bool = True) -> SessionResult:
     """Run `cfg.episodes` supervised episodes into `cfg.store`. `intervener_factory(env)` replaces
@@ -177,8 +196,11 @@ def run_session(cfg: SessionConfig, *, intervener_factory: Callable[[Any], Any] 
     from vla.registry import TASKS
 
     cfg.check_runnable()
-    TASKS.get(cfg.task)  # an unknown task fails here, naming the valid ones
-    env = TASKS.make(cfg.task, **env_kwargs(cfg))
+    if cfg.robot:
+        env = make_robot_env(cfg)
+    else:
+        TASKS.get(cfg.task)  # an unknown task fails here, naming the valid ones
+        env = TASKS.make(cfg.task, **env_kwargs(cfg))
     store = intervener = None
     try:
         policy = load_policy(cfg.ckpt, env, seed=cfg.policy_seed)

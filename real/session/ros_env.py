@@ -1,0 +1,226 @@
+"""The arm over ROS 2 as the env of a correction session (`vla session robot=configs/deploy/native_arm.yaml`).
+
+`run_episode` drives this exactly as it drives a simulated task, so the supervisor, RaC rewind and
+the store are the same code for sim and real, and the episodes have the simulator's schema: the
+cameras of the deploy config, state = the VLA's proprio (end-effector pose and fingers, computed from
+the joint states by forward kinematics, as `real.joint_vla` does for the policy node), action = the
+end-effector delta the policy or the person chose. Each step turns that delta into joint targets
+with the simulator's IK step at the measured pose, passes them through the same `SafetyFilter` as
+the policy node (limits, velocity, acceleration; nothing else reaches the command topic), publishes
+them, and waits for the next control tick on the wall clock.
+
+Every incoming message is validated as in the policy node (joint names and finiteness, image
+encoding and size, instruction text). No fresh joint state or image for `max_observation_age_s`:
+the arm holds (the filter brakes it to a stop) and the step waits; after `stale_timeout_s` the
+session stops with one line saying what went silent.
+
+Episode boundaries: `reset` calls `reset_service` (std_srvs/Trigger; the MuJoCo bridge's
+`/bridge/reset`) when one is named, else the scene is the operator's to reset. Success on a real
+arm is the person's end mark; against the bridge, `/task/status` (JSON: success, done) also ends
+the episode and labels it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from typing import Any
+
+import numpy as np
+
+os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+
+from real.config import DeployConfig
+from real.joint_vla import EE_DIM, JOINT_NAMES, ArmKinematics
+from real.safety import SafetyFilter
+
+
+class RobotSilent(RuntimeError):
+    """No fresh joint states or images from the robot: the session cannot go on."""
+
+
+class _Box:  # the one attribute of a gym Box that the session reads
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self.shape = shape
+
+
+class RosArmEnv:
+    def __init__(self, cfg: DeployConfig, *, task: str, horizon: int = 300, reset_service: str = "",
+                 status_topic: str = "/task/status", stale_timeout_s: float = 5.0,
+                 domain_id: int | None = None) -> None:
+        import rclpy
+        from rclpy.qos import qos_profile_sensor_data
+        from sensor_msgs.msg import Image, JointState
+        from std_msgs.msg import Float64MultiArray, String
+        from std_srvs.srv import Trigger
+
+        from real.ros.spinner import BackgroundSpinner
+
+        if tuple(cfg.limits.names) != JOINT_NAMES:
+            raise ValueError(f"a session over ROS drives the native arm's joints {list(JOINT_NAMES)}; the deploy "
+                             f"config names {list(cfg.limits.names)}")
+        if cfg.command_interface != "forward":
+            raise ValueError("a session over ROS publishes joint targets each tick: set command_interface: forward")
+        self.cfg, self.task, self.horizon = cfg, task, horizon
+        self.dt = 1.0 / cfg.executor.rate_hz
+        self.metadata = {"render_fps": cfg.executor.rate_hz}
+        self.action_space = _Box((EE_DIM,))
+        self.unwrapped = self
+        self.stale_timeout_s = stale_timeout_s
+        self.kin = ArmKinematics()
+        self.safety = SafetyFilter(cfg.limits, self.dt)
+        self._lock = threading.Lock()
+        self._q: np.ndarray | None = None
+        self._times: dict[str, float] = {}
+        self._images: dict[str, np.ndarray] = {}
+        self._instruction = cfg.default_instruction
+        self._status: dict[str, Any] = {}
+        self.rejected = 0
+        self._Float64MultiArray, self._Trigger = Float64MultiArray, Trigger
+
+        self.ctx = rclpy.context.Context()
+        domain = domain_id if domain_id is not None else cfg.ros_domain_id
+        rclpy.init(context=self.ctx, domain_id=domain) if domain is not None else rclpy.init(context=self.ctx)
+        self.node = rclpy.create_node("vla_session", context=self.ctx)
+        self.node.create_subscription(JointState, cfg.joint_states_topic, self._on_joint_state, qos_profile_sensor_data)
+        for cam in cfg.cameras:
+            self.node.create_subscription(Image, cam.topic, lambda m, c=cam: self._on_image(m, c),
+                                          qos_profile_sensor_data)
+        self.node.create_subscription(String, cfg.instruction_topic, self._on_instruction, 10)
+        if status_topic:
+            self.node.create_subscription(String, status_topic, self._on_status, 10)
+        self.pub = self.node.create_publisher(Float64MultiArray, cfg.command_topic, 10)
+        self.reset_client = self.node.create_client(Trigger, reset_service) if reset_service else None
+        self.spinner = BackgroundSpinner(self.node, self.ctx)
+        self._tick = 0
+        self._next = 0.0
+        self._episode_start = 0.0
+
+    # ---- incoming (validated as in the policy node) -------------------------------------------
+    def _on_joint_state(self, msg: Any) -> None:
+        from real.ros.convert import MessageError, joint_positions
+
+        try:
+            q = joint_positions(msg, tuple(self.cfg.limits.names))
+        except MessageError:
+            self.rejected += 1
+            return
+        with self._lock:
+            self._q, self._times["joints"] = q, time.monotonic()
+
+    def _on_image(self, msg: Any, cam: Any) -> None:
+        from real.ros.convert import MessageError, image_to_rgb
+
+        try:
+            img = image_to_rgb(msg, cam.height, cam.width)
+        except MessageError:
+            self.rejected += 1
+            return
+        with self._lock:
+            self._images[cam.name], self._times[cam.name] = img, time.monotonic()
+
+    def _on_instruction(self, msg: Any) -> None:
+        from real.ros.convert import MessageError, instruction_text
+
+        try:
+            text = instruction_text(msg, self.cfg.max_instruction_chars)
+        except MessageError:
+            self.rejected += 1
+            return
+        with self._lock:
+            self._instruction = text
+
+    def _on_status(self, msg: Any) -> None:
+        try:
+            status = json.loads(msg.data)
+        except ValueError:
+            self.rejected += 1
+            return
+        if isinstance(status, dict):
+            with self._lock:
+                self._status = status
+
+    # ---- observation --------------------------------------------------------------------------
+    def _stale(self, since: float = -np.inf) -> list[str]:
+        """The sources with nothing newer than `since` or older than the observation age limit."""
+        now = time.monotonic()
+        names = ["joints", *(c.name for c in self.cfg.cameras)]
+        with self._lock:
+            return [n for n in names if n not in self._times or self._times[n] <= since
+                    or now - self._times[n] > self.cfg.executor.max_observation_age_s]
+
+    def _wait_fresh(self, since: float = -np.inf) -> None:
+        deadline = time.monotonic() + self.stale_timeout_s
+        while stale := self._stale(since):
+            if time.monotonic() > deadline:
+                raise RobotSilent(f"no fresh {', '.join(stale)} from the robot for {self.stale_timeout_s:g} s "
+                                  f"(topics {self.cfg.joint_states_topic}, "
+                                  f"{', '.join(c.topic for c in self.cfg.cameras)})")
+            if self.safety.initialised:  # brake to a stop while waiting, as the policy node holds
+                self._publish(self.safety.step(None, self._tick, ("stale_observation", ", ".join(stale))))
+            time.sleep(self.dt)
+
+    def _obs(self) -> dict[str, Any]:
+        with self._lock:
+            q, images, instruction = self._q.copy(), dict(self._images), self._instruction
+        return {"images": images, "state": self.kin.proprio(q).astype(np.float32),
+                "instruction": instruction or self.task, "timestamp": time.monotonic() - self._episode_start}
+
+    def joints(self) -> np.ndarray:
+        with self._lock:
+            return self._q.copy()
+
+    def eef_pos(self) -> np.ndarray:
+        return self.kin.pose(self.joints()[:7])[0]
+
+    def eef_quat(self) -> np.ndarray:
+        return self.kin.proprio(self.joints())[3:7]
+
+    # ---- gym-style API ------------------------------------------------------------------------
+    def _publish(self, command: np.ndarray) -> None:
+        self.pub.publish(self._Float64MultiArray(data=[float(x) for x in command]))
+
+    def reset(self, seed: int | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+        requested = time.monotonic()
+        if self.reset_client is not None:
+            if not self.reset_client.wait_for_service(timeout_sec=self.stale_timeout_s):
+                raise RobotSilent(f"reset service {self.reset_client.srv_name} is not offered")
+            future = self.reset_client.call_async(self._Trigger.Request())
+            deadline = time.monotonic() + self.stale_timeout_s
+            while not future.done():
+                if time.monotonic() > deadline:
+                    raise RobotSilent(f"reset service {self.reset_client.srv_name} did not answer")
+                time.sleep(0.01)
+            with self._lock:
+                self._status = {}
+        self._wait_fresh(since=requested)  # observations from after the reset only
+        self.safety.reset(self.joints())
+        self._tick = 0
+        self._episode_start = self._next = time.monotonic()
+        return self._obs(), {"subtask": ""}
+
+    def step(self, action: np.ndarray) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        a = np.asarray(action, np.float64).reshape(-1)
+        q = self.joints()
+        target = self.kin.ee_to_joints(q[:7], a[None])[0] if a.shape == (EE_DIM,) and np.all(np.isfinite(a)) \
+            else None  # the filter holds on a missing target and names it
+        self._publish(self.safety.step(target, self._tick))
+        self._tick += 1
+        self._next += self.dt
+        time.sleep(max(0.0, self._next - time.monotonic()))
+        self._next = max(self._next, time.monotonic() - self.dt)  # a late step does not bunch the next ones
+        self._wait_fresh()
+        with self._lock:
+            status = dict(self._status)
+        success = bool(status.get("success", False))
+        info = {"success": success, "subtask": str(status.get("subtask", "")), "hold": self.safety.hold_kind}
+        return self._obs(), 0.0, bool(status.get("done", False)), self._tick >= self.horizon, info
+
+    def close(self) -> None:
+        import rclpy
+
+        self.spinner.close()
+        self.node.destroy_node()
+        rclpy.try_shutdown(context=self.ctx)

@@ -1,0 +1,113 @@
+"""A correction session on the arm over ROS 2: the same session code as in simulation, driving the MuJoCo
+bridge (its own process) over real DDS on localhost. A scripted person takes over, moves the arm, rewinds
+along the recorded path, hands back (RaC: the episode ends) and marks the outcome; every command on the
+robot's topic is checked; the stored episodes have the simulator's schema and feed RaC's weighting."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+
+from real.session.human import HumanIntervener  # noqa: E402
+from real.session.runner import SessionConfig, run_session  # noqa: E402
+from real.teleop import ReplayDevice, TeleopCommand  # noqa: E402
+from tests.real.ros.helpers import wait_for  # noqa: E402
+from tests.real.ros.test_end_to_end import ROOT, Monitor, wrap  # noqa: E402
+from tests.real.test_joint_vla import build_tiny_checkpoint  # noqa: E402
+from vla.data.store import EpisodeStore  # noqa: E402
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(240)]
+
+IDLE = TeleopCommand()
+TAKE = TeleopCommand(toggle_control=True)
+UP = TeleopCommand(motion=[0, 0, 1, 0, 0, 0])
+REWIND = TeleopCommand(rewind=True)
+
+
+class PoseLog(HumanIntervener):
+    """The person, also noting the end-effector position at each phase change (for the rewind check)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        self.marks: list[tuple[str, np.ndarray]] = []
+        super().__init__(*args, **kwargs)
+
+    def wants_control(self, obs, info):
+        before = self.phase
+        out = super().wants_control(obs, info)
+        if self.phase != before:
+            self.marks.append((self.phase, np.asarray(self.env.eef_pos()).copy()))
+        return out
+
+
+def test_a_correction_session_on_the_arm_over_dds(tmp_path: Path, domain_id: int) -> None:
+    bridge_log = open(tmp_path / "bridge.log", "w")  # noqa: SIM115
+    bridge = subprocess.Popen(wrap([sys.executable, "-m", "real.ros.bridge_node", "--config",
+                                    str(ROOT / "configs/deploy/bridge.yaml"), "--seed", "4", "--horizon", "400"]),
+                              cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"}, stdout=bridge_log,
+                              stderr=subprocess.STDOUT, start_new_session=True)
+    # Episode 1: the policy acts, the person takes over, lifts the arm, rewinds along the path and marks
+    # success (which ends it). Episode 2: the policy acts, the person marks a failure.
+    script = ([IDLE] * 12 + [TAKE] + [UP] * 10 + [REWIND] + [IDLE] * 6 + [TeleopCommand(end="success")]
+              + [IDLE] * 8 + [TeleopCommand(end="failure")])
+    people: list[PoseLog] = []
+    device = ReplayDevice(script)
+
+    def person(env):
+        people.append(PoseLog(device, env, mode="rac"))
+        return people[-1]
+
+    cfg = SessionConfig(ckpt=str(build_tiny_checkpoint(tmp_path / "ckpt")), task="pick_place",
+                        store=str(tmp_path / "sessions.zarr"), episodes=2, n_action_steps=4, show=False,
+                        control_hz=0.0, robot=str(ROOT / "configs/deploy/native_arm.yaml"),
+                        robot_reset_service="/bridge/reset")
+    mon = Monitor()
+    try:
+        wait_for(lambda: mon.q is not None, 40, "joint states from the bridge")
+        result = run_session(cfg, intervener_factory=person, progress=False)
+        with mon.lock:
+            assert not mon.bad, f"bad commands reached the robot topic: {mon.bad[:3]}"
+            assert len(mon.commands) >= 20
+    finally:
+        mon.close()
+        if bridge.poll() is None:
+            os.killpg(bridge.pid, signal.SIGINT)
+            bridge.wait(20)
+        bridge_log.close()
+
+    assert [r.success for r in result.episodes] == [True, False], result
+    first = result.episodes[0]
+    assert first.source == "intervention" and first.intervention_steps >= 12 and first.recovery_steps >= 3
+
+    # the rewind drove the gripper back towards where the person took over
+    marks = dict((phase, pos) for phase, pos in people[0].marks if phase in ("human", "rewind"))
+    took_over = people[0].marks[0][1]
+    assert np.linalg.norm(marks["rewind"] - took_over) > 0.02  # lifted before the rewind
+    end_of_rewind = people[0].marks[-1][1]  # where the person ended the episode, still rewinding
+    assert np.linalg.norm(end_of_rewind - took_over) < 0.6 * np.linalg.norm(marks["rewind"] - took_over)
+
+    # one schema for sim and real: the simulator's pick_place episodes, and RaC's weighting reads them
+    from vla.refine.labels import build_step_labels
+    from vla.refine.weights import method_weights
+    from vla.registry import TASKS
+
+    sim = TASKS.make("pick_place")
+    obs, _ = sim.reset(seed=0)
+    with EpisodeStore.open(cfg.store) as s:
+        assert s.schema.cameras == {c: img.shape[:2] for c, img in obs["images"].items()}
+        assert (s.schema.state_dim, s.schema.action_dim) == (obs["state"].shape[0], sim.action_space.shape[0])
+        ep = s.episode(0)
+        assert ep.steps["is_intervention"].sum() == first.intervention_steps
+        assert ep.steps["is_recovery"].sum() == first.recovery_steps
+        labels = build_step_labels(s)
+        table = s.table()
+        w = method_weights("rac", labels, table.success, np.zeros(len(table), bool))
+        assert w.loss[: len(ep)][ep.steps["is_intervention"]].min() > 0  # the correction steps are learned from
+    sim.close()
