@@ -184,6 +184,8 @@ class ChunkExecutor:
         self.holds_by_kind: dict[str, int] = {}
         self._hold_state: str | None = None
         self._stats_lock = threading.Lock()  # stats() may run on another thread (ROS diagnostics timer)
+        # A hold from outside (the lifecycle node while inactive), set from any thread; None to follow.
+        self.external_hold: tuple[str, str] | None = None
         # Observers on the control thread (the deployment recorder): they must return at once.
         self.on_tick: Callable[[TickRecord], None] | None = None
         self.on_chunk: Callable[[int, int, np.ndarray], None] | None = None  # (tick, chunk id, chunk as produced)
@@ -221,9 +223,12 @@ class ChunkExecutor:
     def tick(self, k: int, scheduled: float | None = None) -> TickRecord:
         now = self.clock.now()
         self._poll(k)
+        external = self.external_hold
+        if external is not None:  # a plan made before the hold is stale after it
+            self.queue.drop_before(self.queue.end_tick)
         obs = self.get_observation()
         obs_hold = self._observation_hold(obs, now)
-        hold = self._inference_hold(now) or obs_hold
+        hold = external or self._inference_hold(now) or obs_hold
         popped = self.queue.pop(k)
         action, chunk_id = popped if popped is not None else (None, -1)
         command = self.safety.step(action, k, hold)

@@ -37,6 +37,7 @@ import os
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -78,10 +79,14 @@ class PolicyNode:
     """Owns an rclpy node, the executor and the control thread. `start()` / `stop()`."""
 
     def __init__(self, cfg: DeployConfig, policy: Policy, context: rclpy.context.Context | None = None,
-                 name: str = "vla_policy") -> None:
+                 name: str = "vla_policy", node: rclpy.node.Node | None = None) -> None:
+        """`node`: run on this node (the lifecycle node), which its owner spins; `stop()` then removes
+        what this object created on it and leaves the node. Otherwise a node of its own, spun here."""
         self.cfg = cfg
         self.clock = MonotonicClock()
-        self.node = rclpy.create_node(name, context=context)
+        self._owns_node = node is None
+        self.node = rclpy.create_node(name, context=context) if node is None else node
+        self._entities: list[tuple[str, object]] = []  # (kind, entity) created on the node, for stop()
         self._lock = threading.Lock()
         self._q: np.ndarray | None = None
         self._qd: np.ndarray | None = None
@@ -97,24 +102,25 @@ class PolicyNode:
         self.control_error: str | None = None
 
         cmd_qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
-        self.node.create_subscription(JointState, cfg.joint_states_topic, self._on_joint_state,
-                                      qos_profile_sensor_data)
+        self._add("subscription", JointState, cfg.joint_states_topic, self._on_joint_state, qos_profile_sensor_data)
         for cam in cfg.cameras:
-            self.node.create_subscription(Image, cam.topic, lambda m, c=cam: self._on_image(m, c),
-                                          qos_profile_sensor_data)
-        self.node.create_subscription(String, cfg.instruction_topic, self._on_instruction, 10)
+            self._add("subscription", Image, cam.topic, lambda m, c=cam: self._on_image(m, c),
+                      qos_profile_sensor_data)
+        self._add("subscription", String, cfg.instruction_topic, self._on_instruction, 10)
         msg_type = Float64MultiArray if cfg.command_interface == "forward" else JointTrajectory
-        self.pub_cmd = self.node.create_publisher(msg_type, cfg.command_topic, cmd_qos)
-        self.pub_diag = self.node.create_publisher(DiagnosticArray, cfg.diagnostics_topic, 10)
-        self.node.create_timer(1.0 / cfg.diagnostics_hz, self._publish_diagnostics)
-        self.node.create_service(SetBool, "~/emergency_stop", self._on_estop)
+        self.pub_cmd = self._add("publisher", msg_type, cfg.command_topic, cmd_qos)
+        self.pub_diag = self._add("publisher", DiagnosticArray, cfg.diagnostics_topic, 10)
+        self._add("timer", 1.0 / cfg.diagnostics_hz, self._publish_diagnostics)
+        self._add("service", SetBool, "~/emergency_stop", self._on_estop)
 
         self.safety = SafetyFilter(cfg.limits, 1.0 / cfg.executor.rate_hz)
         self.worker = ThreadWorker(policy, self.clock)
         self.executor = ChunkExecutor(self.worker, self._observation, self._send, self.safety, cfg.executor,
                                       self.clock)
-        self._spin_exec = SingleThreadedExecutor(context=context)
-        self._spin_exec.add_node(self.node)
+        self._spin_exec: SingleThreadedExecutor | None = None
+        if self._owns_node:
+            self._spin_exec = SingleThreadedExecutor(context=context)
+            self._spin_exec.add_node(self.node)
         self.recorder: EpisodeRecorder | None = None
         self.record_tick_max_s = 0.0  # the longest time a control tick spent handing its step to the recorder
         if cfg.recorder.store:
@@ -124,10 +130,16 @@ class PolicyNode:
             self.recorder = EpisodeRecorder(cfg.recorder, schema)
             self.executor.on_tick = self._record_tick
             self.executor.on_chunk = self.recorder.chunk
-            self.node.create_subscription(Bool, cfg.recorder.label_topic, lambda m: self._end_episode(m.data), 10)
-        self.node.create_service(SetBool, "~/end_episode", self._on_end_episode)
-        self._threads = [threading.Thread(target=self._spin, name="ros-spin", daemon=True),
-                         threading.Thread(target=self._control, name="control", daemon=True)]
+            self._add("subscription", Bool, cfg.recorder.label_topic, lambda m: self._end_episode(m.data), 10)
+        self._add("service", SetBool, "~/end_episode", self._on_end_episode)
+        self._threads = [threading.Thread(target=self._control, name="control", daemon=True)]
+        if self._owns_node:
+            self._threads.append(threading.Thread(target=self._spin, name="ros-spin", daemon=True))
+
+    def _add(self, kind: str, *args: Any) -> Any:
+        entity = getattr(self.node, f"create_{kind}")(*args)
+        self._entities.append((kind, entity))
+        return entity
 
     # ---- incoming ------------------------------------------------------------------------------
     def _reject(self, kind: str, err: MessageError) -> None:
@@ -288,6 +300,10 @@ class PolicyNode:
                 self.control_error = f"{type(exc).__name__}: {exc}"
                 self.node.get_logger().fatal(f"control loop died: {self.control_error}")
 
+    @property
+    def started(self) -> bool:
+        return self._threads[0].ident is not None
+
     def start(self) -> None:
         for t in self._threads:
             t.start()
@@ -295,12 +311,19 @@ class PolicyNode:
     def stop(self) -> None:
         self._stop.set()
         for t in self._threads:
-            t.join(timeout=5.0)
+            if t.is_alive():
+                t.join(timeout=5.0)
         self.worker.close()
         if self.recorder is not None:
             self.recorder.close()
-        self._spin_exec.shutdown()
-        self.node.destroy_node()
+        if self._spin_exec is not None:
+            self._spin_exec.shutdown()
+        if self._owns_node:
+            self.node.destroy_node()
+            return
+        for kind, entity in reversed(self._entities):
+            getattr(self.node, f"destroy_{kind}")(entity)
+        self._entities.clear()
 
 
 def main(argv: list[str] | None = None) -> None:

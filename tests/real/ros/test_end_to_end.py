@@ -60,8 +60,6 @@ def wrap(cmd: list[str]) -> list[str]:
     return [str(OFFHOST), *cmd] if OFFHOST.exists() and shutil.which("strace") and not traced() else cmd
 
 
-
-
 class Monitor:
     """Sees everything on the robot side: commands (checked one by one), joint states, task status."""
 

@@ -144,8 +144,6 @@ class FakeArm:
         rclpy.shutdown(context=self.ctx)
 
 
-
-
 @pytest.mark.parametrize("interface", ["forward", "trajectory"])
 def test_policy_node_over_dds(tmp_path, domain_id, interface):
     cfg = write_config(tmp_path, interface)
