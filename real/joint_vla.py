@@ -328,13 +328,16 @@ def resolve_policy_folder(path: str | Path, backend: str) -> Path:
 
 
 def make_joint_vla(path: str, dt: float, action_dim: int, backend: str = "onnx", seed: int = 0,
-                   delay_s: float = 0.0, **unknown: Any) -> JointSpaceVLA:
-    """Policy factory for `real.config.make_policy` (`{factory: "real.joint_vla:make_joint_vla", ...}`)."""
+                   delay_s: float = 0.0, select: int = 1, select_by: str = "coherence", select_cfn: str = "",
+                   **unknown: Any) -> JointSpaceVLA:
+    """Policy factory for `real.config.make_policy` (`{factory: "real.joint_vla:make_joint_vla", ...}`).
+    `select: N` > 1 samples N chunks in one batched call and runs the best by `select_by` (coherence |
+    cfn | both; cfn needs `select_cfn`, a folder from `real.selection.save_cfn`): real/selection.py."""
     from sim.policies import load_policy
 
     if unknown:
         raise ValueError(f"make_joint_vla: unknown policy keys {sorted(unknown)} "
-                         "(known: path, backend, seed, delay_s)")
+                         "(known: path, backend, seed, delay_s, select, select_by, select_cfn)")
     if action_dim != N_JOINTS:
         raise ValueError(f"the joint-space VLA commands {N_JOINTS} joints ({', '.join(JOINT_NAMES)}); "
                          f"the deploy config's limits name {action_dim}")
@@ -350,4 +353,9 @@ def make_joint_vla(path: str, dt: float, action_dim: int, backend: str = "onnx",
     if cfg.state_dim != PROPRIO_DIM or cfg.action_dim != EE_DIM:
         raise ValueError(f"{folder}: the adapter needs an image-mode VLA with state_dim {PROPRIO_DIM} and "
                          f"action_dim {EE_DIM}, this one has {cfg.state_dim} / {cfg.action_dim}")
+    if select > 1:
+        from real.selection import ChunkSelection, load_cfn
+
+        cfn, length = load_cfn(select_cfn) if select_cfn else (None, 8)
+        vla = ChunkSelection(vla, n=int(select), by=select_by, cfn=cfn, cfn_length=length)
     return JointSpaceVLA(vla, delay_s=delay_s)

@@ -280,3 +280,20 @@ def test_factory_with_a_real_tiny_checkpoint(tmp_path: Path) -> None:
     assert np.abs(chunk[0, 0, :7] - q[:7]).max() < 0.5
     chunk2 = pol.sample_chunk([{**obs, "state": q.astype(np.float32)}], prefix=chunk[:, :3])
     np.testing.assert_array_equal(chunk2[:, :3], chunk[:, :3])
+
+
+def test_factory_wraps_test_time_selection(tmp_path: Path) -> None:
+    from real.selection import ChunkSelection
+
+    ckpt = build_tiny_checkpoint(tmp_path / "ckpt")
+    pol = make_joint_vla(str(ckpt), dt=CONTROL_DT, action_dim=8, backend="torch", select=4)
+    assert isinstance(pol.vla, ChunkSelection) and pol.vla.n == 4
+    env = PickPlaceEnv(cameras=CAMERAS)
+    obs, _ = env.reset(seed=0)
+    q = joints_of(env).astype(np.float32)
+    chunk = pol.sample_chunk([{**obs, "state": q}])
+    assert chunk.shape == (1, 16, len(JOINT_NAMES)) and pol.vla.last_scores.shape == (4,)
+    chunk2 = pol.sample_chunk([{**obs, "state": q}], prefix=chunk[:, :3])  # the executor's aligned call
+    np.testing.assert_array_equal(chunk2[:, :3], chunk[:, :3])
+    with pytest.raises(ValueError, match="needs cfn=DIR"):
+        make_joint_vla(str(ckpt), dt=CONTROL_DT, action_dim=8, backend="torch", select=4, select_by="cfn")
