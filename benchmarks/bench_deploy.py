@@ -83,12 +83,12 @@ def run_episode(watcher: Watcher, node_yaml: Path, context: Any, timeout_s: floa
 
 
 def run_block(policy_path: Path, out: Path, mode: str, delay_ms: float, episodes: int, domain_id: int,
-              first_seed: int, timeout_s: float, **executor: Any) -> list[dict[str, Any]]:
+              first_seed: int, timeout_s: float, select: int = 1, **executor: Any) -> list[dict[str, Any]]:
     """One bridge process, `episodes` episodes with fresh policy nodes (reset between)."""
     import rclpy
 
     node_yaml = write_node_config(out / f"node_{mode}_{delay_ms:g}.yaml", policy_path, "onnx", mode, 20.0,
-                                  delay_s=delay_ms / 1000, **executor)
+                                  delay_s=delay_ms / 1000, policy_extra={"select": select}, **executor)
     log = open(out / f"bridge_{mode}_{delay_ms:g}.log", "w")  # noqa: SIM115
     bridge = subprocess.Popen([sys.executable, "-m", "real.ros.bridge_node", "--config", str(BRIDGE_CONFIG),
                                "--seed", str(first_seed), "--horizon", str(HORIZON)],
@@ -175,6 +175,7 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=Path("/tmp/bench_deploy"))
     ap.add_argument("--adapter-ab", type=int, nargs="*", default=None, metavar="N_EXEC",
                     help="only the no-ROS adapter A/B (EE vs joint stepping), for these open-loop lengths")
+    ap.add_argument("--select", type=int, default=1, help="N > 1: best of N chunks by coherence (real/selection.py)")
     ap.add_argument("--json", type=Path, default=None, help="also dump raw per-episode figures here")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
@@ -210,12 +211,14 @@ def main() -> None:
             n = max(args.success_episodes, args.episodes) if delay == args.success_delay_ms else args.episodes
             # every block starts at the same held-out seed: the modes see the same scenes
             extra = {} if args.trigger_threshold is None else {"trigger_threshold": args.trigger_threshold}
-            blocks[(mode, delay)] = run_block(onnx, args.work, mode, delay, n, domain, 1000, args.timeout_s, **extra)
+            blocks[(mode, delay)] = run_block(onnx, args.work, mode, delay, n, domain, 1000, args.timeout_s,
+                                              select=args.select, **extra)
     minutes = (time.monotonic() - t0) / 60
     cmd = ("python benchmarks/bench_deploy.py --checkpoint " + str(args.checkpoint) + f" --episodes {args.episodes}"
            f" --success-episodes {args.success_episodes} --success-delay-ms {args.success_delay_ms:g}"
            f" --modes {' '.join(args.modes)} --delays-ms {' '.join(f'{d:g}' for d in args.delays_ms)}"
-           + (f" --trigger-threshold {args.trigger_threshold}" if args.trigger_threshold is not None else ""))
+           + (f" --trigger-threshold {args.trigger_threshold}" if args.trigger_threshold is not None else "")
+           + (f" --select {args.select}" if args.select > 1 else ""))
     lines = ["# Deployment benchmark: tiny VLA -> ROS 2 -> MuJoCo robot bridge", "",
              f"Command: `{cmd}`", "",
              f"Machine: {platform.node()} ({os.cpu_count()} CPUs, shared with other jobs; load average {load0:.1f} "

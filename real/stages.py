@@ -34,10 +34,11 @@ FIRST_SEED = 1000  # held-out seeds (demos use 0..)
 
 
 def write_node_config(out: Path, policy_path: str | Path, backend: str, mode: str, rate_hz: float,
-                      delay_s: float = 0.0, **executor: Any) -> Path:
-    """configs/deploy/native_arm.yaml with this run's policy and executor settings."""
+                      delay_s: float = 0.0, policy_extra: dict[str, Any] | None = None, **executor: Any) -> Path:
+    """configs/deploy/native_arm.yaml with this run's policy (`policy_extra`: more keys of
+    make_joint_vla, e.g. select) and executor settings."""
     cfg = yaml.safe_load(NODE_CONFIG.read_text())
-    cfg["policy"].update(path=str(policy_path), backend=backend, delay_s=float(delay_s))
+    cfg["policy"].update(path=str(policy_path), backend=backend, delay_s=float(delay_s), **(policy_extra or {}))
     cfg["executor"].update(mode=mode, rate_hz=float(rate_hz), **executor)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(yaml.safe_dump(cfg, sort_keys=False))
