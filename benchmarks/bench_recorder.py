@@ -6,8 +6,8 @@ operator labelling an episode every 5 s; the recorder writes to a real EpisodeSt
 is timed exactly as the policy node does it (lock, copy the image dict, `recorder.tick`).
 
 Conditions, 30 s each: recording off; on (local disk); a hung writer (its store append never returns,
-as on a dead NFS mount); a full disk (a 40 MB tmpfs in a private mount namespace, `unshare -rm`:
-room for two of the six episodes).
+as on a dead NFS mount); a dead writer (its thread ends at the first label); a full disk (a 40 MB
+tmpfs in a private mount namespace, `unshare -rm`: room for two of the six episodes).
 
   python benchmarks/bench_recorder.py            # all conditions, writes results/realrobot.json's key
   python benchmarks/bench_recorder.py --seconds 5 --conditions off,on
@@ -43,6 +43,10 @@ CAMERAS = ("front", "wrist")
 RESULTS = ROOT / "benchmarks/results"
 
 
+def _die(*_: Any) -> None:
+    raise SystemExit
+
+
 def run(condition: str, seconds: float, store: Path) -> dict[str, Any]:
     clock = MonotonicClock()
     lim = JointLimits(tuple(f"j{i}" for i in range(A)), -np.full(A, 3.0), np.full(A, 3.0), np.full(A, 3.0),
@@ -71,6 +75,8 @@ def run(condition: str, seconds: float, store: Path) -> dict[str, Any]:
     recorder = None if condition == "off" else EpisodeRecorder(RecorderConfig(store=str(store)), schema)
     if condition == "hung" and recorder is not None:
         recorder._store.append_episode = lambda episode: threading.Event().wait()  # never returns
+    if condition == "dead" and recorder is not None:
+        recorder._write = _die  # the writer thread ends at the first episode's label
     handover: list[float] = []
     if recorder is not None:
         def on_tick(rec: TickRecord) -> None:  # what PolicyNode._record_tick does
@@ -121,7 +127,7 @@ def run(condition: str, seconds: float, store: Path) -> dict[str, Any]:
         out.update(handover_ms_p50=float(np.percentile(h, 50)), handover_ms_p99=float(np.percentile(h, 99)),
                    handover_ms_max=float(h.max()), **{k: int(v) for k, v in recorder.counters().items()},
                    last_error=recorder.last_error)
-        if condition != "hung":
+        if condition not in ("hung", "dead"):
             recorder.close(timeout=30)
     return out
 
@@ -142,7 +148,7 @@ def full_disk(seconds: float) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=float, default=30.0)
-    ap.add_argument("--conditions", default="off,on,hung,full")
+    ap.add_argument("--conditions", default="off,on,hung,dead,full")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--store", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
