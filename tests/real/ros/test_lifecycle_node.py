@@ -82,6 +82,16 @@ class Operator:
         return self._call(self.set, SetParameters.Request(parameters=[p])).results[0]
 
 
+def stop(proc: subprocess.Popen) -> str:
+    """SIGTERM (the node stops its control loop, then ROS), SIGKILL if it does not exit; its output."""
+    proc.terminate()
+    try:
+        return proc.communicate(timeout=20)[0]
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.communicate()[0]
+
+
 def commands_during(arm: FakeArm, seconds: float) -> np.ndarray:
     n = len(arm.commands)
     time.sleep(seconds)
@@ -136,8 +146,7 @@ def test_lifecycle_transitions_and_ros_parameters(tmp_path: Path, domain_id: int
         assert op.current() == "unconfigured" and proc.poll() is None
     finally:
         arm.close()
-        proc.terminate()
-        out = proc.communicate(timeout=20)[0]
+        out = stop(proc)
     assert "configure failed" in out and "bogus" in out, out[-2000:]  # the log names the bad value
 
 
@@ -168,6 +177,5 @@ def test_the_launch_files_command_starts_an_active_node(tmp_path: Path, domain_i
         assert Operator(arm.node).current() == "active"
     finally:
         arm.close()
-        proc.terminate()
-        out = proc.communicate(timeout=20)[0]
+        out = stop(proc)
     assert proc.returncode in (0, -15), out[-2000:]
