@@ -46,9 +46,12 @@ def collect(args: argparse.Namespace) -> None:
     jobs = [j for j in jobs if args.family in (None, j[0])]
     for family, task, n, cams in jobs:
         done = out / family / "collect" / task / "summary.json"
+        # DART-style (arXiv 1703.09327): the expert acts with noise, the clean action is the label, so the
+        # demos visit the states a slightly-off policy reaches and show the way back
+        noise = [f"noise={args.noise}", "label=clean"] if args.noise > 0 else []
         if not done.exists():
             sh(vla("sim", "collect", out / family / "demos.zarr", f"task={task}", f"episodes={n}", "seed_start=0",
-                   "workers=2", "videos=0", f"cameras={cams}", "image_size=84", f"out_dir={done.parent}"),
+                   "workers=2", "videos=0", f"cameras={cams}", "image_size=84", f"out_dir={done.parent}", *noise),
                out / "logs" / f"collect_{task}.log")
 
 
@@ -68,8 +71,10 @@ def evaluate(args: argparse.Namespace) -> None:
         for name, text in SORT_ABLATIONS.items():
             dest = out / "sort" / "eval" / name
             if not (dest / "summary.json").exists():
+                # quoted: the override's value is read as YAML, where a bare '@' is an error
                 sh(vla("eval", ck, "task=sort", f"episodes={args.episodes}", "seed_start=1000", "workers=2",
-                       "videos=2", f"instruction={text}", f"out_dir={dest}"), out / "logs" / f"eval_sort_{name}.log")
+                       "videos=2", f"instruction='{text}'", f"n_action_steps={args.n_action_steps}",
+                       f"out_dir={dest}"), out / "logs" / f"eval_sort_{name}.log")
     ck = latest_checkpoint(out / "mw" / "train") if args.family in (None, "mw") else None
     if ck is not None:
         from sim.tasks.metaworld_tasks import SAME_SCENE, task_name
@@ -82,7 +87,8 @@ def evaluate(args: argparse.Namespace) -> None:
                 dest = out / "mw" / "eval" / task / name
                 if not (dest / "summary.json").exists():
                     sh(vla("eval", ck, f"task={task}", f"episodes={args.episodes}", "seed_start=1000", "workers=2",
-                           "videos=1", "cameras=[corner2]", f"instruction={text}", f"out_dir={dest}"),
+                           "videos=1", "cameras=[corner2]", f"instruction='{text}'",
+                           f"n_action_steps={args.n_action_steps}", f"out_dir={dest}"),
                        out / "logs" / f"eval_{task}_{name}.log")
 
 
@@ -181,6 +187,8 @@ def main() -> None:
     ap.add_argument("--sort-demos", type=int, default=200)
     ap.add_argument("--mw-demos", type=int, default=50)
     ap.add_argument("--steps", type=int, default=15000)
+    ap.add_argument("--noise", type=float, default=0.0, help="collect: expert action noise (clean labels)")
+    ap.add_argument("--n-action-steps", type=int, default=4, help="eval: actions run from each chunk")
     ap.add_argument("--episodes", type=int, default=50)
     ap.add_argument("--frames", type=int, default=200)
     args = ap.parse_args()
