@@ -136,11 +136,12 @@ class RosArmEnv:
         try:
             status = json.loads(msg.data)
         except ValueError:
+            status = None
+        if not isinstance(status, dict):
             self.rejected += 1
             return
-        if isinstance(status, dict):
-            with self._lock:
-                self._status = status
+        with self._lock:
+            self._status = status
 
     # ---- observation --------------------------------------------------------------------------
     def _stale(self, since: float = -np.inf) -> list[str]:

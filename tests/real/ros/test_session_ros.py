@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -47,6 +48,36 @@ class PoseLog(HumanIntervener):
         return out
 
 
+class Hostile:
+    """Garbage on the session's input topics all along: wrong joint names, NaN positions, a wrong-size
+    image, a bad status; the session must drop each one and keep commanding within the limits."""
+
+    def __init__(self, node) -> None:
+        from sensor_msgs.msg import Image, JointState
+        from std_msgs.msg import String
+
+        self.msgs = [(node.create_publisher(JointState, "/joint_states", 10), JointState(name=["a"], position=[0.0])),
+                     (node.create_publisher(JointState, "/joint_states", 10),
+                      JointState(name=[f"j{i}" for i in range(1, 8)] + ["gripper"], position=[float("nan")] * 8)),
+                     (node.create_publisher(Image, "/camera/agentview/image_raw", 10),
+                      Image(height=3, width=3, encoding="rgb8", step=9, data=bytes(27))),
+                     (node.create_publisher(String, "/task/status", 10), String(data="[1]"))]  # JSON, not an object
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            for pub, msg in self.msgs:
+                pub.publish(msg)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.thread.join(2)
+
+
 def test_a_correction_session_on_the_arm_over_dds(tmp_path: Path, domain_id: int) -> None:
     bridge_log = open(tmp_path / "bridge.log", "w")  # noqa: SIM115
     bridge = subprocess.Popen(wrap([sys.executable, "-m", "real.ros.bridge_node", "--config",
@@ -58,9 +89,11 @@ def test_a_correction_session_on_the_arm_over_dds(tmp_path: Path, domain_id: int
     script = ([IDLE] * 12 + [TAKE] + [UP] * 10 + [REWIND] + [IDLE] * 14 + [TeleopCommand(end="success")]
               + [IDLE] * 8 + [TeleopCommand(end="failure")])
     people: list[PoseLog] = []
+    envs = []
     device = ReplayDevice(script)
 
     def person(env):
+        envs.append(env)
         people.append(PoseLog(device, env, mode="rac"))
         return people[-1]
 
@@ -69,9 +102,12 @@ def test_a_correction_session_on_the_arm_over_dds(tmp_path: Path, domain_id: int
                         control_hz=0.0, robot=str(ROOT / "configs/deploy/native_arm.yaml"),
                         robot_reset_service="/bridge/reset")
     mon = Monitor()
+    hostile = Hostile(mon.node)
     try:
         wait_for(lambda: mon.q is not None, 40, "joint states from the bridge")
+        hostile.start()
         result = run_session(cfg, intervener_factory=person, progress=False)
+        hostile.stop()
         with mon.lock:
             assert not mon.bad, f"bad commands reached the robot topic: {mon.bad[:3]}"
             assert len(mon.commands) >= 20
@@ -83,6 +119,7 @@ def test_a_correction_session_on_the_arm_over_dds(tmp_path: Path, domain_id: int
         bridge_log.close()
 
     assert [r.success for r in result.episodes] == [True, False], result
+    assert envs[0].rejected >= 3  # every kind of garbage was dropped at the boundary, none acted on
     first = result.episodes[0]
     assert first.source == "intervention" and first.intervention_steps >= 12 and first.recovery_steps >= 3
 
