@@ -25,6 +25,22 @@ def wait_for(pred: Callable[[], object], timeout: float, what: str) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def stop_group(proc, timeout: float = 20.0) -> None:
+    """SIGINT to a child started with start_new_session (the node and what wraps it), SIGKILL if it lingers."""
+    import os
+    import signal
+    import subprocess
+
+    if proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
 def record_case(area: str, case: object, outcome: str) -> None:
     """Log one hostile case and how it ended (`rejected:<reason>`, `limited`, `accepted`, `hold:<kind>`
     ...); a no-op unless CASE_LOG_ENV names a file. `case` is made hashable by its repr."""

@@ -9,7 +9,6 @@ trajectory interface follows the point due now; reset starts the next seed.
 from __future__ import annotations
 
 import json
-import random
 import threading
 import time
 
@@ -32,14 +31,6 @@ from tests.real.ros.helpers import wait_for  # noqa: E402
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(120)]
 
 CMD = "/test_bridge/commands"
-
-
-@pytest.fixture
-def domain_id(monkeypatch) -> int:
-    d = random.SystemRandom().randint(101, 200)
-    monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    monkeypatch.setenv("ROS_DOMAIN_ID", str(d))
-    return d
 
 
 class Client:

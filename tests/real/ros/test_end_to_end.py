@@ -34,7 +34,7 @@ from std_srvs.srv import SetBool  # noqa: E402
 
 from real.ros.spinner import BackgroundSpinner  # noqa: E402
 from real.stages import write_node_config  # noqa: E402
-from tests.real.ros.helpers import wait_for  # noqa: E402
+from tests.real.ros.helpers import stop_group, wait_for  # noqa: E402
 from tests.real.test_joint_vla import build_tiny_checkpoint  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(180)]
@@ -213,13 +213,7 @@ def test_vla_drives_the_bridge_over_dds(tmp_path, domain_id) -> None:
     finally:
         mon.close()
         for proc in (node, bridge):
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGINT)
-                try:
-                    proc.wait(20)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
+            stop_group(proc)
         for f in logs.values():
             f.close()
     bridge_log = (tmp_path / "bridge.log").read_text()

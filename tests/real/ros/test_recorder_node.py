@@ -5,7 +5,6 @@ would come from a button."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +18,7 @@ from std_srvs.srv import SetBool, Trigger  # noqa: E402
 
 from real.recorder import load_sidecar  # noqa: E402
 from real.stages import write_node_config  # noqa: E402
-from tests.real.ros.helpers import wait_for  # noqa: E402
+from tests.real.ros.helpers import stop_group, wait_for  # noqa: E402
 from tests.real.ros.test_end_to_end import LOWER, ROOT, UPPER, Monitor, wrap  # noqa: E402
 from tests.real.test_joint_vla import build_tiny_checkpoint  # noqa: E402
 from vla.data.store import EpisodeStore  # noqa: E402
@@ -66,13 +65,7 @@ def test_deployed_episodes_are_stored_with_the_operators_label(tmp_path: Path, d
     finally:
         mon.close()
         for proc in reversed(procs):  # the node first: it flushes its recorder on SIGINT
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGINT)
-                try:
-                    proc.wait(30)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
+            stop_group(proc, 30)
         for f in logs.values():
             f.close()
     node_log = (tmp_path / "node.log").read_text()

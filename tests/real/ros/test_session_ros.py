@@ -6,7 +6,6 @@ robot's topic is checked; the stored episodes have the simulator's schema and fe
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -20,7 +19,7 @@ rclpy = pytest.importorskip("rclpy")
 from real.session.human import HumanIntervener  # noqa: E402
 from real.session.runner import SessionConfig, run_session  # noqa: E402
 from real.teleop import ReplayDevice, TeleopCommand  # noqa: E402
-from tests.real.ros.helpers import wait_for  # noqa: E402
+from tests.real.ros.helpers import stop_group, wait_for  # noqa: E402
 from tests.real.ros.test_end_to_end import ROOT, Monitor, wrap  # noqa: E402
 from tests.real.test_joint_vla import build_tiny_checkpoint  # noqa: E402
 from vla.data.store import EpisodeStore  # noqa: E402
@@ -113,9 +112,7 @@ def test_a_correction_session_on_the_arm_over_dds(tmp_path: Path, domain_id: int
             assert len(mon.commands) >= 20
     finally:
         mon.close()
-        if bridge.poll() is None:
-            os.killpg(bridge.pid, signal.SIGINT)
-            bridge.wait(20)
+        stop_group(bridge)
         bridge_log.close()
 
     assert [r.success for r in result.episodes] == [True, False], result
