@@ -167,7 +167,11 @@ def main() -> None:
     recorded = [r for r in rows if "handover_ms_max" in r]
     path = RESULTS / "realrobot.json"
     res = json.loads(path.read_text()) if path.exists() else {}
-    res["recorder_max_tick_delay_ms"] = max(r["handover_ms_max"] for r in recorded)
+    # Conservative: the latest any tick started with recording on, whatever the cause (the hand-over
+    # itself, or the writer thread holding the GIL while it compresses); the hand-over beside it.
+    res["recorder_max_tick_delay_ms"] = max(r["late_ms_max"] for r in recorded)
+    res["recorder_handover_max_ms"] = max(r["handover_ms_max"] for r in recorded)
+    res["tick_late_max_ms_without_recording"] = next((r["late_ms_max"] for r in rows if r["condition"] == "off"), None)
     res["recorder_conditions"] = rows
     path.write_text(json.dumps(res, indent=1))
     lines = ["# Deployment recorder: control-tick delay (issue 16, item 1)", "",
@@ -184,8 +188,12 @@ def main() -> None:
                      f"{r['late_ms_max']:.2f} | {r['overruns']} | {h} | {r.get('recorder_stored', '-')} | "
                      f"{r.get('recorder_failed', '-')} | {r.get('recorder_incomplete', '-')} | "
                      f"{r.get('recorder_dropped', '-')} |")
-    lines += ["", f"`recorder_max_tick_delay_ms` = {res['recorder_max_tick_delay_ms']:.3f}: the longest hand-over "
-              "of one tick's step to the recorder, over every condition with recording on."]
+    lines += ["", f"`recorder_max_tick_delay_ms` = {res['recorder_max_tick_delay_ms']:.2f}: the latest any control "
+              "tick started with recording on, over every condition (without recording: "
+              f"{res['tick_late_max_ms_without_recording']:.2f} ms). The hand-over itself (what a tick spends giving its "
+              f"step to the recorder) took at most {res['recorder_handover_max_ms']:.3f} ms; the rest is the writer "
+              "thread competing for the interpreter while it compresses and writes. No condition made a tick "
+              "overrun its period."]
     (RESULTS / "recorder.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
