@@ -191,8 +191,8 @@ def main() -> None:
     lines += ["", f"`recorder_max_tick_delay_ms` = {res['recorder_max_tick_delay_ms']:.2f}: the latest any control "
               "tick started with recording on, over every condition (without recording: "
               f"{res['tick_late_max_ms_without_recording']:.2f} ms). The hand-over itself (what a tick spends giving "
-              f"its step to the recorder) took at most {res['recorder_handover_max_ms']:.3f} ms; the rest is the writer "
-              "thread competing for the interpreter while it compresses and writes. No condition made a tick "
+              f"its step to the recorder) took at most {res['recorder_handover_max_ms']:.3f} ms; the rest is the "
+              "writer thread competing for the interpreter while it compresses and writes. No condition made a tick "
               "overrun its period."]
     (RESULTS / "recorder.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
