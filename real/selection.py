@@ -34,8 +34,11 @@ BY = ("coherence", "cfn", "both")
 
 def previous_offset(prefix: np.ndarray, previous: np.ndarray, atol: float = 1e-5) -> int | None:
     """Where the committed prefix [P, A] starts inside the previous chunk [H, A] (the executor takes
-    the prefix from it), or None when it is not there."""
+    the prefix from it), or None when it is not there. Both are compared inside the action range
+    [-1, 1]: the sampler's raw output can overshoot it slightly, and what was executed (and comes
+    back as the prefix) was clipped to it."""
     p = len(prefix)
+    prefix, previous = np.clip(prefix, -1.0, 1.0), np.clip(previous, -1.0, 1.0)
     for e in range(len(previous) - p + 1):
         if np.allclose(previous[e:e + p], prefix, atol=atol):
             return e

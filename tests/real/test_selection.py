@@ -19,9 +19,13 @@ from real.selection import (
 
 
 def test_previous_offset_and_coherence() -> None:
-    prev = np.arange(32, dtype=np.float32).reshape(16, 2)
+    prev = np.linspace(-0.9, 0.9, 32, dtype=np.float32).reshape(16, 2)
     assert previous_offset(prev[5:8], prev) == 5
-    assert previous_offset(prev[5:8] + 1.0, prev) is None
+    assert previous_offset(prev[5:8] + 0.01, prev) is None
+    # the sampler overshot the action range where the executed (clipped) prefix did not: still found
+    raw = prev.copy()
+    raw[6, 1] = 1.004
+    assert previous_offset(np.clip(raw[5:8], -1, 1), raw) == 5
     tail = prev[8:]
     cands = np.zeros((2, 16, 2), np.float32)
     cands[0, 3:11] = tail  # continues the previous plan after a 3-action prefix
