@@ -12,6 +12,12 @@ no executor) of the best N against N=1 is reported too.
 
   python benchmarks/bench_selection.py --checkpoint runs/seljob/train/checkpoints/step_00007000 \\
       --demos runs/seljob/demos.zarr --episodes 50 --ns 1,4,8,16 --by coherence
+
+Plain simulator evaluation (the evaluator, no executor), then its paired figure into the results:
+  vla eval CKPT task=pick_place episodes=50 seed_start=1000 n_action_steps=4 out_dir=runs/sel_eval/plain
+  vla eval select:ckpt=CKPT,n=8,by=coherence,executed=4 task=pick_place episodes=50 seed_start=1000 \\
+      n_action_steps=4 out_dir=runs/sel_eval/select8
+  python benchmarks/bench_selection.py --sim-eval runs/sel_eval/plain runs/sel_eval/select8
 """
 
 from __future__ import annotations
@@ -62,9 +68,22 @@ def summarise(rs: list[dict[str, Any]], seconds: list[float]) -> dict[str, Any]:
             "per_seed_success": [bool(r["success"]) for r in rs]}
 
 
+def sim_eval(plain: Path, select: Path, out: Path) -> None:
+    """The evaluator's two summaries on the same seeds -> `sim_eval` in the results, paired by seed."""
+    a, b = (json.loads((d / "summary.json").read_text()) for d in (plain, select))
+    pa, pb = ({e["seed"]: e["success"] for e in s["episodes_detail"]} for s in (a, b))
+    res = json.loads(out.read_text()) if out.exists() else {}
+    res["sim_eval"] = {"plain": a["success_rate"], "select": b["success_rate"], "select_policy": b["policy"],
+                       "episodes": a["episodes"], "select_minus_plain": paired_difference(pa, pb)}
+    out.write_text(json.dumps(res, indent=1))
+    print(json.dumps(res["sim_eval"], indent=1))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--checkpoint", required=True)
+    ap.add_argument("--sim-eval", nargs=2, type=Path, default=None, metavar=("PLAIN", "SELECT"),
+                    help="record the evaluator's plain vs selection summaries (no episodes run)")
+    ap.add_argument("--checkpoint", default=None)
     ap.add_argument("--demos", default=None, help="EpisodeStore to fit the CFN on (by=cfn|both)")
     ap.add_argument("--episodes", type=int, default=50)
     ap.add_argument("--first-seed", type=int, default=1000)
@@ -73,6 +92,10 @@ def main() -> None:
     ap.add_argument("--by", default="coherence", choices=["coherence", "cfn", "both"])
     ap.add_argument("--out", default=str(RESULTS / "realrobot.json"))
     args = ap.parse_args()
+    if args.sim_eval:
+        return sim_eval(*args.sim_eval, Path(args.out))
+    if not args.checkpoint:
+        ap.error("--checkpoint is required")
     env = TASKS.make("pick_place")
     cfg = load_deploy_config(NODE_CONFIG)
     seeds = list(range(args.first_seed, args.first_seed + args.episodes))
