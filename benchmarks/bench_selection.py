@@ -90,6 +90,9 @@ def main() -> None:
     ap.add_argument("--delay-ticks", type=int, default=4)
     ap.add_argument("--ns", default="1,4,8,16")
     ap.add_argument("--by", default="coherence", choices=["coherence", "cfn", "both"])
+    ap.add_argument("--decay", type=float, default=1.0, help="coherence: weight decay**i on tick i after the prefix")
+    ap.add_argument("--tag", default="", help="suffix of the result keys (variants beside the main n1..n16)")
+    ap.add_argument("--no-sync", action="store_true", help="reuse the stored sync run (same seeds)")
     ap.add_argument("--out", default=str(RESULTS / "realrobot.json"))
     args = ap.parse_args()
     if args.sim_eval:
@@ -108,7 +111,7 @@ def main() -> None:
 
     def run(mode: str, n: int | None) -> dict[str, Any]:
         vla = load_policy(args.checkpoint, env, seed=0)
-        inner = vla if n is None else ChunkSelection(vla, n=n, by=args.by, cfn=cfn)
+        inner = vla if n is None else ChunkSelection(vla, n=n, by=args.by, cfn=cfn, decay=args.decay)
         policy = Timed(JointSpaceVLA(inner))
         rs = [run_episode(env, cfg, policy, "state", mode, s, args.delay_ticks) for s in seeds]
         out = summarise(rs, policy.seconds)
@@ -116,12 +119,14 @@ def main() -> None:
               f"latency p50 {out['latency_ms_p50']:.1f} ms ({time.time() - t0:.0f} s)", flush=True)
         return out
 
-    res["sync"] = run("sync", None)
+    if not (args.no_sync and "sync" in res):
+        res["sync"] = run("sync", None)
     for n in (int(x) for x in args.ns.split(",")):
         r = run("aligned", n)
         r["minus_sync"] = paired_difference(dict(zip(seeds, res["sync"]["per_seed_success"], strict=True)),
                                             dict(zip(seeds, r["per_seed_success"], strict=True)))
-        res[f"n{n}"] = r
+        r["decay"] = args.decay
+        res[f"n{n}{args.tag}"] = r
     res["selection_setup"] = {"by": args.by, "delay_ticks": args.delay_ticks, "seeds": [seeds[0], seeds[-1]],
                               "checkpoint": args.checkpoint, "seconds": time.time() - t0}
     Path(args.out).write_text(json.dumps(res, indent=1))
@@ -134,14 +139,14 @@ def main() -> None:
              "of the adapter (N candidates batched + IK) on this CPU, median.", "",
              "| executor | N | success | Wilson 95% | minus sync (paired) | jump | latency p50 ms |",
              "|---|---|---|---|---|---|---|"]
-    for key in ["sync", *(f"n{n}" for n in args.ns.split(","))]:
+    for key in ["sync", *(f"n{n}{args.tag}" for n in args.ns.split(","))]:
         r = res[key]
         d = r.get("minus_sync")
         dd = f"{d['mean']:+.2f} [{d['lo']:+.2f}, {d['hi']:+.2f}]" if d else "-"
         lines.append(f"| {'sync' if key == 'sync' else 'aligned'} | {key[1:] if key != 'sync' else '-'} | "
                      f"{r['success']:.2f} | [{r['wilson95'][0]:.2f}, {r['wilson95'][1]:.2f}] | {dd} | "
                      f"{r['jump']:.2f} | {r['latency_ms_p50']:.1f} |")
-    (RESULTS / "selection.md").write_text("\n".join(lines) + "\n")
+    (RESULTS / f"selection{args.tag}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

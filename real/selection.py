@@ -9,7 +9,7 @@ execute the one chosen by
   norm is small (||f||^2 ~ d / pseudo-count), so -||f||^2 ranks candidates by how in-distribution
   they are;
 - or both (each score standardised over the N candidates, summed).
-Spec for the evaluator and the deployment stack: `select:ckpt=POLICY,n=8,by=coherence|cfn|both,cfn=DIR`
+Spec for the evaluator and the deployment stack: `select:ckpt=POLICY,n=8,by=coherence|cfn|both,cfn=DIR,decay=1`
 (`executed=8`: the actions run from each chunk when no committed prefix tells, the evaluator's
 n_action_steps).
 Ours differs from TACO in the features (the state and the chunk's first actions, not the policy's
@@ -45,14 +45,17 @@ def previous_offset(prefix: np.ndarray, previous: np.ndarray, atol: float = 1e-5
     return None
 
 
-def coherence_scores(candidates: np.ndarray, previous_tail: np.ndarray, start: int) -> np.ndarray:
+def coherence_scores(candidates: np.ndarray, previous_tail: np.ndarray, start: int, decay: float = 1.0
+                     ) -> np.ndarray:
     """candidates [N, H, A], the previous chunk's plan for the ticks from `start` on [M, A] ->
-    [N]: minus the mean squared difference over the overlap (0 when nothing overlaps)."""
+    [N]: minus the squared difference over the overlap, tick i weighted by decay**i (BID's backward
+    coherence discounts later ticks; 1 = uniform), normalised; 0 when nothing overlaps."""
     m = min(len(previous_tail), candidates.shape[1] - start)
     if m <= 0:
         return np.zeros(len(candidates))
     diff = candidates[:, start:start + m] - previous_tail[None, :m]
-    return -(diff ** 2).mean(axis=(1, 2))
+    w = float(decay) ** np.arange(m)
+    return -((diff ** 2).mean(axis=2) * w).sum(axis=1) / w.sum()
 
 
 def cfn_targets(n: int, dim: int, seed: int = 0) -> np.ndarray:
@@ -151,13 +154,16 @@ class ChunkSelection:
     """A Policy that samples `n` chunks of `policy` per call and returns the best by `by`."""
 
     def __init__(self, policy: Any, n: int = 8, by: str = "coherence", cfn: CoinFlipNet | None = None,
-                 cfn_length: int = 8, executed: int = 8) -> None:
+                 cfn_length: int = 8, executed: int = 8, decay: float = 1.0) -> None:
         if n < 1 or by not in BY:
             raise ValueError(f"select: n must be >= 1 and by one of {BY}, got {n}, '{by}'")
         if by != "coherence" and cfn is None:
             raise ValueError(f"select: by={by} needs cfn=DIR (a fitted coin-flipping network)")
         self.policy, self.n, self.by, self.cfn, self.cfn_length = policy, n, by, cfn, cfn_length
         self.executed = executed  # actions of a chunk run before the next call when no prefix says so
+        if not 0 < decay <= 1:
+            raise ValueError(f"select: decay must be in (0, 1], got {decay}")
+        self.decay = decay
         self.cfg = getattr(policy, "cfg", None)
         self.previous: np.ndarray | None = None
         self.last_scores: np.ndarray | None = None
@@ -182,7 +188,7 @@ class ChunkSelection:
                 # previous plan after it; without (sim evaluation): what follows its executed actions
                 e = previous_offset(np.asarray(prefix)[0], self.previous) if p else None
                 tail = self.previous[e + p:] if e is not None else self.previous[self.executed:]
-            parts.append(coherence_scores(cands, tail, start))
+            parts.append(coherence_scores(cands, tail, start, self.decay))
         if self.by in ("cfn", "both"):
             assert self.cfn is not None
             parts.append(self.cfn.scores(chunk_features(obs_batch[0]["state"], cands, self.cfn_length)))
@@ -193,7 +199,7 @@ class ChunkSelection:
         return best
 
 
-SPEC_KEYS = ("ckpt", "n", "by", "cfn", "executed")
+SPEC_KEYS = ("ckpt", "n", "by", "cfn", "executed", "decay")
 
 
 @POLICY_SPECS.register("select")
@@ -203,4 +209,4 @@ def make_selection(args: str, env: Any = None, seed: int = 0, load: Callable[[st
     load = spec_loader(load, seed)
     cfn, length = (load_cfn(a["cfn"]) if "cfn" in a else (None, 8))
     return ChunkSelection(load(a["ckpt"]), n=int(a.get("n", 8)), by=a.get("by", "coherence"), cfn=cfn,
-                          cfn_length=length, executed=int(a.get("executed", 8)))
+                          cfn_length=length, executed=int(a.get("executed", 8)), decay=float(a.get("decay", 1.0)))

@@ -32,6 +32,13 @@ def test_previous_offset_and_coherence() -> None:
     s = coherence_scores(cands, tail, 3)
     assert s[0] == 0.0 and s[1] < 0  # the candidate that continues the previous plan is the most coherent
     assert coherence_scores(cands, tail[:0], 3).tolist() == [0.0, 0.0]  # nothing to compare with
+    # decay: a candidate off at the switch loses to one off as much but later (BID's discounted coherence)
+    early, late = tail.copy(), tail.copy()
+    early[0] += 0.5
+    late[-1] += 0.5
+    two = np.stack([np.r_[cands[0, :3], early, cands[0, 11:]], np.r_[cands[0, :3], late, cands[0, 11:]]])
+    u, d = coherence_scores(two, tail, 3), coherence_scores(two, tail, 3, decay=0.5)
+    assert u[0] == u[1] and d[1] > d[0]
 
 
 def test_the_coin_flipping_network_scores_familiar_inputs_higher(tmp_path: Path) -> None:
