@@ -89,7 +89,7 @@ def main() -> None:
     ap.add_argument("--first-seed", type=int, default=1000)
     ap.add_argument("--delay-ticks", type=int, default=4)
     ap.add_argument("--ns", default="1,4,8,16")
-    ap.add_argument("--by", default="coherence", choices=["coherence", "cfn", "both"])
+    ap.add_argument("--by", default="coherence", choices=["coherence", "smooth", "cfn", "both"])
     ap.add_argument("--decay", type=float, default=1.0, help="coherence: weight decay**i on tick i after the prefix")
     ap.add_argument("--tag", default="", help="suffix of the result keys (variants beside the main n1..n16)")
     ap.add_argument("--no-sync", action="store_true", help="reuse the stored sync run (same seeds)")
@@ -103,7 +103,7 @@ def main() -> None:
     cfg = load_deploy_config(NODE_CONFIG)
     seeds = list(range(args.first_seed, args.first_seed + args.episodes))
     cfn = None
-    if args.by != "coherence":
+    if args.by in ("cfn", "both"):
         cfn = fit_cfn(store_features(args.demos, 8))
         save_cfn(cfn, Path(args.checkpoint).parent.parent / "cfn", 8)
     res: dict[str, Any] = json.loads(Path(args.out).read_text()) if Path(args.out).exists() else {}

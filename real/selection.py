@@ -8,8 +8,10 @@ execute the one chosen by
   each (state, chunk) of successful data to its own random +-1 code; on familiar inputs its output
   norm is small (||f||^2 ~ d / pseudo-count), so -||f||^2 ranks candidates by how in-distribution
   they are;
-- or both (each score standardised over the N candidates, summed).
-Spec for the evaluator and the deployment stack: `select:ckpt=POLICY,n=8,by=coherence|cfn|both,cfn=DIR,decay=1`
+- smoothness at the switch (`smooth`): how little the candidate's actions change across the end of
+  the committed prefix (the aligned executor's switch point);
+- or both coherence and cfn (each score standardised over the N candidates, summed).
+Spec for the evaluator and the deployment stack: `select:ckpt=POLICY,n=8,by=coherence|smooth|cfn|both,cfn=DIR,decay=1`
 (`executed=8`: the actions run from each chunk when no committed prefix tells, the evaluator's
 n_action_steps).
 Ours differs from TACO in the features (the state and the chunk's first actions, not the policy's
@@ -29,7 +31,7 @@ from torch import nn
 
 from vla.registry import POLICY_SPECS, spec_args, spec_loader
 
-BY = ("coherence", "cfn", "both")
+BY = ("coherence", "smooth", "cfn", "both")
 
 
 def previous_offset(prefix: np.ndarray, previous: np.ndarray, atol: float = 1e-5) -> int | None:
@@ -56,6 +58,22 @@ def coherence_scores(candidates: np.ndarray, previous_tail: np.ndarray, start: i
     diff = candidates[:, start:start + m] - previous_tail[None, :m]
     w = float(decay) ** np.arange(m)
     return -((diff ** 2).mean(axis=2) * w).sum(axis=1) / w.sum()
+
+
+def smoothness_scores(candidates: np.ndarray, start: int, ticks: int = 4, decay: float = 1.0) -> np.ndarray:
+    """candidates [N, H, A] whose first `start` actions are the committed prefix -> [N]: minus the
+    (decay-weighted) squared change between consecutive actions over the `ticks` after the prefix,
+    the last prefix action included: how smoothly each continues what the arm is already doing. An
+    aligned executor triggers when the previous plan is nearly spent, so little of it is left after
+    the prefix for backward coherence to compare with; the switch itself is what jumps."""
+    if start < 1:
+        return np.zeros(len(candidates))
+    seg = candidates[:, start - 1:start + ticks]
+    if seg.shape[1] < 2:
+        return np.zeros(len(candidates))
+    step = (np.diff(seg, axis=1) ** 2).mean(axis=2)
+    w = float(decay) ** np.arange(step.shape[1])
+    return -(step * w).sum(axis=1) / w.sum()
 
 
 def cfn_targets(n: int, dim: int, seed: int = 0) -> np.ndarray:
@@ -157,7 +175,7 @@ class ChunkSelection:
                  cfn_length: int = 8, executed: int = 8, decay: float = 1.0) -> None:
         if n < 1 or by not in BY:
             raise ValueError(f"select: n must be >= 1 and by one of {BY}, got {n}, '{by}'")
-        if by != "coherence" and cfn is None:
+        if by in ("cfn", "both") and cfn is None:
             raise ValueError(f"select: by={by} needs cfn=DIR (a fitted coin-flipping network)")
         self.policy, self.n, self.by, self.cfn, self.cfn_length = policy, n, by, cfn, cfn_length
         self.executed = executed  # actions of a chunk run before the next call when no prefix says so
@@ -189,6 +207,9 @@ class ChunkSelection:
                 e = previous_offset(np.asarray(prefix)[0], self.previous) if p else None
                 tail = self.previous[e + p:] if e is not None else self.previous[self.executed:]
             parts.append(coherence_scores(cands, tail, start, self.decay))
+        if self.by == "smooth":
+            p = 0 if prefix is None else np.asarray(prefix).shape[1]
+            parts.append(smoothness_scores(cands, p, decay=self.decay))
         if self.by in ("cfn", "both"):
             assert self.cfn is not None
             parts.append(self.cfn.scores(chunk_features(obs_batch[0]["state"], cands, self.cfn_length)))

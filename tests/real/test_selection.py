@@ -41,6 +41,17 @@ def test_previous_offset_and_coherence() -> None:
     assert u[0] == u[1] and d[1] > d[0]
 
 
+def test_smoothness_prefers_the_candidate_that_continues_the_prefix() -> None:
+    from real.selection import smoothness_scores
+
+    t = np.arange(12, dtype=np.float32)[:, None] * 0.05  # a steady motion
+    cont, kink = t.copy(), t.copy()
+    kink[4:] += 0.3  # jumps right after a 4-action prefix
+    s = smoothness_scores(np.stack([kink, cont]), 4)
+    assert s[1] > s[0]
+    assert smoothness_scores(np.stack([kink, cont]), 0).tolist() == [0.0, 0.0]  # no prefix: no switch
+
+
 def test_the_coin_flipping_network_scores_familiar_inputs_higher(tmp_path: Path) -> None:
     from vla.metrics import auroc
 
