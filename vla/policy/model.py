@@ -48,6 +48,9 @@ class VLAModel(nn.Module):
         self.vision = nn.ModuleDict({cam: VisionEncoder(cfg) for cam in cfg.cameras})
         self.proprio = ProprioEncoder(cfg.state_dim, d)
         self.lang_proj = nn.Linear(cfg.language_dim, d)
+        if cfg.language_norm:  # set from the training instructions (set_language_stats), saved with the weights
+            self.register_buffer("lang_mean", torch.zeros(cfg.language_dim))
+            self.register_buffer("lang_scale", torch.ones(()))
         # Token-type and time embeddings tell the trunk which token is which.
         n_types = 2 + len(cfg.cameras)  # language, proprio, one per camera
         self.type_emb = nn.Parameter(torch.randn(n_types, d) * 0.02)
@@ -73,6 +76,8 @@ class VLAModel(nn.Module):
         """
         cfg = self.cfg
         b, to = state.shape[:2]
+        if self.cfg.language_norm:
+            lang = (lang - self.lang_mean) / self.lang_scale
         tokens = [self.lang_proj(lang)[:, None] + self.type_emb[0]]
         masks = [torch.ones(b, 1, dtype=torch.bool, device=state.device)]
         step = self.obs_step_emb[None, -to:]
@@ -102,6 +107,20 @@ class VLAModel(nn.Module):
         return self.action_out(h)
 
     # ----------------------------------------------------------------------------- inputs
+    def set_language_stats(self, instructions: list[str]) -> None:
+        """`language_norm`: the mean embedding of the distinct training instructions, and the RMS of
+        their embeddings around it (one scale for all dimensions: a few dozen strings are too few to
+        estimate 384 variances)."""
+        if not self.cfg.language_norm:
+            raise ValueError("set_language_stats needs a policy with language_norm: true")
+        texts = sorted(set(instructions))
+        if len(texts) < 2:
+            raise ValueError(f"language_norm needs at least 2 distinct instructions, the data has {texts}")
+        e = torch.from_numpy(self.language.encode(texts))
+        mean = e.mean(0)
+        self.lang_mean.copy_(mean)
+        self.lang_scale.copy_(((e - mean) ** 2).mean().sqrt().clamp_min(1e-6))
+
     def language_embedding(self, instructions: list[str] | tuple[str, ...]) -> torch.Tensor:
         device = self.action_pos.device
         return torch.from_numpy(self.language.encode(list(instructions))).to(device)

@@ -92,6 +92,9 @@ def run_training(store_path: str | Path, out_dir: str | Path, policy_preset: str
     model = VLAModel(policy_cfg, stats)
     out_dir = Path(out_dir)
     can_resume = resume and latest_checkpoint(out_dir) is not None
+    if policy_cfg.language_norm and not can_resume:  # a resumed run loads them with the weights
+        table = train_ds.store.table()
+        model.set_language_stats([str(table.instruction[e]) for e in train_ds.episodes])
     evaluator = None
     if eval_task:
         from vla.registry import EVALUATORS

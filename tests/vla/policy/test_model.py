@@ -137,3 +137,29 @@ def test_sample_actions_shape_and_exact_prefix() -> None:
     assert torch.equal(out[:, :5], prefix)
     with pytest.raises(ValueError, match="fewer than the chunk size"):
         model.sample_actions(images, batch["state"], batch["obs_mask"], lang, prefix=batch["action"][:, :16])
+
+
+def test_language_norm_centres_the_instructions_and_survives_a_checkpoint(tmp_path) -> None:
+    from vla.policy.checkpoint import load_model, save_checkpoint
+
+    model, data = make(language_norm=True)
+    texts = ["put the red cube in the white zone", "put the blue cube in the white zone",
+             "put the red cube in the black zone"]
+    model.set_language_stats(texts * 2)  # repeats do not weigh: the distinct strings count
+    e = model.language_embedding(texts)
+    centred = (e - model.lang_mean) / model.lang_scale
+    assert torch.allclose(centred.mean(0), torch.zeros(384), atol=1e-5)
+    assert float((centred ** 2).mean()) == pytest.approx(1.0, rel=1e-4)
+    # the goals now differ in the language token much more than the raw embeddings do
+    raw_cos = torch.nn.functional.cosine_similarity(e[0], e[1], dim=0)
+    norm_cos = torch.nn.functional.cosine_similarity(centred[0], centred[1], dim=0)
+    assert norm_cos < raw_cos - 0.3
+    loss, _ = model.compute_loss(batch_of(data), torch.Generator().manual_seed(0))
+    assert torch.isfinite(loss)
+    path = save_checkpoint(tmp_path / "ck", model, data.stats())
+    back, _ = load_model(path, use_ema=False)
+    assert torch.equal(back.lang_mean, model.lang_mean) and torch.equal(back.lang_scale, model.lang_scale)
+    with pytest.raises(ValueError, match="at least 2 distinct"):
+        model.set_language_stats(["one"] * 3)
+    with pytest.raises(ValueError, match="language_norm: true"):
+        make()[0].set_language_stats(texts)
