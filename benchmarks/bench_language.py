@@ -58,7 +58,8 @@ def collect(args: argparse.Namespace) -> None:
 def train(args: argparse.Namespace) -> None:
     out = Path(args.out).resolve() / (args.family or "sort")
     sh(vla("train", out / "demos.zarr", "--out", out / "train", "--resume", f"train.steps={args.steps}",
-           "train.batch_size=32", "train.ckpt_every=1000", "train.val_every=1000", "train.progress=false"),
+           "train.batch_size=32", "train.ckpt_every=1000", "train.val_every=1000", "train.progress=false",
+           *args.overrides),
        out.parent / "logs" / f"train_{out.name}.log")
 
 
@@ -187,6 +188,8 @@ def main() -> None:
     ap.add_argument("--sort-demos", type=int, default=200)
     ap.add_argument("--mw-demos", type=int, default=50)
     ap.add_argument("--steps", type=int, default=15000)
+    ap.add_argument("--overrides", nargs="*", default=["policy.language_norm=true"],
+                    help="train: more key=value overrides (default: the centred instruction embeddings)")
     ap.add_argument("--noise", type=float, default=0.0, help="collect: expert action noise (clean labels)")
     ap.add_argument("--n-action-steps", type=int, default=4, help="eval: actions run from each chunk")
     ap.add_argument("--episodes", type=int, default=50)
