@@ -2,19 +2,26 @@
 same-scene task `sort` (six goals in one scene, only the instruction tells them) and one multi-task
 tiny VLA on a Meta-World set, cameras + proprio, on this CPU.
 
-  python benchmarks/bench_language.py collect --out runs/bench_language
-  python benchmarks/bench_language.py train --out runs/bench_language --family sort --steps 15000
-  python benchmarks/bench_language.py train --out runs/bench_language --family mw --steps 15000
-  python benchmarks/bench_language.py eval --out runs/bench_language
-  python benchmarks/bench_language.py render --out runs/bench_language
-  python benchmarks/bench_language.py report --out runs/bench_language
+  python benchmarks/bench_language.py collect --family sort --sort-demos 1000 --noise 0.05
+  python benchmarks/bench_language.py collect --family mw
+  python benchmarks/bench_language.py train --family sort --steps 6000     # policy.language_norm=true
+  python benchmarks/bench_language.py train --family mw --steps 10000
+  python benchmarks/bench_language.py eval --family sort --episodes 50
+  python benchmarks/bench_language.py eval --family mw --episodes 30
+  python benchmarks/bench_language.py render
+  python benchmarks/bench_language.py report
+(`--out runs/bench_language` by default.) Earlier runs, for the record (runs/lang_v1, lang_v2): 200 clean
+demos and 15,000 steps without language_norm, 0/50 (validation loss rising from step 3,000); 1,000
+noisy-expert demos and 6,000 steps without language_norm, 0/50: the arm goes between the cubes and
+hovers, the average of the six goals.
 
-- sort: 200 expert demos (seeds 0-199, agentview + wrist at 84x84), evaluated on 50 held-out seeds
+- sort: 1,000 expert demos (seeds 0-999, expert noise 0.05 with clean labels, agentview + wrist at
+  84x84), evaluated on 50 held-out seeds
   (1000+) with the true instruction, a wrong goal of the same scene (`instruction=@wrong`), a
   neutral phrase and held-out paraphrases (`@heldout`). A policy that ignores the instruction
   scores the same under all of them; a goal-blind perfect policy is right 1 time in 6.
 - Meta-World: the MT10 tasks (Meta-World's success criterion and 500-step horizon), 50 scripted
-  demos per task, 50 held-out seeds per task; the same-scene pairs also with the other task's
+  demos per task, 30 held-out seeds per task; the same-scene pairs also with the other task's
   instruction.
 - render: our renderer against Meta-World's default (gymnasium's MujocoRenderer) on the same
   model and camera, in the same run.
