@@ -62,20 +62,28 @@ class Operator:
         self.get = node.create_client(GetParameters, "/vla_policy/get_parameters")
         self.set = node.create_client(SetParameters, "/vla_policy/set_parameters")
 
-    def _call(self, client, request):
+    def _call(self, client, request, attempts: int = 1):
+        """`attempts` > 1 only for idempotent queries: a request sent just after discovery can be lost
+        while the reply path is still being matched (DDS), so it is sent again."""
         assert client.wait_for_service(timeout_sec=20), client.srv_name
-        future = client.call_async(request)
-        wait_for(future.done, 20, f"{client.srv_name} reply")
-        return future.result()
+        for attempt in range(attempts):
+            future = client.call_async(request)
+            try:
+                wait_for(future.done, 20 if attempt == attempts - 1 else 3, f"{client.srv_name} reply")
+                return future.result()
+            except AssertionError:
+                if attempt == attempts - 1:
+                    raise
+        raise AssertionError("unreachable")
 
     def transition(self, tid: int) -> bool:
         return self._call(self.change, ChangeState.Request(transition=Transition(id=tid))).success
 
     def current(self) -> str:
-        return self._call(self.state, GetState.Request()).current_state.label
+        return self._call(self.state, GetState.Request(), attempts=5).current_state.label
 
     def params(self, names: list[str]) -> list:
-        return self._call(self.get, GetParameters.Request(names=names)).values
+        return self._call(self.get, GetParameters.Request(names=names), attempts=5).values
 
     def set_string(self, name: str, value: str):
         p = Parameter(name=name, value=ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=value))
