@@ -188,11 +188,17 @@ class RosArmEnv:
         if self.reset_client is not None:
             if not self.reset_client.wait_for_service(timeout_sec=self.stale_timeout_s):
                 raise RobotSilent(f"reset service {self.reset_client.srv_name} is not offered")
-            future = self.reset_client.call_async(self._Trigger.Request())
+            # A request sent right after discovery can be lost while DDS still matches the reply
+            # path: without an answer in 2 s it is sent again (a reset is safe to repeat).
             deadline = time.monotonic() + self.stale_timeout_s
+            future = self.reset_client.call_async(self._Trigger.Request())
+            sent = time.monotonic()
             while not future.done():
                 if time.monotonic() > deadline:
                     raise RobotSilent(f"reset service {self.reset_client.srv_name} did not answer")
+                if time.monotonic() - sent > 2.0:
+                    future = self.reset_client.call_async(self._Trigger.Request())
+                    sent = time.monotonic()
                 time.sleep(0.01)
             with self._lock:
                 self._status = {}

@@ -77,7 +77,20 @@ class Operator:
         raise AssertionError("unreachable")
 
     def transition(self, tid: int) -> bool:
-        return self._call(self.change, ChangeState.Request(transition=Transition(id=tid))).success
+        """One lifecycle transition. If its reply is lost (see `_call`), the node's state tells whether
+        it happened; only a transition that did not happen is sent again."""
+        target = {Transition.TRANSITION_CONFIGURE: "inactive", Transition.TRANSITION_ACTIVATE: "active",
+                  Transition.TRANSITION_DEACTIVATE: "inactive", Transition.TRANSITION_CLEANUP: "unconfigured"}[tid]
+        assert self.change.wait_for_service(timeout_sec=20)
+        for _ in range(3):
+            future = self.change.call_async(ChangeState.Request(transition=Transition(id=tid)))
+            try:
+                wait_for(future.done, 5, "change_state reply")
+                return future.result().success
+            except AssertionError:
+                if self.current() == target:
+                    return True
+        raise AssertionError(f"no reply to transition {tid}")
 
     def current(self) -> str:
         return self._call(self.state, GetState.Request(), attempts=5).current_state.label
@@ -87,7 +100,7 @@ class Operator:
 
     def set_string(self, name: str, value: str):
         p = Parameter(name=name, value=ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=value))
-        return self._call(self.set, SetParameters.Request(parameters=[p])).results[0]
+        return self._call(self.set, SetParameters.Request(parameters=[p]), attempts=3).results[0]
 
 
 def stop(proc: subprocess.Popen) -> str:
