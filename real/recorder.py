@@ -187,13 +187,12 @@ class EpisodeRecorder:
 
     def _build(self, ticks: list[_Tick], qs: list[tuple[float, np.ndarray]], success: bool) -> Episode:
         t = np.array([k.t for k in ticks], np.float64)
-        if qs:
-            qt = np.array([s[0] for s in qs], np.float64)
-            qv = np.stack([np.asarray(s[1], np.float64) for s in qs])
-            order = np.argsort(qt, kind="stable")
-            state = resample(qt[order], qv[order], t).astype(np.float32)
-        else:
-            state = np.zeros((len(t), self.schema.state_dim), np.float32)
+        if not qs:  # no made-up state: the episode is counted as failed, with this reason
+            raise ValueError("no joint state was received during the episode")
+        qt = np.array([s[0] for s in qs], np.float64)
+        qv = np.stack([np.asarray(s[1], np.float64) for s in qs])
+        order = np.argsort(qt, kind="stable")
+        state = resample(qt[order], qv[order], t).astype(np.float32)
         steps: dict[str, np.ndarray] = {f"images/{c}": np.stack([k.images[c] for k in ticks])
                                         for c in self.schema.cameras}
         n = len(ticks)

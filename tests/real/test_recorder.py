@@ -177,3 +177,13 @@ def test_a_full_disk_loses_only_the_episodes_that_do_not_fit(tmp_path: Path) -> 
     assert res["stored"] >= 1 and res["failed"] >= 1, res
     assert res["n_episodes"] == res["stored"]  # what was committed before the disk filled is intact
     assert "No space left" in res["error"] or "Errno 28" in res["error"], res
+
+
+def test_an_episode_without_joint_states_is_refused_not_made_up(tmp_path: Path) -> None:
+    rec = EpisodeRecorder(RecorderConfig(store=str(tmp_path / "s.zarr")), SCHEMA)
+    for k in range(5):
+        rec.tick(k * DT, np.zeros(2), None, -1, None, {"front": image(k)}, "go")
+    rec.end_episode(True)
+    run_episode(rec, 10.0, 5, True)
+    rec.close()
+    assert (rec.stored, rec.failed) == (1, 1) and "no joint state" in rec.last_error
