@@ -160,10 +160,11 @@ FULL_DISK_SCRIPT = textwrap.dedent("""
 @pytest.mark.slow
 def test_a_full_disk_loses_only_the_episodes_that_do_not_fit(tmp_path: Path) -> None:
     """A real 2 MB tmpfs (a private mount namespace): writes fail with ENOSPC inside zarr."""
-    if not shutil.which("unshare") or subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode:
-        pytest.skip("no private mount namespace here (unshare -rm) for a real full disk")
     mnt = tmp_path / "small"
     mnt.mkdir()
+    probe = ["unshare", "-rm", "sh", "-c", f"mount -t tmpfs -o size=1m none {mnt}"]
+    if not shutil.which("unshare") or subprocess.run(probe, capture_output=True).returncode:
+        pytest.skip("no private mount namespace with tmpfs here (unshare -rm + mount) for a real full disk")
     script = tmp_path / "full_disk.py"
     script.write_text(FULL_DISK_SCRIPT)
     root = Path(__file__).resolve().parents[2]
