@@ -47,6 +47,12 @@ def previous_offset(prefix: np.ndarray, previous: np.ndarray, atol: float = 1e-5
     return None
 
 
+def discounted_mean(per_tick: np.ndarray, decay: float) -> np.ndarray:
+    """[N, T] -> [N]: the mean over ticks with tick i weighted by decay**i."""
+    w = float(decay) ** np.arange(per_tick.shape[1])
+    return (per_tick * w).sum(axis=1) / w.sum()
+
+
 def coherence_scores(candidates: np.ndarray, previous_tail: np.ndarray, start: int, decay: float = 1.0
                      ) -> np.ndarray:
     """candidates [N, H, A], the previous chunk's plan for the ticks from `start` on [M, A] ->
@@ -56,8 +62,7 @@ def coherence_scores(candidates: np.ndarray, previous_tail: np.ndarray, start: i
     if m <= 0:
         return np.zeros(len(candidates))
     diff = candidates[:, start:start + m] - previous_tail[None, :m]
-    w = float(decay) ** np.arange(m)
-    return -((diff ** 2).mean(axis=2) * w).sum(axis=1) / w.sum()
+    return -discounted_mean((diff ** 2).mean(axis=2), decay)
 
 
 def smoothness_scores(candidates: np.ndarray, start: int, ticks: int = 4, decay: float = 1.0) -> np.ndarray:
@@ -71,9 +76,7 @@ def smoothness_scores(candidates: np.ndarray, start: int, ticks: int = 4, decay:
     seg = candidates[:, start - 1:start + ticks]
     if seg.shape[1] < 2:
         return np.zeros(len(candidates))
-    step = (np.diff(seg, axis=1) ** 2).mean(axis=2)
-    w = float(decay) ** np.arange(step.shape[1])
-    return -(step * w).sum(axis=1) / w.sum()
+    return -discounted_mean((np.diff(seg, axis=1) ** 2).mean(axis=2), decay)
 
 
 def cfn_targets(n: int, dim: int, seed: int = 0) -> np.ndarray:
@@ -198,8 +201,8 @@ class ChunkSelection:
         cands = np.asarray(self.policy.sample_chunk(list(obs_batch) * self.n, prefix=rep_prefix, guidance=guidance),
                            np.float32)
         parts = []
+        p = 0 if prefix is None else np.asarray(prefix).shape[1]
         if self.by in ("coherence", "both"):
-            p = 0 if prefix is None else np.asarray(prefix).shape[1]
             tail, start = np.zeros((0, cands.shape[2]), np.float32), p
             if self.previous is not None:
                 # with a prefix (the executor's committed actions, copied from the previous chunk): the
@@ -208,7 +211,6 @@ class ChunkSelection:
                 tail = self.previous[e + p:] if e is not None else self.previous[self.executed:]
             parts.append(coherence_scores(cands, tail, start, self.decay))
         if self.by == "smooth":
-            p = 0 if prefix is None else np.asarray(prefix).shape[1]
             parts.append(smoothness_scores(cands, p, decay=self.decay))
         if self.by in ("cfn", "both"):
             assert self.cfn is not None
