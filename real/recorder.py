@@ -93,7 +93,6 @@ class EpisodeRecorder:
         self.dropped = 0  # items the control side could not hand over (queue full)
         self.stored = self.failed = self.incomplete = 0
         self.last_error: str | None = None
-        self.stored_indices: list[int] = []
         from vla.data.store import open_for_append
 
         # Opened here, not at the first episode's end: a store of another schema, or one another
@@ -227,7 +226,6 @@ class EpisodeRecorder:
                     self._store = None
             return
         self.stored += 1
-        self.stored_indices.append(index)
         try:
             self._write_sidecar(index, ticks, chunks)
         except Exception as exc:  # the episode itself is committed; only its policy log is missing

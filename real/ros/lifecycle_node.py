@@ -19,7 +19,7 @@ Run (pip-wheel rclpy or a sourced system ROS 2):
   python -m real.ros.params configs/deploy/native_arm.yaml > /tmp/vla.params.yaml
   python -m real.ros.lifecycle_node --ros-args --params-file /tmp/vla.params.yaml
   ros2 lifecycle set /vla_policy configure && ros2 lifecycle set /vla_policy activate
-`--autostart` configures and activates at once (launch/vla_policy.launch.py uses it).
+`--autostart` configures and activates at once (real/ros/launch/vla_policy.launch.py uses it).
 """
 
 from __future__ import annotations
