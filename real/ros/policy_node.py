@@ -47,25 +47,16 @@ os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.executors import SingleThreadedExecutor
-from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
-from sensor_msgs.msg import Image, JointState
-from std_msgs.msg import Bool, Float64MultiArray, String
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from std_msgs.msg import Bool, Float64MultiArray
 from std_srvs.srv import SetBool
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from real.config import DeployConfig, load_deploy_config, make_policy
 from real.executor import ChunkExecutor, TickRecord
 from real.recorder import EpisodeRecorder
-from real.ros.convert import (
-    MessageError,
-    StampError,
-    check_stamp,
-    duration_parts,
-    image_to_rgb,
-    instruction_text,
-    joint_positions,
-    joint_velocities,
-)
+from real.ros.convert import duration_parts
+from real.ros.inputs import RobotInputs
 from real.ros.spinner import run_node_until_stopped
 from real.safety import SafetyFilter
 from real.worker import MonotonicClock, ThreadWorker
@@ -87,26 +78,13 @@ class PolicyNode:
         self._owns_node = node is None
         self.node = rclpy.create_node(name, context=context) if node is None else node
         self._entities: list[tuple[str, object]] = []  # (kind, entity) created on the node, for stop()
-        self._lock = threading.Lock()
-        self._q: np.ndarray | None = None
-        self._qd: np.ndarray | None = None
-        self._q_time = -np.inf
-        self._images: dict[str, np.ndarray] = {}
-        self._image_times: dict[str, float] = {}
-        self._instruction = cfg.default_instruction
-        # per message kind; "stamp" counts the joint states and images (also in their kind) dropped for
-        # their header stamp alone
-        self.rejected: dict[str, int] = {"joint_states": 0, "image": 0, "instruction": 0, "stamp": 0}
         self.estop_clears_refused = 0
         self._stop = threading.Event()
         self.control_error: str | None = None
 
         cmd_qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, history=HistoryPolicy.KEEP_LAST)
-        self._add("subscription", JointState, cfg.joint_states_topic, self._on_joint_state, qos_profile_sensor_data)
-        for cam in cfg.cameras:
-            self._add("subscription", Image, cam.topic, lambda m, c=cam: self._on_image(m, c),
-                      qos_profile_sensor_data)
-        self._add("subscription", String, cfg.instruction_topic, self._on_instruction, 10)
+        self.inputs = RobotInputs(cfg, self.node, self._add, self.clock.now, self._joint_state_received)
+        self.rejected = self.inputs.rejected
         msg_type = Float64MultiArray if cfg.command_interface == "forward" else JointTrajectory
         self.pub_cmd = self._add("publisher", msg_type, cfg.command_topic, cmd_qos)
         self.pub_diag = self._add("publisher", DiagnosticArray, cfg.diagnostics_topic, 10)
@@ -141,47 +119,10 @@ class PolicyNode:
         self._entities.append((kind, entity))
         return entity
 
-    # ---- incoming ------------------------------------------------------------------------------
-    def _reject(self, kind: str, err: MessageError) -> None:
-        self.rejected[kind] += 1
-        self.rejected["stamp"] += isinstance(err, StampError)
-        self.node.get_logger().warning(f"dropped {kind} message: {err}", throttle_duration_sec=1.0)
-
-    def _check_stamp(self, msg: JointState | Image) -> None:
-        if self.cfg.stamp_tolerance_s is not None:
-            now = self.node.get_clock().now().nanoseconds * 1e-9
-            check_stamp(msg.header.stamp, now, self.cfg.stamp_tolerance_s)
-
-    def _on_joint_state(self, msg: JointState) -> None:
-        try:
-            self._check_stamp(msg)
-            q = joint_positions(msg, self.cfg.limits.names)
-            qd = joint_velocities(msg, self.cfg.limits.names)
-        except MessageError as err:
-            return self._reject("joint_states", err)
-        with self._lock:
-            self._q, self._qd, self._q_time = q, qd, self.clock.now()
-            t = self._q_time
+    # ---- incoming (validated in `RobotInputs`) ---------------------------------------------------
+    def _joint_state_received(self, t: float, q: np.ndarray) -> None:
         if self.recorder is not None:
             self.recorder.joint_state(t, q)
-
-    def _on_image(self, msg: Image, cam) -> None:
-        try:
-            self._check_stamp(msg)
-            img = image_to_rgb(msg, cam.height, cam.width)
-        except MessageError as err:
-            return self._reject("image", err)
-        with self._lock:
-            self._images[cam.name] = img
-            self._image_times[cam.name] = self.clock.now()
-
-    def _on_instruction(self, msg: String) -> None:
-        try:
-            text = instruction_text(msg, self.cfg.max_instruction_chars)
-        except MessageError as err:
-            return self._reject("instruction", err)
-        with self._lock:
-            self._instruction = text
 
     def _on_estop(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
         if request.data:  # stopping is always allowed: it is the safe direction
@@ -211,24 +152,23 @@ class PolicyNode:
 
     def _record_tick(self, rec: TickRecord) -> None:
         t = time.perf_counter()
-        with self._lock:
-            images, instruction = dict(self._images), self._instruction
+        images, instruction = self.inputs.images_and_instruction()
         assert self.recorder is not None
         self.recorder.tick(rec.scheduled, rec.command, rec.action, rec.chunk_id, rec.hold, images, instruction)
         self.record_tick_max_s = max(self.record_tick_max_s, time.perf_counter() - t)
 
     def _observation(self) -> Observation | None:
-        with self._lock:
-            if self._q is None or len(self._images) < len(self.cfg.cameras):
-                return None
-            # Stamped with the oldest receipt time (joints or any camera) on the executor's clock:
-            # a dead camera holds the robot like dead joint states, and no clock sync is needed.
-            stamp = min([self._q_time, *self._image_times.values()])
-            obs: Observation = {"images": dict(self._images), "state": self._q.astype(np.float32),
-                                "instruction": self._instruction, "timestamp": stamp}
-            if self._qd is not None:
-                obs["velocity"] = self._qd.astype(np.float32)
-            return obs
+        s = self.inputs.snapshot()
+        if s.q is None or len(s.images) < len(self.cfg.cameras):
+            return None
+        # Stamped with the oldest receipt time (joints or any camera) on the executor's clock:
+        # a dead camera holds the robot like dead joint states, and no clock sync is needed.
+        stamp = min([s.q_time, *s.image_times.values()])
+        obs: Observation = {"images": s.images, "state": s.q.astype(np.float32),
+                            "instruction": s.instruction, "timestamp": stamp}
+        if s.qd is not None:
+            obs["velocity"] = s.qd.astype(np.float32)
+        return obs
 
     # ---- outgoing ------------------------------------------------------------------------------
     def _send(self, command: np.ndarray) -> None:
@@ -282,8 +222,7 @@ class PolicyNode:
     def _control(self) -> None:
         # Wait for the robot's position before commanding anything.
         while not self._stop.is_set():
-            with self._lock:
-                q = None if self._q is None else self._q.copy()
+            q = self.inputs.snapshot().q
             if q is not None:
                 try:
                     self.safety.reset(q)

@@ -9,10 +9,10 @@ with the simulator's IK step at the measured pose, passes them through the same 
 the policy node (limits, velocity, acceleration; nothing else reaches the command topic), publishes
 them, and waits for the next control tick on the wall clock.
 
-Every incoming message is validated as in the policy node (joint names and finiteness, image
-encoding and size, instruction text). No fresh joint state or image for `max_observation_age_s`:
-the arm holds (the filter brakes it to a stop) and the step waits; after `stale_timeout_s` the
-session stops with one line saying what went silent.
+Every incoming message is validated by the policy node's own `RobotInputs` (joint names and
+finiteness, image encoding and size, instruction text, header stamps). No fresh joint state or
+image for `max_observation_age_s`: the arm holds (the filter brakes it to a stop) and the step
+waits; after `stale_timeout_s` the session stops with one line saying what went silent.
 
 Episode boundaries: `reset` calls `reset_service` (std_srvs/Trigger; the MuJoCo bridge's
 `/bridge/reset`) when one is named, else the scene is the operator's to reset. Success on a real
@@ -51,11 +51,10 @@ class RosArmEnv:
                  status_topic: str = "/task/status", stale_timeout_s: float = 5.0,
                  domain_id: int | None = None) -> None:
         import rclpy
-        from rclpy.qos import qos_profile_sensor_data
-        from sensor_msgs.msg import Image, JointState
         from std_msgs.msg import Float64MultiArray, String
         from std_srvs.srv import Trigger
 
+        from real.ros.inputs import RobotInputs
         from real.ros.spinner import BackgroundSpinner
 
         if tuple(cfg.limits.names) != JOINT_NAMES:
@@ -72,23 +71,16 @@ class RosArmEnv:
         self.kin = ArmKinematics()
         self.safety = SafetyFilter(cfg.limits, self.dt)
         self._lock = threading.Lock()
-        self._q: np.ndarray | None = None
-        self._times: dict[str, float] = {}
-        self._images: dict[str, np.ndarray] = {}
-        self._instruction = cfg.default_instruction
         self._status: dict[str, Any] = {}
-        self.rejected = 0
+        self._status_rejected = 0
         self._Float64MultiArray, self._Trigger = Float64MultiArray, Trigger
 
         self.ctx = rclpy.context.Context()
         domain = domain_id if domain_id is not None else cfg.ros_domain_id
         rclpy.init(context=self.ctx, domain_id=domain) if domain is not None else rclpy.init(context=self.ctx)
         self.node = rclpy.create_node("vla_session", context=self.ctx)
-        self.node.create_subscription(JointState, cfg.joint_states_topic, self._on_joint_state, qos_profile_sensor_data)
-        for cam in cfg.cameras:
-            self.node.create_subscription(Image, cam.topic, lambda m, c=cam: self._on_image(m, c),
-                                          qos_profile_sensor_data)
-        self.node.create_subscription(String, cfg.instruction_topic, self._on_instruction, 10)
+        self.inputs = RobotInputs(cfg, self.node, lambda kind, *a: getattr(self.node, f"create_{kind}")(*a),
+                                  time.monotonic)
         if status_topic:
             self.node.create_subscription(String, status_topic, self._on_status, 10)
         self.pub = self.node.create_publisher(Float64MultiArray, cfg.command_topic, 10)
@@ -98,39 +90,11 @@ class RosArmEnv:
         self._next = 0.0
         self._episode_start = 0.0
 
-    # ---- incoming (validated as in the policy node) -------------------------------------------
-    def _on_joint_state(self, msg: Any) -> None:
-        from real.ros.convert import MessageError, joint_positions
-
-        try:
-            q = joint_positions(msg, tuple(self.cfg.limits.names))
-        except MessageError:
-            self.rejected += 1
-            return
-        with self._lock:
-            self._q, self._times["joints"] = q, time.monotonic()
-
-    def _on_image(self, msg: Any, cam: Any) -> None:
-        from real.ros.convert import MessageError, image_to_rgb
-
-        try:
-            img = image_to_rgb(msg, cam.height, cam.width)
-        except MessageError:
-            self.rejected += 1
-            return
-        with self._lock:
-            self._images[cam.name], self._times[cam.name] = img, time.monotonic()
-
-    def _on_instruction(self, msg: Any) -> None:
-        from real.ros.convert import MessageError, instruction_text
-
-        try:
-            text = instruction_text(msg, self.cfg.max_instruction_chars)
-        except MessageError:
-            self.rejected += 1
-            return
-        with self._lock:
-            self._instruction = text
+    # ---- incoming ------------------------------------------------------------------------------
+    @property
+    def rejected(self) -> int:
+        """Messages dropped at the boundary (every kind, the task status included)."""
+        return self.inputs.n_rejected + self._status_rejected
 
     def _on_status(self, msg: Any) -> None:
         try:
@@ -138,7 +102,7 @@ class RosArmEnv:
         except ValueError:
             status = None
         if not isinstance(status, dict):
-            self.rejected += 1
+            self._status_rejected += 1
             return
         with self._lock:
             self._status = status
@@ -146,11 +110,8 @@ class RosArmEnv:
     # ---- observation --------------------------------------------------------------------------
     def _stale(self, since: float = -np.inf) -> list[str]:
         """The sources with nothing newer than `since` or older than the observation age limit."""
-        now = time.monotonic()
         names = ["joints", *(c.name for c in self.cfg.cameras)]
-        with self._lock:
-            return [n for n in names if n not in self._times or self._times[n] <= since
-                    or now - self._times[n] > self.cfg.executor.max_observation_age_s]
+        return self.inputs.snapshot().stale(names, time.monotonic(), self.cfg.executor.max_observation_age_s, since)
 
     def _wait_fresh(self, since: float = -np.inf) -> None:
         deadline = time.monotonic() + self.stale_timeout_s
@@ -164,14 +125,16 @@ class RosArmEnv:
             time.sleep(self.dt)
 
     def _obs(self) -> dict[str, Any]:
-        with self._lock:
-            q, images, instruction = self._q.copy(), dict(self._images), self._instruction
-        return {"images": images, "state": self.kin.proprio(q).astype(np.float32),
-                "instruction": instruction or self.task, "timestamp": time.monotonic() - self._episode_start}
+        s = self.inputs.snapshot()
+        assert s.q is not None  # _wait_fresh came first
+        return {"images": s.images, "state": self.kin.proprio(s.q).astype(np.float32),
+                "instruction": s.instruction or self.task, "timestamp": time.monotonic() - self._episode_start}
 
     def joints(self) -> np.ndarray:
-        with self._lock:
-            return self._q.copy()
+        q = self.inputs.snapshot().q
+        if q is None:
+            raise RobotSilent(f"no joint state from the robot yet (topic {self.cfg.joint_states_topic})")
+        return q.copy()
 
     def eef_pos(self) -> np.ndarray:
         return self.kin.pose(self.joints()[:7])[0]

@@ -1,0 +1,80 @@
+"""`RobotInputs`: the one boundary every arm-reading node uses (policy node, session over ROS)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+from sensor_msgs.msg import Image, JointState  # noqa: E402
+from std_msgs.msg import String  # noqa: E402
+
+from real.config import DeployConfig, load_deploy_config  # noqa: E402
+from real.ros.inputs import RobotInputs, Snapshot  # noqa: E402
+from tests.real.ros.test_policy_node import ROOT  # noqa: E402
+
+pytestmark = [pytest.mark.ros]
+
+
+def test_snapshot_names_what_is_stale() -> None:
+    s = Snapshot(q=np.zeros(2), qd=None, q_time=10.0, images={"front": np.zeros(1)}, image_times={"front": 9.0})
+    names = ["joints", "front", "wrist"]
+    assert s.stale(names, now=10.1, max_age_s=0.5) == ["front", "wrist"]  # too old / never received
+    assert s.stale(names[:1], now=10.1, max_age_s=0.5) == []
+    assert s.stale(names[:1], now=10.1, max_age_s=0.5, since=10.0) == ["joints"]  # nothing newer than since
+
+
+@pytest.fixture
+def inputs(domain_id: int):
+    cfg: DeployConfig = load_deploy_config(ROOT / "configs/deploy/native_arm.yaml")
+    ctx = rclpy.context.Context()
+    rclpy.init(context=ctx, domain_id=domain_id)
+    node = rclpy.create_node("inputs_test", context=ctx)
+    created: list[str] = []
+    received: list[float] = []
+
+    def add(kind: str, *args):
+        created.append(f"{kind} {args[1]}")
+        return getattr(node, f"create_{kind}")(*args)
+
+    now = iter(np.arange(1.0, 100.0, 0.5))
+    r = RobotInputs(cfg, node, add, lambda: float(next(now)), lambda t, q: received.append(t))
+    yield cfg, node, r, created, received
+    node.destroy_node()
+    rclpy.try_shutdown(context=ctx)
+
+
+def joint_state(node, names, q) -> JointState:
+    msg = JointState(name=list(names), position=[float(x) for x in q])
+    msg.header.stamp = node.get_clock().now().to_msg()
+    return msg
+
+
+def test_valid_messages_are_kept_and_bad_ones_counted_by_kind(inputs) -> None:
+    cfg, node, r, created, received = inputs
+    names = list(cfg.limits.names)
+    assert created[0] == f"subscription {cfg.joint_states_topic}" and len(created) == 2 + len(cfg.cameras)
+    assert r.snapshot().q is None and r.snapshot().instruction == cfg.default_instruction
+    q = np.linspace(-0.1, 0.1, len(names))
+    r._on_joint_state(joint_state(node, names[::-1], q[::-1]))  # by name, any order
+    np.testing.assert_allclose(r.snapshot().q, q)
+    assert received == [r.snapshot().q_time]
+    stale = joint_state(node, names, q + 1)
+    stale.header.stamp.sec -= 10  # a replayed message
+    r._on_joint_state(stale)
+    r._on_joint_state(joint_state(node, names[:-1], q[:-1]))  # a joint missing
+    r._on_joint_state(joint_state(node, names, [np.nan] * len(names)))
+    np.testing.assert_allclose(r.snapshot().q, q)  # nothing bad was kept
+    assert r.rejected["joint_states"] == 3 and r.rejected["stamp"] == 1 and len(received) == 1
+    cam = cfg.cameras[0]
+    img = Image(height=cam.height, width=cam.width, encoding="rgb8", step=3 * cam.width,
+                data=bytes(range(256)) * (3 * cam.height * cam.width // 256) + bytes(3 * cam.height * cam.width % 256))
+    img.header.stamp = node.get_clock().now().to_msg()
+    r._on_image(img, cam)
+    img.height += 1  # a size the config does not say
+    r._on_image(img, cam)
+    assert r.snapshot().images[cam.name].shape == (cam.height, cam.width, 3) and r.rejected["image"] == 1
+    r._on_instruction(String(data="sort the cubes"))
+    r._on_instruction(String(data=" \t"))
+    assert r.snapshot().instruction == "sort the cubes" and r.rejected["instruction"] == 1
+    assert r.n_rejected == 5  # the stamp counter is a sub-count, not added twice
