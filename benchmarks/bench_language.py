@@ -4,7 +4,7 @@ tiny VLA on a Meta-World set, cameras + proprio, on this CPU.
 
   python benchmarks/bench_language.py collect --family sort --sort-demos 1000 --noise 0.05
   python benchmarks/bench_language.py collect --family mw
-  python benchmarks/bench_language.py train --family sort --steps 6000     # policy.language_norm=true
+  python benchmarks/bench_language.py train --family sort --steps 15000    # language_norm + language_film
   python benchmarks/bench_language.py train --family mw --steps 10000
   python benchmarks/bench_language.py eval --family sort --episodes 50
   python benchmarks/bench_language.py eval --family mw --episodes 30
@@ -65,7 +65,7 @@ def collect(args: argparse.Namespace) -> None:
 def train(args: argparse.Namespace) -> None:
     out = Path(args.out).resolve() / (args.family or "sort")
     sh(vla("train", out / "demos.zarr", "--out", out / "train", "--resume", f"train.steps={args.steps}",
-           "train.batch_size=32", "train.ckpt_every=1000", "train.val_every=1000", "train.progress=false",
+           f"train.batch_size={args.batch_size}", "train.ckpt_every=1000", "train.val_every=1000", "train.progress=false",
            *args.overrides),
        out.parent / "logs" / f"train_{out.name}.log")
 
@@ -195,8 +195,9 @@ def main() -> None:
     ap.add_argument("--sort-demos", type=int, default=200)
     ap.add_argument("--mw-demos", type=int, default=50)
     ap.add_argument("--steps", type=int, default=15000)
-    ap.add_argument("--overrides", nargs="*", default=["policy.language_norm=true"],
-                    help="train: more key=value overrides (default: the centred instruction embeddings)")
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--overrides", nargs="*", default=["policy.language_norm=true", "policy.language_film=true"],
+                    help="train: more key=value overrides (default: the centred instruction embeddings, FiLM)")
     ap.add_argument("--noise", type=float, default=0.0, help="collect: expert action noise (clean labels)")
     ap.add_argument("--n-action-steps", type=int, default=4, help="eval: actions run from each chunk")
     ap.add_argument("--episodes", type=int, default=50)

@@ -47,6 +47,12 @@ class PolicyConfig:
     # cube") give sentence embeddings whose shared part is most of their norm (0.82 of 1 for `sort`),
     # so the one language token barely differs between goals without it.
     language_norm: bool = False
+    # FiLM the proprio encoder's hidden layer and every CNN block by the instruction (RT-1's
+    # conditioning). With one language token beside the observation tokens, an instruction that must
+    # pick one of several objects ("the red cube", `sort`) is barely learned: the trunk must do the
+    # selection by attention between two pooled tokens. FiLM lets the instruction gate which object
+    # features the encoders pass on.
+    language_film: bool = False
     # Flow matching.
     num_steps: int = 10  # K Euler steps at inference
     tau_beta_alpha: float = 1.5  # tau = s * (1 - Beta(a, 1)): pi0's emphasis on noisy times

@@ -17,10 +17,33 @@ from torch import nn
 from vla.policy.config import PolicyConfig
 
 
-class SmallCNN(nn.Module):
-    """Stride-2 conv blocks with GroupNorm (batch-size independent, unlike BatchNorm) and SiLU."""
+class FiLM(nn.Module):
+    """Feature-wise linear modulation by a condition vector (Perez et al. arXiv 1709.07871), as RT-1
+    conditions its image encoder on the instruction (arXiv 2212.06817): x * (1 + gamma(c)) + beta(c)
+    per channel. Zero-initialised, so a new model starts as the unconditioned one."""
 
-    def __init__(self, channels: tuple[int, ...]) -> None:
+    def __init__(self, cond_dim: int, channels: int) -> None:
+        super().__init__()
+        self.proj = nn.Linear(cond_dim, 2 * channels)
+        nn.init.zeros_(self.proj.weight)
+        nn.init.zeros_(self.proj.bias)
+
+    def forward(self, x: torch.Tensor, cond: torch.Tensor, channel_dim: int) -> torch.Tensor:
+        """x with channels at `channel_dim`; cond [N, cond_dim] for x's leading dimension N."""
+        gamma, beta = self.proj(cond).chunk(2, dim=-1)
+        shape = [x.shape[0]] + [1] * (x.dim() - 1)
+        shape[channel_dim] = x.shape[channel_dim]
+        return x * (1 + gamma.view(shape)) + beta.view(shape)
+
+
+class SmallCNN(nn.Module):
+    """Stride-2 conv blocks with GroupNorm (batch-size independent, unlike BatchNorm) and SiLU; with
+    `cond_dim`, each block's output is FiLM-modulated by the condition (the instruction) before its
+    last SiLU."""
+
+    PER_BLOCK = 6  # conv, norm, silu, conv, norm, silu (indices of `net`, kept for old checkpoints)
+
+    def __init__(self, channels: tuple[int, ...], cond_dim: int = 0) -> None:
         super().__init__()
         layers: list[nn.Module] = []
         c_in = 3
@@ -29,10 +52,17 @@ class SmallCNN(nn.Module):
                        nn.Conv2d(c, c, 3, padding=1), nn.GroupNorm(min(8, c), c), nn.SiLU()]
             c_in = c
         self.net = nn.Sequential(*layers)
+        self.films = nn.ModuleList(FiLM(cond_dim, c) for c in channels) if cond_dim else None
         self.out_channels = c_in
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.net(x)
+    def forward(self, x: torch.Tensor, cond: torch.Tensor | None = None) -> torch.Tensor:
+        if self.films is None or cond is None:
+            return self.net(x)
+        for i, layer in enumerate(self.net):
+            x = layer(x)
+            if i % self.PER_BLOCK == self.PER_BLOCK - 2:
+                x = self.films[i // self.PER_BLOCK](x, cond, 1)
+        return x
 
 
 def _torchvision_trunk(arch: str, weights: str) -> nn.Module:
@@ -83,8 +113,10 @@ class VisionEncoder(nn.Module):
 
     def __init__(self, cfg: PolicyConfig) -> None:
         super().__init__()
+        cond = cfg.language_dim if cfg.language_film else 0
+        self.film: FiLM | None = None
         if cfg.vision_backbone == "cnn":
-            self.backbone: nn.Module = SmallCNN(cfg.vision_channels)
+            self.backbone: nn.Module = SmallCNN(cfg.vision_channels, cond)
         elif cfg.vision_backbone == "torchvision":
             self.backbone = _torchvision_trunk(cfg.vision_arch, cfg.vision_weights)
         else:
@@ -93,20 +125,36 @@ class VisionEncoder(nn.Module):
             self.backbone.requires_grad_(False)
         with torch.no_grad():
             channels = self.backbone(torch.zeros(1, 3, *cfg.image_size)).shape[1]
+        if cond and cfg.vision_backbone != "cnn":  # a pretrained trunk is modulated at its output
+            self.film = FiLM(cond, channels)
         self.side = math.isqrt(cfg.vision_tokens)
         self.proj = nn.Linear(channels, cfg.d_model)
         self.pos = nn.Parameter(torch.randn(cfg.vision_tokens, cfg.d_model) * 0.02)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """x float [N, 3, H, W] normalised -> tokens [N, T, d]."""
-        f = F.adaptive_avg_pool2d(self.backbone(x), self.side)
+    def forward(self, x: torch.Tensor, cond: torch.Tensor | None = None) -> torch.Tensor:
+        """x float [N, 3, H, W] normalised -> tokens [N, T, d]; cond [N, language_dim] with
+        `language_film`."""
+        if isinstance(self.backbone, SmallCNN):
+            f = self.backbone(x, cond)
+        else:
+            f = self.backbone(x)
+            if self.film is not None and cond is not None:
+                f = self.film(f, cond, 1)
+        f = F.adaptive_avg_pool2d(f, self.side)
         return self.proj(f.flatten(2).transpose(1, 2)) + self.pos
 
 
 class ProprioEncoder(nn.Module):
-    def __init__(self, state_dim: int, d: int) -> None:
+    """state [B, To, D] -> [B, To, d]; with `cond_dim`, the hidden layer is FiLM-modulated by the
+    condition [B, cond_dim], so the instruction can pick which of the state's objects matter."""
+
+    def __init__(self, state_dim: int, d: int, cond_dim: int = 0) -> None:
         super().__init__()
         self.net = nn.Sequential(nn.Linear(state_dim, d), nn.SiLU(), nn.Linear(d, d))
+        self.film = FiLM(cond_dim, d) if cond_dim else None
 
-    def forward(self, state: torch.Tensor) -> torch.Tensor:
-        return self.net(state)
+    def forward(self, state: torch.Tensor, cond: torch.Tensor | None = None) -> torch.Tensor:
+        if self.film is None or cond is None:
+            return self.net(state)
+        h = self.film(self.net[0](state), cond, state.dim() - 1)
+        return self.net[2](self.net[1](h))

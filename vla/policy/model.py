@@ -46,7 +46,7 @@ class VLAModel(nn.Module):
         if stats is not None:
             self.normalizer.set_stats(stats)
         self.vision = nn.ModuleDict({cam: VisionEncoder(cfg) for cam in cfg.cameras})
-        self.proprio = ProprioEncoder(cfg.state_dim, d)
+        self.proprio = ProprioEncoder(cfg.state_dim, d, cfg.language_dim if cfg.language_film else 0)
         self.lang_proj = nn.Linear(cfg.language_dim, d)
         if cfg.language_norm:  # set from the training instructions (set_language_stats), saved with the weights
             self.register_buffer("lang_mean", torch.zeros(cfg.language_dim))
@@ -81,14 +81,16 @@ class VLAModel(nn.Module):
         tokens = [self.lang_proj(lang)[:, None] + self.type_emb[0]]
         masks = [torch.ones(b, 1, dtype=torch.bool, device=state.device)]
         step = self.obs_step_emb[None, -to:]
-        tokens.append(self.proprio(self.normalizer.state(state)) + self.type_emb[1] + step)
+        film = lang if cfg.language_film else None
+        tokens.append(self.proprio(self.normalizer.state(state), film) + self.type_emb[1] + step)
         masks.append(obs_mask)
         for i, cam in enumerate(cfg.cameras):
             img = images[i]
             x = img.reshape(b * to, *img.shape[-3:]).permute(0, 3, 1, 2).float()
             if tuple(x.shape[-2:]) != cfg.image_size:
                 x = F.interpolate(x, size=cfg.image_size, mode="bilinear", align_corners=False)
-            t = self.vision[cam](self.normalizer.image(x, i))  # [B*To, T, d]
+            cond = None if film is None else film.repeat_interleave(to, dim=0)  # one per image
+            t = self.vision[cam](self.normalizer.image(x, i), cond)  # [B*To, T, d]
             t = t.view(b, to, -1, t.shape[-1]) + step[:, :, None] + self.type_emb[2 + i]
             tokens.append(t.flatten(1, 2))
             masks.append(obs_mask[:, :, None].expand(b, to, t.shape[2]).flatten(1))

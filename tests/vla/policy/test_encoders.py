@@ -51,3 +51,23 @@ def test_local_hugging_face_backbone(tmp_path: Path, kind: str) -> None:
     ctx, mask = model.encode([torch.zeros(2, 1, 16, 16, 3, dtype=torch.uint8)], torch.zeros(2, 1, 3),
                              torch.ones(2, 1, dtype=torch.bool), torch.zeros(2, 384))
     assert ctx.shape == (2, 1 + 1 + 4, 32) and bool(mask.all())
+
+
+def test_film_starts_as_identity_and_then_modulates_each_sample_by_its_own_condition() -> None:
+    from vla.policy.encoders import FiLM, ProprioEncoder
+
+    torch.manual_seed(0)
+    cnn, proprio = SmallCNN((8, 16), cond_dim=5), ProprioEncoder(7, 16, cond_dim=5)
+    x, s, cond = torch.randn(3, 3, 16, 16), torch.randn(3, 2, 7), torch.randn(3, 5)
+    # zero-initialised: a new model is the unconditioned one
+    assert torch.equal(cnn(x, cond), cnn(x)) and torch.equal(proprio(s, cond), proprio(s))
+    for m in (*cnn.modules(), *proprio.modules()):
+        if isinstance(m, FiLM):
+            torch.nn.init.normal_(m.proj.weight, std=0.5)
+    for enc, inp in ((cnn, x), (proprio, s)):
+        out = enc(inp, cond)
+        assert not torch.allclose(out, enc(inp)), "a trained FiLM changes the features"
+        other = cond.clone()
+        other[1] = torch.randn(5)
+        changed = (enc(inp, other) - out).flatten(1).abs().amax(dim=1)
+        assert changed[1] > 1e-3 and changed[0] == 0 and changed[2] == 0, "each row follows its own condition"

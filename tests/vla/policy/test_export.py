@@ -4,11 +4,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from tests.vla.policy.conftest import small_config
 from tests.vla.policy.synthetic_data import LineDataset
 from vla.interfaces import Policy
 from vla.policy.checkpoint import CheckpointError, save_checkpoint
+from vla.policy.encoders import FiLM
 from vla.policy.model import VLAModel
 from vla.policy.policy import TorchPolicy, load_policy
 
@@ -23,9 +25,12 @@ TOL = 1e-4
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, LineDataset]:
     data = LineDataset(n=8, cameras=CAMS, n_obs_steps=2, instructions=("follow the line", "other"))
-    # language_norm: the centring travels into the ONNX graph (checked against torch below)
-    model = VLAModel(small_config(CAMS, n_obs_steps=2, language_norm=True), data.stats())
+    # language_norm and language_film travel into the ONNX graph (checked against torch below)
+    model = VLAModel(small_config(CAMS, n_obs_steps=2, language_norm=True, language_film=True), data.stats())
     model.set_language_stats(list(data.instructions))
+    for m in model.modules():  # as if trained: zero-initialised FiLM would check nothing
+        if isinstance(m, FiLM):
+            torch.nn.init.normal_(m.proj.weight, std=0.1)
     root = tmp_path_factory.mktemp("export")
     ckpt = save_checkpoint(root / "ckpt", model, data.stats())
     return ckpt, export_onnx(ckpt, root / "onnx"), data

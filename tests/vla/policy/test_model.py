@@ -163,3 +163,21 @@ def test_language_norm_centres_the_instructions_and_survives_a_checkpoint(tmp_pa
         model.set_language_stats(["one"] * 3)
     with pytest.raises(ValueError, match="language_norm: true"):
         make()[0].set_language_stats(texts)
+
+
+def test_language_film_learns_and_keeps_old_checkpoints_loadable() -> None:
+    """With `language_film` the encoders get FiLM layers that the instruction drives; every other
+    tensor keeps its name and shape, so a checkpoint without FiLM still has the same layout."""
+    cams = ("agentview",)
+    film, data = make(cams, language_film=True, language_norm=True)
+    film.set_language_stats(["put the red cube in the white zone", "put the blue cube in the white zone"])
+    plain, _ = make(cams)
+    plain_keys = {k: v.shape for k, v in plain.state_dict().items()}
+    film_keys = {k: v.shape for k, v in film.state_dict().items()
+                 if ".film" not in k and k not in ("lang_mean", "lang_scale")}
+    assert film_keys == plain_keys
+    loss, _ = film.compute_loss(batch_of(data), torch.Generator().manual_seed(0))
+    loss.backward()
+    film_grads = {n: p.grad for n, p in film.named_parameters() if ".film" in n}
+    assert any(n.startswith("proprio.film") for n in film_grads) and any(n.startswith("vision.") for n in film_grads)
+    assert all(g is not None and g.abs().sum() > 0 for n, g in film_grads.items() if n.endswith("proj.weight"))
