@@ -9,6 +9,7 @@ tiny VLA on a Meta-World set, cameras + proprio, on this CPU.
   python benchmarks/bench_language.py eval --family sort --episodes 50
   python benchmarks/bench_language.py eval --family mw --episodes 30
   python benchmarks/bench_language.py render
+  python benchmarks/bench_language.py film --seeds 0,1   # the FiLM ablation on `sort` in state mode
   python benchmarks/bench_language.py report
 (`--out runs/bench_language` by default.) Earlier runs, for the record (runs/lang_v1, lang_v2): 200 clean
 demos and 15,000 steps without language_norm, 0/50 (validation loss rising from step 3,000); 1,000
@@ -23,6 +24,10 @@ hovers, the average of the six goals.
 - Meta-World: the MT10 tasks (Meta-World's success criterion and 500-step horizon), 50 scripted
   demos per task, 30 held-out seeds per task; the same-scene pairs also with the other task's
   instruction.
+- film: why `sort` failed and what fixed it, on the state (cube and zone poses; no vision to learn,
+  so a run takes ~12 min): 1,000 noisy-expert demos, 15,000 steps at batch 64 with and without
+  `policy.language_film`, per training seed, evaluated on the same 50 held-out seeds; differences
+  paired by evaluation seed and by training seed.
 - render: our renderer against Meta-World's default (gymnasium's MujocoRenderer) on the same
   model and camera, in the same run.
 """
@@ -65,8 +70,8 @@ def collect(args: argparse.Namespace) -> None:
 def train(args: argparse.Namespace) -> None:
     out = Path(args.out).resolve() / (args.family or "sort")
     sh(vla("train", out / "demos.zarr", "--out", out / "train", "--resume", f"train.steps={args.steps}",
-           f"train.batch_size={args.batch_size}", "train.ckpt_every=1000", "train.val_every=1000", "train.progress=false",
-           *args.overrides),
+           f"train.batch_size={args.batch_size}", "train.ckpt_every=1000", "train.val_every=1000",
+           "train.progress=false", *args.overrides),
        out.parent / "logs" / f"train_{out.name}.log")
 
 
@@ -98,6 +103,85 @@ def evaluate(args: argparse.Namespace) -> None:
                            "videos=1", "cameras=[corner2]", f"instruction='{text}'",
                            f"n_action_steps={args.n_action_steps}", f"out_dir={dest}"),
                        out / "logs" / f"eval_{task}_{name}.log")
+
+
+FILM_VARIANTS = {"film": ("policy.language_film=true",), "nofilm": ()}
+
+
+def film(args: argparse.Namespace) -> None:
+    """The FiLM ablation in state mode (see the module docstring); finished steps are skipped."""
+    out = Path(args.out).resolve() / "sort_state"
+    store = out / "demos.zarr"
+    if not (out / "collect" / "summary.json").exists():
+        sh(vla("sim", "collect", store, "task=sort", "episodes=1000", "seed_start=0", "workers=2", "videos=0",
+               "obs_mode=state", "cameras=[]", "noise=0.05", "label=clean", f"out_dir={out / 'collect'}"),
+           out / "logs" / "collect.log")
+    for seed in [int(x) for x in args.seeds.split(",")]:
+        for variant, extra in FILM_VARIANTS.items():
+            run = out / f"{variant}_s{seed}"
+            ck = run / "train" / "checkpoints" / f"step_{args.steps:08d}"
+            if not ck.exists():
+                sh(vla("train", store, "--out", run / "train", "--resume", f"train.steps={args.steps}",
+                       f"train.batch_size={args.batch_size}", "train.ckpt_every=5000", "train.val_every=2500",
+                       "train.progress=false", f"train.seed={seed}", "policy.language_norm=true", *extra),
+                   out / "logs" / f"train_{run.name}.log")
+            for name, text in SORT_ABLATIONS.items():
+                dest = run / "eval" / name
+                if (name == "true" or variant == "film") and not (dest / "summary.json").exists():
+                    sh(vla("eval", ck, "task=sort", "obs_mode=state", "cameras=[]", f"episodes={args.episodes}",
+                           "seed_start=1000", "workers=2", "videos=2", f"instruction='{text}'",
+                           f"n_action_steps={args.n_action_steps}", f"out_dir={dest}"),
+                       out / "logs" / f"eval_{run.name}_{name}.log")
+
+
+def film_report(out: Path) -> tuple[list[str], dict[str, Any]]:
+    """The FiLM ablation's table: per training seed, paired by evaluation seed; then over training seeds."""
+    import numpy as np
+
+    from vla.metrics import paired_difference, t_interval
+
+    def outcomes(path: Path) -> dict[int, bool] | None:
+        f = path / "summary.json"
+        return {int(e["seed"]): bool(e["success"]) for e in json.loads(f.read_text())["episodes_detail"]} \
+            if f.exists() else None
+
+    root = out / "sort_state"
+    seeds = sorted({int(p.name.rsplit("_s", 1)[1]) for p in root.glob("film_s*")} if root.exists() else set())
+    rows, per_seed = [], []
+    for seed in seeds:
+        f, n = outcomes(root / f"film_s{seed}" / "eval" / "true"), outcomes(root / f"nofilm_s{seed}" / "eval" / "true")
+        if f is None or n is None:
+            continue
+        d = paired_difference(n, f)
+        ab = {k: outcomes(root / f"film_s{seed}" / "eval" / k) for k in SORT_ABLATIONS if k != "true"}
+        per_seed.append({"seed": seed, "film": sum(f.values()) / len(f), "nofilm": sum(n.values()) / len(n),
+                         "gain": d["mean"], "gain_lo": d["lo"], "gain_hi": d["hi"], "better": d["better"],
+                         "worse": d["worse"], **{f"film_{k}": (sum(v.values()) / len(v) if v else None)
+                                                 for k, v in ab.items()}})
+        r = per_seed[-1]
+        rows.append(f"| {seed} | {r['nofilm']:.2f} | {r['film']:.2f} | {r['gain']:+.2f} [{r['gain_lo']:+.2f}, "
+                    f"{r['gain_hi']:+.2f}] ({r['better']} better, {r['worse']} worse) | "
+                    + " | ".join("-" if r[f"film_{k}"] is None else f"{r[f'film_{k}']:.2f}"
+                                 for k in ("wrong", "neutral", "heldout")) + " |")
+    if not rows:
+        return [], {}
+    lines = ["", "## `sort` in state mode: FiLM against the one language token (equal compute)", "",
+             "1,000 noisy-expert demos, 15,000 steps at batch 64, `language_norm` on in both; 50 held-out seeds "
+             "(1000+), the same for every model. Gain: FiLM minus no FiLM, paired by evaluation seed (95% t "
+             "interval over the 50 seeds).", "",
+             "| training seed | no FiLM | FiLM | gain | FiLM, wrong goal | FiLM, neutral | FiLM, held-out phrasing |",
+             "|---|---|---|---|---|---|---|", *rows]
+    gains = [r["gain"] for r in per_seed]
+    res: dict[str, Any] = {"state_film_per_seed": per_seed,
+                           "state_film_success": sum(r["film"] for r in per_seed) / len(per_seed),
+                           "state_nofilm_success": sum(r["nofilm"] for r in per_seed) / len(per_seed)}
+    if len(gains) > 1:
+        lo, hi = t_interval(np.array(gains))
+        res.update(state_film_gain_over_training_seeds=sum(gains) / len(gains), state_film_gain_low=lo,
+                   state_film_gain_high=hi)
+        lines += ["", f"Over {len(gains)} training seeds: gain {sum(gains) / len(gains):+.2f}, 95% t interval "
+                  f"[{lo:+.2f}, {hi:+.2f}] (a t interval over so few seeds is wide by construction)."]
+    return lines, res
 
 
 def render(args: argparse.Namespace) -> None:
@@ -174,6 +258,9 @@ def report(args: argparse.Namespace) -> None:
                   "arXiv 2102.06177). Ours: behaviour cloning of one tiny VLA on 50 scripted demos per task, one "
                   "84x84 camera + proprio, Meta-World v3 (Farama 3.1.1) with positions drawn from each seed, "
                   "success by Meta-World's criterion within its 500-step horizon on held-out seeds."]
+    film_lines, film_res = film_report(out)
+    lines += film_lines
+    res.update(film_res)
     r = out / "render.json"
     if r.exists():
         rr = json.loads(r.read_text())
@@ -188,7 +275,7 @@ def report(args: argparse.Namespace) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("phase", choices=["collect", "train", "eval", "render", "report"])
+    ap.add_argument("phase", choices=["collect", "train", "eval", "render", "film", "report"])
     ap.add_argument("--out", default="runs/bench_language")
     ap.add_argument("--family", choices=["sort", "mw"], default=None,
                     help="collect/train/eval: one family only (train: sort when not given)")
@@ -202,8 +289,10 @@ def main() -> None:
     ap.add_argument("--n-action-steps", type=int, default=4, help="eval: actions run from each chunk")
     ap.add_argument("--episodes", type=int, default=50)
     ap.add_argument("--frames", type=int, default=200)
+    ap.add_argument("--seeds", default="0,1", help="film: training seeds")
     args = ap.parse_args()
-    {"collect": collect, "train": train, "eval": evaluate, "render": render, "report": report}[args.phase](args)
+    {"collect": collect, "train": train, "eval": evaluate, "render": render, "film": film,
+     "report": report}[args.phase](args)
 
 
 if __name__ == "__main__":
