@@ -105,19 +105,28 @@ def evaluate(args: argparse.Namespace) -> None:
                        out / "logs" / f"eval_{task}_{name}.log")
 
 
-FILM_VARIANTS = {"film": ("policy.language_film=true",), "nofilm": ()}
+# film_alias: FiLM plus training-time instruction augmentation with sort's AUGMENT_TEMPLATES (the
+# held-out phrasings stay unseen), for the paraphrase gap
+FILM_VARIANTS = {"film": ("policy.language_film=true",), "nofilm": (),
+                 "film_alias": ("policy.language_film=true", "data.instruction_aliases={aliases}")}
 
 
 def film(args: argparse.Namespace) -> None:
     """The FiLM ablation in state mode (see the module docstring); finished steps are skipped."""
     out = Path(args.out).resolve() / "sort_state"
     store = out / "demos.zarr"
+    from sim.tasks.native.sort import instruction_aliases
+
+    aliases = out / "aliases.json"
+    aliases.parent.mkdir(parents=True, exist_ok=True)
+    aliases.write_text(json.dumps(instruction_aliases(), indent=1))
     if not (out / "collect" / "summary.json").exists():
         sh(vla("sim", "collect", store, "task=sort", "episodes=1000", "seed_start=0", "workers=2", "videos=0",
                "obs_mode=state", "cameras=[]", "noise=0.05", "label=clean", f"out_dir={out / 'collect'}"),
            out / "logs" / "collect.log")
     for seed in [int(x) for x in args.seeds.split(",")]:
-        for variant, extra in FILM_VARIANTS.items():
+        for variant in args.variants.split(","):
+            extra = [e.format(aliases=aliases) for e in FILM_VARIANTS[variant]]
             run = out / f"{variant}_s{seed}"
             ck = run / "train" / "checkpoints" / f"step_{args.steps:08d}"
             if not ck.exists():
@@ -127,7 +136,7 @@ def film(args: argparse.Namespace) -> None:
                    out / "logs" / f"train_{run.name}.log")
             for name, text in SORT_ABLATIONS.items():
                 dest = run / "eval" / name
-                if (name == "true" or variant == "film") and not (dest / "summary.json").exists():
+                if (name == "true" or variant != "nofilm") and not (dest / "summary.json").exists():
                     sh(vla("eval", ck, "task=sort", "obs_mode=state", "cameras=[]", f"episodes={args.episodes}",
                            "seed_start=1000", "workers=2", "videos=2", f"instruction='{text}'",
                            f"n_action_steps={args.n_action_steps}", f"out_dir={dest}"),
@@ -290,6 +299,7 @@ def main() -> None:
     ap.add_argument("--episodes", type=int, default=50)
     ap.add_argument("--frames", type=int, default=200)
     ap.add_argument("--seeds", default="0,1", help="film: training seeds")
+    ap.add_argument("--variants", default=",".join(FILM_VARIANTS), help="film: which models per seed")
     args = ap.parse_args()
     {"collect": collect, "train": train, "eval": evaluate, "render": render, "film": film,
      "report": report}[args.phase](args)

@@ -20,8 +20,9 @@ writer appends.
 from __future__ import annotations
 
 from collections import OrderedDict, deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -104,10 +105,13 @@ class WindowDataset(Dataset):
                  obs_horizon: int = 1, action_horizon: int = 16, cameras: Sequence[str] | None = None,
                  stride: int = 1, cache: str = "auto", memory_budget_gb: float = 8.0,
                  cache_chunks: int = 64, loss_weights: np.ndarray | None = None,
-                 sample_weights: np.ndarray | None = None) -> None:
+                 sample_weights: np.ndarray | None = None,
+                 instruction_aliases: Mapping[str, Sequence[str]] | None = None) -> None:
         """`loss_weights` (per global step, refinement): batches gain `loss_weight` [B, H], the
         weight of each action in the BC loss. `sample_weights` (per global step): the trainer
-        draws windows in proportion to the weight of their first step (`window_weights`)."""
+        draws windows in proportion to the weight of their first step (`window_weights`).
+        `instruction_aliases`: instruction -> paraphrases; each window's instruction is drawn
+        uniformly from the stored one and its paraphrases (see `alias_instructions`)."""
         self.store = EpisodeStore.open(store) if not isinstance(store, EpisodeStore) else store
         if obs_horizon < 1 or action_horizon < 1:
             raise ValueError(f"obs_horizon and action_horizon must be >= 1, got {obs_horizon}, {action_horizon}")
@@ -124,6 +128,7 @@ class WindowDataset(Dataset):
         self.obs_horizon, self.action_horizon = obs_horizon, action_horizon
         self.index = build_window_index(table.episode_starts, table.episode_ends, self.episodes, stride)
         self._instruction, self._task = table.instruction, table.task
+        self.instruction_aliases = {k: (k, *v) for k, v in (instruction_aliases or {}).items()}
         n = self.store.n_steps
         self.loss_weights = _per_step("loss_weights", loss_weights, n, np.float32)
         sample = _per_step("sample_weights", sample_weights, n, np.float64)
@@ -159,7 +164,7 @@ class WindowDataset(Dataset):
             "action": torch.from_numpy(self._low_dim["action"][act_idx]),
             "action_mask": torch.from_numpy(act_mask),
             "is_intervention": torch.from_numpy(self._low_dim["is_intervention"][act_idx]),
-            "instruction": str(self._instruction[ep]),
+            "instruction": self._phrasings([str(self._instruction[ep])], np.array([i]))[0],
             "task": str(self._task[ep]),
             "episode_index": ep,
             "step_index": t - int(self.index.start[i]),
@@ -188,13 +193,21 @@ class WindowDataset(Dataset):
             "action": torch.from_numpy(self._low_dim["action"][act_idx]),
             "action_mask": torch.from_numpy(act < end[:, None]),
             "is_intervention": torch.from_numpy(self._low_dim["is_intervention"][act_idx]),
-            "instruction": [str(self._instruction[e]) for e in episodes],
+            "instruction": self._phrasings([str(self._instruction[e]) for e in episodes], idx),
             "task": [str(self._task[e]) for e in episodes],
             "episode_index": torch.from_numpy(episodes),
             "step_index": torch.from_numpy(t - start),
             **({"loss_weight": torch.from_numpy(self.loss_weights[act_idx] * (act < end[:, None]))}
                if self.loss_weights is not None else {}),
         }
+
+    def _phrasings(self, instructions: list[str], windows: np.ndarray) -> list[str]:
+        if not self.instruction_aliases:
+            return instructions
+        # seeded by the windows themselves: a batch gets the same phrasings whenever it is drawn again
+        # (exact resume), and no shared RNG is touched from the prefetch threads
+        rng = np.random.default_rng(np.asarray(windows, dtype=np.uint64))
+        return [alias_instruction(t, self.instruction_aliases, rng) for t in instructions]
 
     def loader(self, batch_size: int, *, shuffle: bool = True, num_workers: int = 2, seed: int | None = None,
                threads: int = 0, **kwargs: object) -> DataLoader | ThreadedBatches:
@@ -218,6 +231,41 @@ class WindowDataset(Dataset):
         if self._caches is None:
             self._caches = {c: _ChunkCache(self.store, f"{IMAGE_PREFIX}{c}", self._cache_chunks) for c in self.cameras}
         return self._caches[cam].take(steps)
+
+
+def alias_instruction(text: str, aliases: Mapping[str, Sequence[str]], rng: np.random.Generator) -> str:
+    """One of `aliases[text]` (which lists the instruction itself among its phrasings), uniformly;
+    an instruction without aliases stays. Instruction augmentation with paraphrases, as DIAL
+    (arXiv 2211.11736) relabels with model-written ones; here they come from a file."""
+    options = aliases.get(text)
+    return text if not options else options[int(rng.integers(len(options)))]
+
+
+def load_instruction_aliases(path: str | Path) -> dict[str, list[str]]:
+    """A JSON or YAML file {instruction: [paraphrase, ...]}, checked, with a one-line error naming the
+    file and what is wrong."""
+    import json
+
+    import yaml
+
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"instruction aliases file not found: {p}")
+    try:
+        raw = json.loads(p.read_text()) if p.suffix == ".json" else yaml.safe_load(p.read_text())
+    except (ValueError, yaml.YAMLError) as e:
+        raise ValueError(f"{p}: not valid {'JSON' if p.suffix == '.json' else 'YAML'} ({e})") from None
+    if not isinstance(raw, dict) or not raw:
+        raise ValueError(f"{p}: expected a non-empty mapping instruction -> list of paraphrases")
+    out: dict[str, list[str]] = {}
+    for key, value in raw.items():
+        if not isinstance(key, str) or not key.strip():
+            raise ValueError(f"{p}: instruction {key!r} is not a non-empty string")
+        if (not isinstance(value, list) or not value
+                or not all(isinstance(v, str) and v.strip() for v in value)):
+            raise ValueError(f"{p}: paraphrases of '{key}' must be a non-empty list of non-empty strings")
+        out[key] = [v for v in value if v != key]
+    return out
 
 
 def _per_step(name: str, values: np.ndarray | None, n: int, dtype: type) -> np.ndarray | None:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from vla.config import ConfigError, load_config
-from vla.data.dataset import WindowDataset, split_episodes
+from vla.data.dataset import WindowDataset, load_instruction_aliases, split_episodes
 from vla.data.store import EpisodeStore
 from vla.policy.config import PolicyConfig
 from vla.train.config import TrainConfig
@@ -28,6 +28,9 @@ class DataSelection:
     success_only: bool = False
     val_fraction: float = 0.1
     split_seed: int = 0
+    # a JSON/YAML file {instruction: [paraphrases]}: training windows draw their instruction from the
+    # stored one and its paraphrases (validation keeps the stored one)
+    instruction_aliases: str = ""
 
 
 def split_overrides(overrides: list[str]) -> dict[str, list[str]]:
@@ -72,7 +75,13 @@ def build(store_path: str | Path, policy_preset: str, train_preset: str,
     train_eps, val_eps = split_episodes(episodes, selection.val_fraction, selection.split_seed)
     kw = {"obs_horizon": policy_cfg.n_obs_steps, "action_horizon": policy_cfg.chunk_size,
           "cameras": policy_cfg.cameras}
-    train_ds = WindowDataset(store, train_eps, **kw)
+    aliases = load_instruction_aliases(selection.instruction_aliases) if selection.instruction_aliases else None
+    if aliases is not None:
+        stored = set(store.table().instruction[train_eps].astype(str))
+        if not stored & set(aliases):
+            raise ValueError(f"{selection.instruction_aliases}: none of its instructions is in the training episodes "
+                             f"(they say e.g. '{sorted(stored)[0]}')")
+    train_ds = WindowDataset(store, train_eps, instruction_aliases=aliases, **kw)
     val_ds = WindowDataset(store, val_eps, **kw) if len(val_eps) else None
     keys = ["state", "action", *(f"images/{c}" for c in policy_cfg.cameras)]
     stats = store.stats(keys=keys, episodes=train_eps)
@@ -94,7 +103,8 @@ def run_training(store_path: str | Path, out_dir: str | Path, policy_preset: str
     can_resume = resume and latest_checkpoint(out_dir) is not None
     if policy_cfg.language_norm and not can_resume:  # a resumed run loads them with the weights
         table = train_ds.store.table()
-        model.set_language_stats([str(table.instruction[e]) for e in train_ds.episodes])
+        stored = [str(table.instruction[e]) for e in train_ds.episodes]
+        model.set_language_stats(stored + [a for t in set(stored) for a in train_ds.instruction_aliases.get(t, ())])
     evaluator = None
     if eval_task:
         from vla.registry import EVALUATORS

@@ -10,7 +10,9 @@ not count.
 `reset(options={"instruction": ...})` changes what the policy is told, not the goal: the
 evaluator's language ablations (a wrong instruction of the same scene, a neutral one) go through
 it. `TRAIN_TEMPLATES` are the phrasings episodes get; `HELDOUT_TEMPLATES` are kept for the
-paraphrase ablation.
+paraphrase ablation; `AUGMENT_TEMPLATES` are more phrasings for training-time instruction
+augmentation (`instruction_aliases()`, `data.instruction_aliases=`), worded apart from the held-out
+ones (none of their verbs or nouns).
 """
 
 from __future__ import annotations
@@ -29,6 +31,11 @@ GOALS = tuple((c, z) for c in CUBES for z in ZONES)
 TRAIN_TEMPLATES = ("put the {cube} cube in the {zone} zone", "place the {cube} block on the {zone} square",
                    "move the {cube} cube to the {zone} area")
 HELDOUT_TEMPLATES = ("drop the {cube} cube into the {zone} region", "the {cube} block goes on the {zone} patch")
+AUGMENT_TEMPLATES = ("bring the {cube} cube to the {zone} zone", "{cube} cube to {zone} zone",
+                     "carry the {cube} block over to the {zone} square", "the {zone} zone needs the {cube} cube",
+                     "grab the {cube} cube, then set it on the {zone} area",
+                     "transfer the {cube} block onto the {zone} spot", "pick up the {cube} one for the {zone} square",
+                     "sort the {cube} cube to the {zone} zone")
 
 _SITES = "".join(f"""
 <geom name="zone_{z}" type="box" pos="{0.1 * i} 0.1 0.0005" size="{ZONE_HALF} {ZONE_HALF} 0.0005" rgba="{rgba}"/>"""
@@ -37,6 +44,12 @@ _SITES = "".join(f"""
 
 def instruction_for(goal: tuple[str, str], template: str) -> str:
     return template.format(cube=goal[0], zone=goal[1])
+
+
+def instruction_aliases() -> dict[str, list[str]]:
+    """Every training phrasing -> the other training and the augmentation phrasings of its goal."""
+    return {instruction_for(g, t): [instruction_for(g, u) for u in (*TRAIN_TEMPLATES, *AUGMENT_TEMPLATES) if u != t]
+            for g in GOALS for t in TRAIN_TEMPLATES}
 
 
 class SortEnv(ThreeCubes, NativeArmEnv):

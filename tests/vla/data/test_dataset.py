@@ -125,3 +125,32 @@ def test_loss_and_sample_weights_follow_the_action_steps(store: EpisodeStore) ->
         WindowDataset(store, loss_weights=np.ones(n + 1))
     with pytest.raises(ValueError, match="zero weight"):
         WindowDataset(store, sample_weights=np.zeros(n))
+
+
+def test_instruction_aliases_draw_phrasings_reproducibly(store: EpisodeStore, tmp_path: Path) -> None:
+    from vla.data.dataset import alias_instruction, load_instruction_aliases
+
+    stored = sorted({store.episode(e).instruction for e in range(len(store.table()))})
+    aliases = {stored[0]: ["first paraphrase", "second paraphrase"]}
+    ds = WindowDataset(store, obs_horizon=1, action_horizon=4, instruction_aliases=aliases)
+    idx = np.arange(len(ds))
+    batch = ds.get_batch(idx)
+    eps = [store.episode(int(e)).instruction for e in batch["episode_index"]]
+    seen = {t for t, e in zip(batch["instruction"], eps, strict=True) if e == stored[0]}
+    assert seen == {stored[0], "first paraphrase", "second paraphrase"}  # the stored one stays among them
+    assert all(t == e for t, e in zip(batch["instruction"], eps, strict=True) if e != stored[0])  # no aliases
+    assert ds.get_batch(idx)["instruction"] == batch["instruction"]  # the same windows, the same phrasings
+    assert ds[int(idx[0])]["instruction"] == ds[int(idx[0])]["instruction"]
+    assert alias_instruction("other", aliases, np.random.default_rng(0)) == "other"
+    # the file: JSON or YAML, checked with one line naming the file and the problem
+    good = tmp_path / "aliases.yaml"
+    good.write_text(f"'{stored[0]}': ['first paraphrase', '{stored[0]}']\n")
+    assert load_instruction_aliases(good) == {stored[0]: ["first paraphrase"]}
+    for text, match in (("[1, 2]", "expected a non-empty mapping"), ("a: []", "paraphrases of 'a'"),
+                        ("a: ['  ']", "paraphrases of 'a'"), ("a: [b", "not valid YAML")):
+        bad = tmp_path / "bad.yaml"
+        bad.write_text(text)
+        with pytest.raises(ValueError, match=match):
+            load_instruction_aliases(bad)
+    with pytest.raises(FileNotFoundError, match="instruction aliases file not found"):
+        load_instruction_aliases(tmp_path / "none.json")

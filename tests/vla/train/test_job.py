@@ -37,3 +37,20 @@ def test_build_takes_the_interface_from_the_store(tmp_path: Path) -> None:
         build(store.path, "tiny", "debug", ["data.tasks=[fly]"])
     with pytest.raises(ConfigError, match="did you mean 'd_model'"):
         build(store.path, "tiny", "debug", ["policy.dmodel=3"])
+
+
+def test_instruction_aliases_reach_the_training_windows_only(tmp_path: Path) -> None:
+    schema = default_schema(image_size=16, cameras=(), state_dim=5, action_dim=3)
+    store = EpisodeStore.create(tmp_path / "s.zarr", schema)
+    for seed in range(6):
+        store.append_episode(synthetic_episode(schema, seed))
+    stored = sorted(set(store.table().instruction.astype(str)))
+    aliases = tmp_path / "aliases.json"
+    aliases.write_text('{"' + stored[0] + '": ["say it another way"]}')
+    _, _, train_ds, val_ds, _ = build(store.path, "tiny", "debug", [f"data.instruction_aliases={aliases}",
+                                                                    "data.val_fraction=0.34"])
+    assert train_ds.instruction_aliases == {stored[0]: (stored[0], "say it another way")}
+    assert val_ds is not None and not val_ds.instruction_aliases
+    aliases.write_text('{"an instruction nobody gave": ["x"]}')
+    with pytest.raises(ValueError, match="none of its instructions is in the training episodes"):
+        build(store.path, "tiny", "debug", [f"data.instruction_aliases={aliases}"])

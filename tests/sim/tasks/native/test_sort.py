@@ -5,7 +5,14 @@ import numpy as np
 import pytest
 
 from sim.policies import ExpertPolicy
-from sim.tasks.native.sort import GOALS, HELDOUT_TEMPLATES, TRAIN_TEMPLATES, SortEnv
+from sim.tasks.native.sort import (
+    AUGMENT_TEMPLATES,
+    GOALS,
+    HELDOUT_TEMPLATES,
+    TRAIN_TEMPLATES,
+    SortEnv,
+    instruction_aliases,
+)
 from vla.registry import TASKS
 
 
@@ -27,6 +34,15 @@ def test_goals_are_drawn_per_seed_and_the_instruction_names_them(env: SortEnv) -
     counts = [seen.count(g) for g in GOALS]
     assert min(counts) >= 4  # every goal occurs (60 draws of 6: at least 4 each here)
     assert not set(TRAIN_TEMPLATES) & set(HELDOUT_TEMPLATES)
+    aliases = instruction_aliases()
+    assert set(aliases) == set(SortEnv.INSTRUCTIONS)
+    for text, others in aliases.items():  # the same goal's phrasings, never a held-out one or word
+        goal = next(g for g in GOALS if f"{g[0]} " in text and f"{g[1]} " in text)
+        assert len(others) == len(TRAIN_TEMPLATES) + len(AUGMENT_TEMPLATES) - 1 and text not in others
+        assert all(f"{goal[0]} " in o and f"{goal[1]} " in o for o in others)
+    train_words = {w for t in TRAIN_TEMPLATES for w in t.split()}
+    held_words = {w for t in HELDOUT_TEMPLATES for w in t.split()} - train_words
+    assert not held_words & {w for t in AUGMENT_TEMPLATES for w in t.replace(",", "").split()}
     obs_a, info_a = env.reset(seed=7)
     obs_b, info_b = env.reset(seed=7)
     assert info_a["goal"] == info_b["goal"] and np.array_equal(obs_a["state"], obs_b["state"])
