@@ -91,6 +91,7 @@ def main() -> None:
     ap.add_argument("--ns", default="1,4,8,16")
     ap.add_argument("--by", default="coherence", choices=["coherence", "smooth", "cfn", "both"])
     ap.add_argument("--decay", type=float, default=1.0, help="coherence: weight decay**i on tick i after the prefix")
+    ap.add_argument("--blend", type=int, default=0, help="aligned: executor.blend_ticks (ramp after a switch)")
     ap.add_argument("--tag", default="", help="suffix of the result keys (variants beside the main n1..n16)")
     ap.add_argument("--no-sync", action="store_true", help="reuse the stored sync run (same seeds)")
     ap.add_argument("--out", default=str(RESULTS / "realrobot.json"))
@@ -113,7 +114,8 @@ def main() -> None:
         vla = load_policy(args.checkpoint, env, seed=0)
         inner = vla if n is None else ChunkSelection(vla, n=n, by=args.by, cfn=cfn, decay=args.decay)
         policy = Timed(JointSpaceVLA(inner))
-        rs = [run_episode(env, cfg, policy, "state", mode, s, args.delay_ticks) for s in seeds]
+        blend = args.blend if mode == "aligned" else 0
+        rs = [run_episode(env, cfg, policy, "state", mode, s, args.delay_ticks, blend) for s in seeds]
         out = summarise(rs, policy.seconds)
         print(f"{mode} n={n}: success {out['success']:.2f}, jump {out['jump']:.2f}, "
               f"latency p50 {out['latency_ms_p50']:.1f} ms ({time.time() - t0:.0f} s)", flush=True)
@@ -125,16 +127,20 @@ def main() -> None:
         r = run("aligned", n)
         r["minus_sync"] = paired_difference(dict(zip(seeds, res["sync"]["per_seed_success"], strict=True)),
                                             dict(zip(seeds, r["per_seed_success"], strict=True)))
-        r["decay"] = args.decay
+        r["decay"], r["blend_ticks"] = args.decay, args.blend
         res[f"n{n}{args.tag}"] = r
     res["selection_setup"] = {"by": args.by, "delay_ticks": args.delay_ticks, "seeds": [seeds[0], seeds[-1]],
                               "checkpoint": args.checkpoint, "seconds": time.time() - t0}
     Path(args.out).write_text(json.dumps(res, indent=1))
     lines = ["# Test-time chunk selection in the executor (issue 16, item 4)", "",
              f"Command: `python benchmarks/bench_selection.py --checkpoint {args.checkpoint} --episodes "
-             f"{args.episodes} --ns {args.ns} --by {args.by}`", "",
+             f"{args.episodes} --ns {args.ns} --by {args.by}"
+             + (f" --blend {args.blend}" if args.blend else "") + (f" --tag {args.tag}" if args.tag else "")
+             + (" --no-sync" if args.no_sync else "") + "`", "",
              f"pick_place seeds {seeds[0]}..{seeds[-1]}, chunks delivered {args.delay_ticks} ticks "
-             f"({args.delay_ticks * 50} ms) after their trigger, simulated time; selection by {args.by}. Jump = "
+             f"({args.delay_ticks * 50} ms) after their trigger, simulated time; selection by {args.by}"
+             + (f"; switches ramped over {args.blend} ticks (`executor.blend_ticks`)" if args.blend else "")
+             + ". Jump = "
              "action change at a chunk switch / median per-step change (joint space). Latency = one call "
              "of the adapter (N candidates batched + IK) on this CPU, median.", "",
              "| executor | N | success | Wilson 95% | minus sync (paired) | jump | latency p50 ms |",

@@ -34,6 +34,20 @@ def align_chunk(chunk: np.ndarray, chunk_first_tick: int, arrival_tick: int) -> 
     return Alignment(kept=chunk[n_dropped:], first_tick=chunk_first_tick + n_dropped, n_dropped=n_dropped)
 
 
+def blend_switch(old: np.ndarray, new: np.ndarray, ticks: int) -> np.ndarray:
+    """The first `ticks` actions of `new` moved toward `old` (the previous plan for the same ticks):
+    action i gets weight (ticks - i) / (ticks + 1) on the old plan, so a chunk switch becomes a ramp
+    of `ticks` + 1 smaller steps instead of one step. Temporal ensembling (ACT, arXiv 2304.13705)
+    kept to the ticks after a switch; where the old plan has no action for a tick, the new one stays."""
+    new = _check_chunk(new).astype(np.float64, copy=True)
+    old = np.asarray(old, dtype=np.float64)
+    n = min(ticks, len(old), len(new))
+    if n > 0:
+        w = ((ticks - np.arange(n)) / (ticks + 1))[:, None]
+        new[:n] = w * old[:n] + (1 - w) * new[:n]
+    return new
+
+
 def _check_chunk(chunk: np.ndarray) -> np.ndarray:
     chunk = np.asarray(chunk)
     if chunk.ndim != 2:

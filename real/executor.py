@@ -37,7 +37,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from real.chunk_queue import ChunkQueue, align_chunk
+from real.chunk_queue import ChunkQueue, align_chunk, blend_switch
 from real.safety import SafetyFilter
 from real.worker import Clock, InferenceRequest, InferenceResult, InferenceWorker, MonotonicClock
 from vla.interfaces import GuidanceFn, Observation
@@ -59,6 +59,9 @@ class ExecutorConfig:
     initial_latency_ticks: int = 2  # delay estimate before anything was measured
     margin_ticks: int = 1  # slack added to the estimated delay
     rtc_soft_fraction: float = 0.25  # rtc: extra overlap (fraction of the chunk) for the soft-masked blend
+    # aligned / rtc: the first actions after the committed prefix ramp from the previous plan to the new
+    # chunk over this many ticks (`blend_switch`); 0 = switch at once
+    blend_ticks: int = 0
     max_observation_age_s: float = 0.25  # stale-observation watchdog
     inference_timeout_s: float = 2.0  # no chunk this long after a request -> hold (inference_timeout)
     max_consecutive_failures: int = 3  # failed inferences in a row -> hold (inference_failing)
@@ -83,6 +86,8 @@ class ExecutorConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not 0 <= self.rtc_soft_fraction < 1:
             raise ValueError(f"rtc_soft_fraction must be in [0, 1), got {self.rtc_soft_fraction}")
+        if self.blend_ticks < 0:
+            raise ValueError(f"blend_ticks must be >= 0, got {self.blend_ticks}")
         if self.margin_ticks < 0 or not 0 < self.latency_percentile <= 100:
             raise ValueError("margin_ticks must be >= 0 and latency_percentile in (0, 100]")
         if self.max_consecutive_failures < 1 or not self.failure_retry_s >= 0 or not self.late_tick_s > 0:
@@ -340,7 +345,14 @@ class ChunkExecutor:
         aligned = align_chunk(chunk, req.trigger_tick + 1, k)
         self.n_dropped += aligned.n_dropped
         keep_until = req.trigger_tick + 1 + req.meta["n_prefix"]
-        self.queue.merge(aligned.kept, aligned.first_tick, req.request_id, keep_until)
+        kept = aligned.kept
+        if self.cfg.blend_ticks and len(kept):
+            switch = max(keep_until, aligned.first_tick)  # the new chunk's first action after the prefix
+            i = switch - aligned.first_tick
+            old = self.queue.actions_between(switch, switch + self.cfg.blend_ticks)
+            kept = np.concatenate([kept[:i], blend_switch(old, kept[i:], self.cfg.blend_ticks)]) if i < len(kept) \
+                else kept
+        self.queue.merge(kept, aligned.first_tick, req.request_id, keep_until)
 
     def _validated_chunk(self, result: InferenceResult) -> np.ndarray | None:
         error = result.error

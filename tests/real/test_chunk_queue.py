@@ -73,3 +73,14 @@ def test_queue_rejects_wrong_action_dim():
         q.replace(chunk(4, a=2), 0, 0)
     with pytest.raises(ValueError, match="positive"):
         ChunkQueue(0)
+
+
+def test_blend_switch_ramps_from_the_old_plan_to_the_new():
+    from real.chunk_queue import blend_switch
+
+    old, new = np.zeros((5, 2)), np.ones((6, 2), np.float32)
+    out = blend_switch(old, new, 2)
+    np.testing.assert_allclose(out[:, 0], [1 / 3, 2 / 3, 1, 1, 1, 1])  # weights 2/3, 1/3 on the old plan
+    assert out.dtype == np.float64 and new[0, 0] == 1  # the input is not changed
+    np.testing.assert_allclose(blend_switch(old[:1], new, 3)[:2, 0], [1 / 4, 1])  # no old action: the new one
+    np.testing.assert_array_equal(blend_switch(old, new, 0), new)

@@ -236,3 +236,23 @@ def test_realtime_priority_failure_is_logged_not_fatal(caplog):
     ex, *_ = make("aligned", realtime_priority=10_000)  # no such SCHED_FIFO priority
     ex.run(5)
     assert "SCHED_FIFO" in caplog.text and len(ex.records) == 5
+
+
+def test_blend_ticks_soften_switches_and_never_touch_the_committed_prefix():
+    """The same offset chunks: with a ramp the switch steps shrink, and every action the policy was
+    shown as its prefix still runs exactly."""
+    jumps = {}
+    for blend in (0, 3):
+        ex, _, worker, _, _ = make("aligned", delay_ticks=3, chunk_offset=0.2, initial_latency_ticks=3,
+                                   blend_ticks=blend)
+        ex.run(200)
+        ran = executed(ex)
+        for req in (r for r in worker.requests if r.prefix is not None and r.trigger_tick + 3 < 200):
+            k = req.trigger_tick
+            np.testing.assert_allclose(np.stack([ran[k + 1 + i] for i in range(req.prefix.shape[1])]),
+                                       req.prefix[0], atol=1e-6)
+        steps, switches = step_norms(ex)
+        jumps[blend] = switches.mean() / np.median(steps)
+    assert jumps[3] < 0.7 * jumps[0]
+    with pytest.raises(ValueError, match="blend_ticks"):
+        ExecutorConfig(blend_ticks=-1)
