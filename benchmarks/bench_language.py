@@ -144,7 +144,8 @@ def film(args: argparse.Namespace) -> None:
 
 
 def film_report(out: Path) -> tuple[list[str], dict[str, Any]]:
-    """The FiLM ablation's table: per training seed, paired by evaluation seed; then over training seeds."""
+    """The state-mode ablation: success per model and instruction, then the paired comparisons (by
+    evaluation seed, within each training seed; over training seeds where there are several)."""
     import numpy as np
 
     from vla.metrics import paired_difference, t_interval
@@ -155,41 +156,59 @@ def film_report(out: Path) -> tuple[list[str], dict[str, Any]]:
             if f.exists() else None
 
     root = out / "sort_state"
-    seeds = sorted({int(p.name.rsplit("_s", 1)[1]) for p in root.glob("film_s*")} if root.exists() else set())
-    rows, per_seed = [], []
-    for seed in seeds:
-        f, n = outcomes(root / f"film_s{seed}" / "eval" / "true"), outcomes(root / f"nofilm_s{seed}" / "eval" / "true")
-        if f is None or n is None:
-            continue
-        d = paired_difference(n, f)
-        ab = {k: outcomes(root / f"film_s{seed}" / "eval" / k) for k in SORT_ABLATIONS if k != "true"}
-        per_seed.append({"seed": seed, "film": sum(f.values()) / len(f), "nofilm": sum(n.values()) / len(n),
-                         "gain": d["mean"], "gain_lo": d["lo"], "gain_hi": d["hi"], "better": d["better"],
-                         "worse": d["worse"], **{f"film_{k}": (sum(v.values()) / len(v) if v else None)
-                                                 for k, v in ab.items()}})
-        r = per_seed[-1]
-        rows.append(f"| {seed} | {r['nofilm']:.2f} | {r['film']:.2f} | {r['gain']:+.2f} [{r['gain_lo']:+.2f}, "
-                    f"{r['gain_hi']:+.2f}] ({r['better']} better, {r['worse']} worse) | "
-                    + " | ".join("-" if r[f"film_{k}"] is None else f"{r[f'film_{k}']:.2f}"
-                                 for k in ("wrong", "neutral", "heldout")) + " |")
-    if not rows:
+    runs = {p.name: {k: outcomes(p / "eval" / k) for k in SORT_ABLATIONS}
+            for p in sorted(root.glob("*_s[0-9]*")) if p.name.rsplit("_s", 1)[0] in FILM_VARIANTS}
+    runs = {name: r for name, r in runs.items() if r["true"] is not None}
+    if not runs:
         return [], {}
-    lines = ["", "## `sort` in state mode: FiLM against the one language token (equal compute)", "",
-             "1,000 noisy-expert demos, 15,000 steps at batch 64, `language_norm` on in both; 50 held-out seeds "
-             "(1000+), the same for every model. Gain: FiLM minus no FiLM, paired by evaluation seed (95% t "
-             "interval over the 50 seeds).", "",
-             "| training seed | no FiLM | FiLM | gain | FiLM, wrong goal | FiLM, neutral | FiLM, held-out phrasing |",
-             "|---|---|---|---|---|---|---|", *rows]
-    gains = [r["gain"] for r in per_seed]
-    res: dict[str, Any] = {"state_film_per_seed": per_seed,
-                           "state_film_success": sum(r["film"] for r in per_seed) / len(per_seed),
-                           "state_nofilm_success": sum(r["nofilm"] for r in per_seed) / len(per_seed)}
-    if len(gains) > 1:
-        lo, hi = t_interval(np.array(gains))
-        res.update(state_film_gain_over_training_seeds=sum(gains) / len(gains), state_film_gain_low=lo,
-                   state_film_gain_high=hi)
-        lines += ["", f"Over {len(gains)} training seeds: gain {sum(gains) / len(gains):+.2f}, 95% t interval "
-                  f"[{lo:+.2f}, {hi:+.2f}] (a t interval over so few seeds is wide by construction)."]
+
+    def rate(o: dict[int, bool] | None) -> float | None:
+        return None if o is None else sum(o.values()) / len(o)
+
+    lines = ["", "## `sort` in state mode: what makes the instruction pick the object", "",
+             "1,000 noisy-expert demos, 15,000 steps at batch 64, `language_norm` on in every model; 50 held-out "
+             "seeds (1000+), the same for every model and instruction. `film`: `policy.language_film=true`; "
+             "`film_alias`: FiLM plus training-time instruction augmentation with sort's augmentation phrasings "
+             "(`data.instruction_aliases`; the held-out phrasings and their words stay unseen). Command: "
+             "`python benchmarks/bench_language.py film --seeds 0`.", "",
+             "| model (training seed) | true | wrong goal | neutral | held-out phrasing | paraphrase gap |",
+             "|---|---|---|---|---|---|"]
+    res: dict[str, Any] = {"state_models": {}}
+    for name, r in runs.items():
+        rates = {k: rate(v) for k, v in r.items()}
+        gap = None if rates["heldout"] is None else rates["true"] - rates["heldout"]
+        res["state_models"][name] = {**rates, "paraphrase_gap": gap}
+        lines.append(f"| {name} | " + " | ".join("-" if rates[k] is None else f"{rates[k]:.2f}" for k in SORT_ABLATIONS)
+                     + f" | {'-' if gap is None else f'{gap:+.2f}'} |")
+    lines += ["", "Paired by evaluation seed (mean difference, 95% t interval over the 50 seeds; seeds better / "
+              "worse):", ""]
+    comparisons = (("film", "nofilm", "true"), ("film_alias", "film", "true"), ("film_alias", "film", "heldout"))
+    for a, b, instr in comparisons:
+        gains = []
+        for seed in sorted({int(n.rsplit("_s", 1)[1]) for n in runs}):
+            ra, rb = runs.get(f"{a}_s{seed}"), runs.get(f"{b}_s{seed}")
+            if ra is None or rb is None or ra[instr] is None or rb[instr] is None:
+                continue
+            d = paired_difference(rb[instr], ra[instr])
+            gains.append(d["mean"])
+            key = f"state_{a}_minus_{b}_{instr}_s{seed}"
+            res[key] = d
+            lines.append(f"- {a} minus {b}, {instr} instruction, training seed {seed}: {d['mean']:+.2f} "
+                         f"[{d['lo']:+.2f}, {d['hi']:+.2f}] ({d['better']} / {d['worse']})")
+        if len(gains) > 1:
+            lo, hi = t_interval(np.array(gains))
+            res[f"state_{a}_minus_{b}_{instr}"] = {"mean": float(np.mean(gains)), "lo": lo, "hi": hi,
+                                                   "training_seeds": len(gains)}
+            lines.append(f"- over {len(gains)} training seeds: {np.mean(gains):+.2f} [{lo:+.2f}, {hi:+.2f}]")
+    lines += ["", "Diagnosis. At 4,000 steps and batch 32, the length of the earlier runs, FiLM and no FiLM both "
+              "scored 0/50 (runs/lang_state, runs/lang_film). The instruction already mattered in the loss there: "
+              "the validation loss was 0.35 with shuffled instructions and 0.23 with the true ones. So the "
+              "earlier reading, that the language pathway gets no gradient, was wrong. The policy was "
+              "undertrained for the one thing the instruction decides, which cube to reach for first. The "
+              "first-chunk error in x/y at the start of an episode was 0.39/0.37 (FiLM, 4k steps), then "
+              "0.29/0.22 (no FiLM, 15k) and 0.13/0.10 (FiLM, 15k), on actions of magnitude 1. Only one training "
+              "seed was run per model. The per-seed pairing above covers the evaluation seeds, not the "
+              "training seeds."]
     return lines, res
 
 
