@@ -169,8 +169,9 @@ def film_report(out: Path) -> tuple[list[str], dict[str, Any]]:
              "1,000 noisy-expert demos, 15,000 steps at batch 64, `language_norm` on in every model; 50 held-out "
              "seeds (1000+), the same for every model and instruction. `film`: `policy.language_film=true`; "
              "`film_alias`: FiLM plus training-time instruction augmentation with sort's augmentation phrasings "
-             "(`data.instruction_aliases`; the held-out phrasings and their words stay unseen). Command: "
-             "`python benchmarks/bench_language.py film --seeds 0`.", "",
+             "(`data.instruction_aliases`; the held-out phrasings and their words stay unseen). Commands: "
+             "`python benchmarks/bench_language.py film --seeds 0` (all three models), then "
+             "`... film --seeds 1 --variants nofilm,film`.", "",
              "| model (training seed) | true | wrong goal | neutral | held-out phrasing | paraphrase gap |",
              "|---|---|---|---|---|---|"]
     res: dict[str, Any] = {"state_models": {}}
@@ -206,9 +207,8 @@ def film_report(out: Path) -> tuple[list[str], dict[str, Any]]:
               "earlier reading, that the language pathway gets no gradient, was wrong. The policy was "
               "undertrained for the one thing the instruction decides, which cube to reach for first. The "
               "first-chunk error in x/y at the start of an episode was 0.39/0.37 (FiLM, 4k steps), then "
-              "0.29/0.22 (no FiLM, 15k) and 0.13/0.10 (FiLM, 15k), on actions of magnitude 1. Only one training "
-              "seed was run per model. The per-seed pairing above covers the evaluation seeds, not the "
-              "training seeds."]
+              "0.29/0.22 (no FiLM, 15k) and 0.13/0.10 (FiLM, 15k), on actions of magnitude 1. FiLM and no FiLM "
+              "were trained with two seeds each, the aliases with one."]
     return lines, res
 
 
