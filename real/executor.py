@@ -350,8 +350,7 @@ class ChunkExecutor:
             switch = max(keep_until, aligned.first_tick)  # the new chunk's first action after the prefix
             i = switch - aligned.first_tick
             old = self.queue.actions_between(switch, switch + self.cfg.blend_ticks)
-            kept = np.concatenate([kept[:i], blend_switch(old, kept[i:], self.cfg.blend_ticks)]) if i < len(kept) \
-                else kept
+            kept = np.concatenate([kept[:i], blend_switch(old, kept[i:], self.cfg.blend_ticks)])
         self.queue.merge(kept, aligned.first_tick, req.request_id, keep_until)
 
     def _validated_chunk(self, result: InferenceResult) -> np.ndarray | None:

@@ -111,7 +111,7 @@ class WindowDataset(Dataset):
         weight of each action in the BC loss. `sample_weights` (per global step): the trainer
         draws windows in proportion to the weight of their first step (`window_weights`).
         `instruction_aliases`: instruction -> paraphrases; each window's instruction is drawn
-        uniformly from the stored one and its paraphrases (see `alias_instructions`)."""
+        uniformly from the stored one and its paraphrases (see `alias_instruction`)."""
         self.store = EpisodeStore.open(store) if not isinstance(store, EpisodeStore) else store
         if obs_horizon < 1 or action_horizon < 1:
             raise ValueError(f"obs_horizon and action_horizon must be >= 1, got {obs_horizon}, {action_horizon}")

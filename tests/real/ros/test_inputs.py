@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -11,9 +13,9 @@ from std_msgs.msg import String  # noqa: E402
 
 from real.config import DeployConfig, load_deploy_config  # noqa: E402
 from real.ros.inputs import RobotInputs, Snapshot  # noqa: E402
-from tests.real.ros.test_policy_node import ROOT  # noqa: E402
 
 pytestmark = [pytest.mark.ros]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_snapshot_names_what_is_stale() -> None:
