@@ -7,6 +7,8 @@ tiny VLA on a Meta-World set, cameras + proprio, on this CPU.
   python benchmarks/bench_language.py train --family sort --steps 15000    # language_norm + language_film
   python benchmarks/bench_language.py train --family mw --steps 10000
   python benchmarks/bench_language.py eval --family sort --episodes 50
+  python benchmarks/bench_language.py train --family sort --steps 20000 --aliases   # + instruction aliases
+  python benchmarks/bench_language.py eval --family sort --episodes 50 --aliases --eval-steps 15000,20000
   python benchmarks/bench_language.py eval --family mw --episodes 30
   python benchmarks/bench_language.py render
   python benchmarks/bench_language.py film --seeds 0,1   # the FiLM ablation on `sort` in state mode
@@ -67,18 +69,48 @@ def collect(args: argparse.Namespace) -> None:
                out / "logs" / f"collect_{task}.log")
 
 
+def sort_aliases(out: Path) -> Path:
+    """sort's augmentation phrasings as a `data.instruction_aliases` file (the held-out ones stay unseen)."""
+    from sim.tasks.native.sort import instruction_aliases
+
+    path = out / "aliases.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(instruction_aliases(), indent=1))
+    return path
+
+
 def train(args: argparse.Namespace) -> None:
     out = Path(args.out).resolve() / (args.family or "sort")
-    sh(vla("train", out / "demos.zarr", "--out", out / "train", "--resume", f"train.steps={args.steps}",
+    extra = [f"data.instruction_aliases={sort_aliases(out)}"] if args.aliases else []
+    name = "train_alias" if args.aliases else "train"
+    sh(vla("train", out / "demos.zarr", "--out", out / name, "--resume", f"train.steps={args.steps}",
            f"train.batch_size={args.batch_size}", "train.ckpt_every=1000", "train.val_every=1000",
-           "train.progress=false", *args.overrides),
-       out.parent / "logs" / f"train_{out.name}.log")
+           "train.progress=false", *args.overrides, *extra),
+       out.parent / "logs" / f"{name}_{out.name}.log")
+
+
+def eval_sort_alias(args: argparse.Namespace, out: Path) -> None:
+    """The alias run's checkpoints at --eval-steps under every instruction ablation."""
+    for step in [int(x) for x in args.eval_steps.split(",")]:
+        ck = out / "sort" / "train_alias" / "checkpoints" / f"step_{step:08d}"
+        if not ck.exists():
+            print(f"skipped: {ck} does not exist yet", flush=True)
+            continue
+        for name, text in SORT_ABLATIONS.items():
+            dest = out / "sort" / f"eval_alias_{step}" / name
+            if not (dest / "summary.json").exists():
+                sh(vla("eval", ck, "task=sort", f"episodes={args.episodes}", "seed_start=1000", "workers=2",
+                       "videos=2", f"instruction='{text}'", f"n_action_steps={args.n_action_steps}",
+                       f"out_dir={dest}"), out / "logs" / f"eval_sort_alias_{step}_{name}.log")
 
 
 def evaluate(args: argparse.Namespace) -> None:
     from vla.train.trainer import latest_checkpoint
 
     out = Path(args.out).resolve()
+    if args.aliases:
+        eval_sort_alias(args, out)
+        return
     ck = latest_checkpoint(out / "sort" / "train") if args.family in (None, "sort") else None
     if ck is not None:
         for name, text in SORT_ABLATIONS.items():
@@ -115,11 +147,7 @@ def film(args: argparse.Namespace) -> None:
     """The FiLM ablation in state mode (see the module docstring); finished steps are skipped."""
     out = Path(args.out).resolve() / "sort_state"
     store = out / "demos.zarr"
-    from sim.tasks.native.sort import instruction_aliases
-
-    aliases = out / "aliases.json"
-    aliases.parent.mkdir(parents=True, exist_ok=True)
-    aliases.write_text(json.dumps(instruction_aliases(), indent=1))
+    aliases = sort_aliases(out)
     if not (out / "collect" / "summary.json").exists():
         sh(vla("sim", "collect", store, "task=sort", "episodes=1000", "seed_start=0", "workers=2", "videos=0",
                "obs_mode=state", "cameras=[]", "noise=0.05", "label=clean", f"out_dir={out / 'collect'}"),
@@ -323,6 +351,9 @@ def main() -> None:
     ap.add_argument("--n-action-steps", type=int, default=4, help="eval: actions run from each chunk")
     ap.add_argument("--episodes", type=int, default=50)
     ap.add_argument("--frames", type=int, default=200)
+    ap.add_argument("--aliases", action="store_true",
+                    help="train/eval: the sort run with data.instruction_aliases (out: sort/train_alias)")
+    ap.add_argument("--eval-steps", default="20000", help="eval --aliases: the checkpoints' steps")
     ap.add_argument("--seeds", default="0,1", help="film: training seeds")
     ap.add_argument("--variants", default=",".join(FILM_VARIANTS), help="film: which models per seed")
     args = ap.parse_args()

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -132,6 +133,13 @@ class OnnxPolicy:
     def __init__(self, folder: str | Path, seed: int = 0, providers: list[str] | None = None,
                  language: InstructionEncoder | None = None, threads: int = 0) -> None:
         import onnxruntime as ort
+
+        import vla
+
+        if vla.ORT_LOADED_FIRST:
+            warnings.warn("onnxruntime was imported before vla, so its telemetry is on and will contact "
+                          "mobile.events.data.microsoft.com: set ORT_DISABLE_TELEMETRY=1 or import vla first",
+                          RuntimeWarning, stacklevel=2)
 
         self.folder = Path(folder)
         meta_file = self.folder / "runtime.json"

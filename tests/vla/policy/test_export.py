@@ -1,5 +1,9 @@
 """ONNX export parity: same noise -> same chunks as torch within 1e-4 (fp32) on ONNX Runtime CPU."""
 
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -97,3 +101,46 @@ def test_fp16_export_runs(tmp_path: Path) -> None:
     a = TorchPolicy(model).sample_chunk(obs, noise=noise)
     b = OnnxPolicy(out).sample_chunk(obs, noise=noise)
     assert b.dtype == np.float32 and np.abs(a - b).max() < 0.05
+
+
+OFFHOST = Path(__file__).parents[3] / "tools" / "offhost-traffic"
+# ONNX Runtime's telemetry made its first DNS query about 9 s after the session started (measured)
+LOOPBACK_WAIT_S = 15
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("strace") is None, reason="tools/offhost-traffic needs strace")
+def test_onnx_policy_stays_on_loopback(exported: tuple[Path, Path, LineDataset]) -> None:
+    """A fresh process runs the ONNX policy with an instruction its export does not know (so the
+    MiniLM encoder runs beside ONNX Runtime), then idles past the telemetry timer: nothing may leave
+    127.0.0.1. Without `vla`'s ORT_DISABLE_TELEMETRY this sent DNS queries for a Microsoft host."""
+    _, onnx, _ = exported
+    script = (
+        "import sys, time\n"
+        "from tests.vla.policy.synthetic_data import LineDataset\n"
+        "from vla.policy.export import OnnxPolicy\n"
+        f"data = LineDataset(n=2, cameras={CAMS!r}, n_obs_steps=2)\n"
+        "policy = OnnxPolicy(sys.argv[1])\n"
+        "chunk = policy.sample_chunk([{**data.observation(0), 'instruction': 'trace a brand new curve'}])\n"
+        "assert chunk.shape[0] == 1, chunk.shape\n"
+        f"time.sleep({LOOPBACK_WAIT_S})\n")
+    env = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"}  # as a user's shell has it
+    res = subprocess.run([str(OFFHOST), sys.executable, "-c", script, str(onnx)], cwd=OFFHOST.parents[1],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+
+
+def test_onnx_runtime_imported_before_vla_warns(exported: tuple[Path, Path, LineDataset]) -> None:
+    """The telemetry switch works only before ONNX Runtime loads; a process that loaded it first is told."""
+    _, onnx, _ = exported
+    script = ("import sys, onnxruntime, warnings\n"
+              "warnings.simplefilter('error')\n"
+              "from vla.policy.export import OnnxPolicy\n"
+              "OnnxPolicy(sys.argv[1])\n")
+    env = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"}
+    res = subprocess.run([sys.executable, "-c", script, str(onnx)], cwd=OFFHOST.parents[1], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode != 0 and "ORT_DISABLE_TELEMETRY=1" in res.stderr, res.stderr[-2000:]
+    res = subprocess.run([sys.executable, "-c", script, str(onnx)], cwd=OFFHOST.parents[1],
+                         env={**env, "ORT_DISABLE_TELEMETRY": "1"}, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
