@@ -31,6 +31,7 @@ backend: onnx}`.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
@@ -353,6 +354,13 @@ def make_joint_vla(path: str, dt: float, action_dim: int, backend: str = "onnx",
     if cfg.state_dim != PROPRIO_DIM or cfg.action_dim != EE_DIM:
         raise ValueError(f"{folder}: the adapter needs an image-mode VLA with state_dim {PROPRIO_DIM} and "
                          f"action_dim {EE_DIM}, this one has {cfg.state_dim} / {cfg.action_dim}")
+    if 3 not in tuple(getattr(cfg, "state_quats", ())):
+        # The adapter computes the state's quaternion (w >= 0) from the measured joints; a downward
+        # gripper sits where that sign flips, so an arm that sagged before its first command shows
+        # such a policy a start it never saw (1/10 episodes over ROS against 6/10 with the sign pinned).
+        warnings.warn(f"{folder}: this VLA reads the end-effector quaternion raw (no policy.state_quats), and its "
+                      "sign flips near a downward-pointing gripper; retrain it (vla train detects the quaternion "
+                      "and feeds its 6D rotation features) before running it on an arm", RuntimeWarning, stacklevel=2)
     if select > 1:
         from real.selection import ChunkSelection, load_cfn
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vla.policy.rotation import check_state_quats
+
 VISION_BACKBONES = ("cnn", "torchvision", "hf")
 NORM_MODES = ("mean_std", "quantile")
 
@@ -53,6 +55,11 @@ class PolicyConfig:
     # selection by attention between two pooled tokens. FiLM lets the instruction gate which object
     # features the encoders pass on.
     language_film: bool = False
+    # Start indices of unit quaternions (x, y, z, w) in the state; the model sees each as its 6D
+    # rotation features instead (vla/policy/rotation.py: q and -q are one rotation, and the stored
+    # w >= 0 sign flips where a downward gripper lives). `vla train` detects them from the data
+    # unless set; () for checkpoints from before, which keep their plain inputs.
+    state_quats: tuple[int, ...] = ()
     # Flow matching.
     num_steps: int = 10  # K Euler steps at inference
     tau_beta_alpha: float = 1.5  # tau = s * (1 - Beta(a, 1)): pi0's emphasis on noisy times
@@ -70,6 +77,7 @@ class PolicyConfig:
         self.cameras = list(self.cameras)
         self.image_size = (int(self.image_size[0]), int(self.image_size[1]))
         self.vision_channels = tuple(int(c) for c in self.vision_channels)
+        self.state_quats = tuple(int(i) for i in self.state_quats)
         self.validate()
 
     def validate(self) -> None:
@@ -98,6 +106,10 @@ class PolicyConfig:
         need(self.state_norm in NORM_MODES and self.action_norm in NORM_MODES,
              f"state_norm/action_norm must be one of {NORM_MODES}")
         need(self.guidance_max_weight >= 0, "guidance_max_weight must be >= 0")
+        try:
+            check_state_quats(self.state_quats, int(self.state_dim))
+        except ValueError as e:
+            need(False, str(e))
 
     @property
     def state_only(self) -> bool:
@@ -107,6 +119,7 @@ class PolicyConfig:
         d = dataclasses.asdict(self)
         d["image_size"] = list(self.image_size)
         d["vision_channels"] = list(self.vision_channels)
+        d["state_quats"] = list(self.state_quats)
         return d
 
     @classmethod

@@ -31,6 +31,7 @@ from vla.policy.encoders import ProprioEncoder, VisionEncoder
 from vla.policy.language import InstructionEncoder, shared_encoder
 from vla.policy.layers import Block, sinusoidal
 from vla.policy.normalization import PolicyNormalizer
+from vla.policy.rotation import features_dim, replace_quats
 
 TensorGuidance = Callable[[torch.Tensor, float], torch.Tensor]
 
@@ -46,7 +47,8 @@ class VLAModel(nn.Module):
         if stats is not None:
             self.normalizer.set_stats(stats)
         self.vision = nn.ModuleDict({cam: VisionEncoder(cfg) for cam in cfg.cameras})
-        self.proprio = ProprioEncoder(cfg.state_dim, d, cfg.language_dim if cfg.language_film else 0)
+        self.proprio = ProprioEncoder(features_dim(cfg.state_dim, cfg.state_quats), d,
+                                      cfg.language_dim if cfg.language_film else 0)
         self.lang_proj = nn.Linear(cfg.language_dim, d)
         if cfg.language_norm:  # set from the training instructions (set_language_stats), saved with the weights
             self.register_buffer("lang_mean", torch.zeros(cfg.language_dim))
@@ -82,7 +84,8 @@ class VLAModel(nn.Module):
         masks = [torch.ones(b, 1, dtype=torch.bool, device=state.device)]
         step = self.obs_step_emb[None, -to:]
         film = lang if cfg.language_film else None
-        tokens.append(self.proprio(self.normalizer.state(state), film) + self.type_emb[1] + step)
+        proprio = replace_quats(state, self.normalizer.state(state), self.cfg.state_quats)
+        tokens.append(self.proprio(proprio, film) + self.type_emb[1] + step)
         masks.append(obs_mask)
         for i, cam in enumerate(cfg.cameras):
             img = images[i]

@@ -18,6 +18,7 @@ from vla.config import ConfigError, load_config
 from vla.data.dataset import WindowDataset, load_instruction_aliases, split_episodes
 from vla.data.store import EpisodeStore
 from vla.policy.config import PolicyConfig
+from vla.policy.rotation import detect_quats
 from vla.train.config import TrainConfig
 
 
@@ -54,6 +55,19 @@ def select_episodes(store: EpisodeStore, sel: DataSelection) -> np.ndarray:
     return episodes
 
 
+def training_states(store: EpisodeStore, episodes: np.ndarray, max_rows: int = 200_000) -> np.ndarray:
+    """The states of `episodes` (the first `max_rows`), to detect the quaternions in them."""
+    rows: list[np.ndarray] = []
+    n = 0
+    for ep in episodes:
+        start, stop = store.episode_bounds(int(ep))
+        rows.append(store.read("state", start, stop))
+        n += stop - start
+        if n >= max_rows:
+            break
+    return np.concatenate(rows)[:max_rows] if rows else np.zeros((0, store.schema.state_dim), np.float32)
+
+
 def build(store_path: str | Path, policy_preset: str, train_preset: str,
           overrides: list[str]) -> tuple[PolicyConfig, TrainConfig, WindowDataset, WindowDataset | None, Any]:
     """Resolved configs, train/val datasets and the store's statistics."""
@@ -81,6 +95,12 @@ def build(store_path: str | Path, policy_preset: str, train_preset: str,
         if not stored & set(aliases):
             raise ValueError(f"{selection.instruction_aliases}: none of its instructions is in the training episodes "
                              f"(they say e.g. '{sorted(stored)[0]}')")
+    if "state_quats" not in explicit:
+        found = detect_quats(training_states(store, train_eps))
+        if found:
+            policy_cfg = policy_cfg.replace(state_quats=found)
+            print(f"state[{', '.join(f'{i}:{i + 4}' for i in found)}] holds unit quaternions: the policy sees their "
+                  "6D rotation features (policy.state_quats=[] keeps the raw values)", flush=True)
     train_ds = WindowDataset(store, train_eps, instruction_aliases=aliases, **kw)
     val_ds = WindowDataset(store, val_eps, **kw) if len(val_eps) else None
     keys = ["state", "action", *(f"images/{c}" for c in policy_cfg.cameras)]

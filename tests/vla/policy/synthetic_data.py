@@ -22,8 +22,12 @@ STEP = 0.1
 class LineDataset(Dataset):
     def __init__(self, n: int = 256, chunk: int = 16, cameras: tuple[str, ...] = (), image_hw: int = 16,
                  n_obs_steps: int = 1, state_dim: int = 3, seed: int = 0,
-                 instructions: tuple[str, ...] = ("follow the line",)) -> None:
+                 instructions: tuple[str, ...] = ("follow the line",), quat_at: int | None = None) -> None:
         rng = np.random.default_rng(seed)
+        # quat_at: state[quat_at:quat_at + 4] holds a random unit quaternion per sample (either sign)
+        q = rng.standard_normal((n, 4))
+        self.quats = (q / np.linalg.norm(q, axis=1, keepdims=True)).astype(np.float32)
+        self.quat_at = quat_at
         self.n, self.chunk, self.cameras, self.hw, self.to = n, chunk, cameras, image_hw, n_obs_steps
         self.instructions = instructions
         self.center = rng.uniform(-1, 1, (n, 2)).astype(np.float32)
@@ -41,6 +45,8 @@ class LineDataset(Dataset):
     def state(self, i: int) -> np.ndarray:
         s = np.zeros(self.state_dim, np.float32)
         s[:2] = self.center[i]
+        if self.quat_at is not None:
+            s[self.quat_at:self.quat_at + 4] = self.quats[i]
         return s
 
     def __getitem__(self, i: int) -> dict:

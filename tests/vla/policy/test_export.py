@@ -28,9 +28,12 @@ TOL = 1e-4
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, LineDataset]:
-    data = LineDataset(n=8, cameras=CAMS, n_obs_steps=2, instructions=("follow the line", "other"))
-    # language_norm and language_film travel into the ONNX graph (checked against torch below)
-    model = VLAModel(small_config(CAMS, n_obs_steps=2, language_norm=True, language_film=True), data.stats())
+    data = LineDataset(n=8, cameras=CAMS, n_obs_steps=2, instructions=("follow the line", "other"), state_dim=9,
+                       quat_at=3)
+    # language_norm, language_film and the quaternions' rotation features travel into the ONNX graph
+    # (checked against torch below)
+    model = VLAModel(small_config(CAMS, n_obs_steps=2, language_norm=True, language_film=True, state_dim=9,
+                                  state_quats=(3,)), data.stats())
     model.set_language_stats(list(data.instructions))
     for m in model.modules():  # as if trained: zero-initialised FiLM would check nothing
         if isinstance(m, FiLM):
@@ -119,7 +122,7 @@ def test_onnx_policy_stays_on_loopback(exported: tuple[Path, Path, LineDataset])
         "import sys, time\n"
         "from tests.vla.policy.synthetic_data import LineDataset\n"
         "from vla.policy.export import OnnxPolicy\n"
-        f"data = LineDataset(n=2, cameras={CAMS!r}, n_obs_steps=2)\n"
+        f"data = LineDataset(n=2, cameras={CAMS!r}, n_obs_steps=2, state_dim=9, quat_at=3)\n"
         "policy = OnnxPolicy(sys.argv[1])\n"
         "chunk = policy.sample_chunk([{**data.observation(0), 'instruction': 'trace a brand new curve'}])\n"
         "assert chunk.shape[0] == 1, chunk.shape\n"

@@ -181,3 +181,27 @@ def test_language_film_learns_and_keeps_old_checkpoints_loadable() -> None:
     film_grads = {n: p.grad for n, p in film.named_parameters() if ".film" in n}
     assert any(n.startswith("proprio.film") for n in film_grads) and any(n.startswith("vision.") for n in film_grads)
     assert all(g is not None and g.abs().sum() > 0 for n, g in film_grads.items() if n.endswith("proj.weight"))
+
+
+def test_state_quats_make_the_model_blind_to_the_quaternion_sign_and_survive_a_checkpoint(tmp_path) -> None:
+    from vla.policy.checkpoint import load_model, save_checkpoint
+
+    data = LineDataset(n=16, state_dim=9, quat_at=3)
+    batch = batch_of(data, 4)
+    flipped = batch["state"].clone()
+    flipped[..., 3:7] *= -1
+    lang = None
+    for quats, same in (((3,), True), ((), False)):
+        torch.manual_seed(0)
+        model = VLAModel(small_config(state_dim=9, state_quats=quats), data.stats()).eval()
+        lang = model.language_embedding(batch["instruction"])
+        a, _ = model.encode([], batch["state"], batch["obs_mask"], lang)
+        b, _ = model.encode([], flipped, batch["obs_mask"], lang)
+        assert torch.allclose(a, b, atol=1e-6) is same
+    with pytest.raises(ValueError, match="state_dim is 5"):
+        small_config(state_dim=5, state_quats=(3,))
+    model = VLAModel(small_config(state_dim=9, state_quats=(3,)), data.stats())
+    loaded = load_model(save_checkpoint(tmp_path / "ck", model, data.stats()))[0]
+    assert loaded.cfg.state_quats == (3,)
+    torch.testing.assert_close(loaded.encode([], flipped, batch["obs_mask"], lang)[0],
+                               model.eval().encode([], batch["state"], batch["obs_mask"], lang)[0])

@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from vla.config import ConfigError
@@ -54,3 +55,20 @@ def test_instruction_aliases_reach_the_training_windows_only(tmp_path: Path) -> 
     aliases.write_text('{"an instruction nobody gave": ["x"]}')
     with pytest.raises(ValueError, match="none of its instructions is in the training episodes"):
         build(store.path, "tiny", "debug", [f"data.instruction_aliases={aliases}"])
+
+
+def test_build_finds_the_quaternions_in_the_state_unless_told(tmp_path: Path) -> None:
+    schema = default_schema(image_size=16, cameras=("agentview",), state_dim=9, action_dim=3)
+    store = EpisodeStore.create(tmp_path / "s.zarr", schema)
+    rng = np.random.default_rng(0)
+    for seed in range(4):
+        ep = synthetic_episode(schema, seed)
+        q = rng.standard_normal((len(ep.steps["state"]), 4))
+        ep.steps["state"][:, 3:7] = q / np.linalg.norm(q, axis=1, keepdims=True)
+        store.append_episode(ep)
+    policy, *_ = build(store.path, "tiny", "debug", [])
+    assert policy.state_quats == (3,)
+    policy, *_ = build(store.path, "tiny", "debug", ["policy.state_quats=[]"])
+    assert policy.state_quats == ()
+    with pytest.raises(ValueError, match="state_dim is 9"):
+        build(store.path, "tiny", "debug", ["policy.state_quats=[7]"])
