@@ -56,6 +56,7 @@ from vla.interfaces import GuidanceFn, Observation, Policy
 JOINT_NAMES = (*ARM_JOINTS, "gripper")
 N_JOINTS = len(JOINT_NAMES)  # 8
 EE_DIM = 7
+QUAT_AT = 3  # the proprio's quaternion: state[3:7] (eef pos 3, quat xyzw 4, fingers 2)
 BACKENDS = ("onnx", "torch")
 LIMIT_MARGIN = 1e-5  # targets stay this far inside the joint ranges (rad / m)
 
@@ -354,7 +355,7 @@ def make_joint_vla(path: str, dt: float, action_dim: int, backend: str = "onnx",
     if cfg.state_dim != PROPRIO_DIM or cfg.action_dim != EE_DIM:
         raise ValueError(f"{folder}: the adapter needs an image-mode VLA with state_dim {PROPRIO_DIM} and "
                          f"action_dim {EE_DIM}, this one has {cfg.state_dim} / {cfg.action_dim}")
-    if 3 not in tuple(getattr(cfg, "state_quats", ())):
+    if QUAT_AT not in tuple(getattr(cfg, "state_quats", ())):
         # The adapter computes the state's quaternion (w >= 0) from the measured joints; a downward
         # gripper sits where that sign flips, so an arm that sagged before its first command shows
         # such a policy a start it never saw (1/10 episodes over ROS against 6/10 with the sign pinned).
