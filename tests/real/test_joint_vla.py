@@ -22,9 +22,10 @@ from sim.tasks.native.pick_place import PickPlaceEnv
 CAMERAS = ("agentview", "robot0_eye_in_hand")
 
 
-def build_tiny_checkpoint(path: Path, image_size: int = 84) -> Path:
+def build_tiny_checkpoint(path: Path, image_size: int = 84, state_quats: tuple[int, ...] = (3,)) -> Path:
     """A real VLAModel checkpoint for the native pick_place interface (2 cameras, 9-d proprio, 7-d
-    EE actions), fresh weights and plausible statistics; saved with the repo's checkpoint code."""
+    EE actions), fresh weights and plausible statistics; saved with the repo's checkpoint code.
+    `state_quats=()` is a checkpoint from before the quaternion's 6D features."""
     from vla.data.stats import ByteHistogramStats, RunningStats
     from vla.policy.checkpoint import save_checkpoint
     from vla.policy.config import load_policy_config
@@ -33,7 +34,7 @@ def build_tiny_checkpoint(path: Path, image_size: int = 84) -> Path:
     rng = np.random.default_rng(0)
     cfg = load_policy_config("tiny", cameras=list(CAMERAS), state_dim=9, action_dim=7, d_model=32, n_heads=2,
                              trunk_layers=1, expert_layers=1, image_size=(32, 32), vision_channels=(8, 16),
-                             num_steps=4)
+                             num_steps=4, state_quats=state_quats)
     stats = {}
     state = np.concatenate([rng.normal([0.0, 0.0, 0.2], 0.1, (512, 3)), rng.normal(0, 0.5, (512, 4)),
                             rng.uniform(0, FINGER_MAX, (512, 1)), -rng.uniform(0, FINGER_MAX, (512, 1))], axis=1)
@@ -280,6 +281,14 @@ def test_factory_with_a_real_tiny_checkpoint(tmp_path: Path) -> None:
     assert np.abs(chunk[0, 0, :7] - q[:7]).max() < 0.5
     chunk2 = pol.sample_chunk([{**obs, "state": q.astype(np.float32)}], prefix=chunk[:, :3])
     np.testing.assert_array_equal(chunk2[:, :3], chunk[:, :3])
+
+
+def test_factory_warns_on_a_policy_that_reads_the_quaternion_raw(tmp_path: Path, recwarn) -> None:
+    make_joint_vla(str(build_tiny_checkpoint(tmp_path / "new")), dt=CONTROL_DT, action_dim=8, backend="torch")
+    assert not [w for w in recwarn if "quaternion" in str(w.message)]
+    with pytest.warns(RuntimeWarning, match="quaternion raw"):
+        make_joint_vla(str(build_tiny_checkpoint(tmp_path / "old", state_quats=())), dt=CONTROL_DT, action_dim=8,
+                       backend="torch")
 
 
 def test_factory_wraps_test_time_selection(tmp_path: Path) -> None:
