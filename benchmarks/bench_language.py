@@ -8,7 +8,7 @@ tiny VLA on a Meta-World set, cameras + proprio, on this CPU.
   python benchmarks/bench_language.py train --family mw --steps 10000
   python benchmarks/bench_language.py eval --family sort --episodes 50
   python benchmarks/bench_language.py train --family sort --steps 20000 --aliases   # + instruction aliases
-  python benchmarks/bench_language.py eval --family sort --episodes 50 --aliases --eval-steps 15000,20000
+  python benchmarks/bench_language.py eval --family sort --episodes 50 --aliases --eval-steps 20000
   python benchmarks/bench_language.py eval --family mw --episodes 30
   python benchmarks/bench_language.py render
   python benchmarks/bench_language.py film --seeds 0,1   # the FiLM ablation on `sort` in state mode
