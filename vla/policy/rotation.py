@@ -25,7 +25,7 @@ UNIT_TOLERANCE = 1e-3  # |‖q‖ - 1| of every stored sample for a state slice 
 def quat_xyzw_to_rot6d(q: torch.Tensor) -> torch.Tensor:
     """[..., 4] quaternions (x, y, z, w), any norm > 0 -> [..., 6] (R[:, 0], R[:, 1]); q and -q agree.
     A zero quaternion (a padded observation) maps to the identity's columns, not NaN."""
-    q = q / q.norm(dim=-1, keepdim=True).clamp_min(1e-8)
+    q = q / q.norm(dim=-1, keepdim=True).clamp_min(1e-6)  # representable in float16 exports
     x, y, z, w = q.unbind(-1)
     return torch.stack([1 - 2 * (y * y + z * z), 2 * (x * y + z * w), 2 * (x * z - y * w),
                         2 * (x * y - z * w), 1 - 2 * (x * x + z * z), 2 * (y * z + x * w)], dim=-1)
