@@ -68,9 +68,11 @@ def training_states(store: EpisodeStore, episodes: np.ndarray, max_rows: int = 2
     return np.concatenate(rows)[:max_rows] if rows else np.zeros((0, store.schema.state_dim), np.float32)
 
 
-def build(store_path: str | Path, policy_preset: str, train_preset: str,
-          overrides: list[str]) -> tuple[PolicyConfig, TrainConfig, WindowDataset, WindowDataset | None, Any]:
-    """Resolved configs, train/val datasets and the store's statistics."""
+def build(store_path: str | Path, policy_preset: str, train_preset: str, overrides: list[str],
+          resume_from: Path | None = None
+          ) -> tuple[PolicyConfig, TrainConfig, WindowDataset, WindowDataset | None, Any]:
+    """Resolved configs, train/val datasets and the store's statistics. `resume_from`: the checkpoint a
+    resumed run continues, whose quaternion setting it keeps (its weights were made for that input)."""
     routed = split_overrides(overrides)
     store = EpisodeStore.open(store_path)
     schema = store.schema
@@ -95,7 +97,11 @@ def build(store_path: str | Path, policy_preset: str, train_preset: str,
         if not stored & set(aliases):
             raise ValueError(f"{selection.instruction_aliases}: none of its instructions is in the training episodes "
                              f"(they say e.g. '{sorted(stored)[0]}')")
-    if "state_quats" not in explicit:
+    if "state_quats" not in explicit and resume_from is not None:
+        from vla.policy.checkpoint import load_config as checkpoint_config
+
+        policy_cfg = policy_cfg.replace(state_quats=checkpoint_config(resume_from).state_quats)
+    elif "state_quats" not in explicit:
         found = detect_quats(training_states(store, train_eps))
         if found:
             policy_cfg = policy_cfg.replace(state_quats=found)
@@ -116,11 +122,12 @@ def run_training(store_path: str | Path, out_dir: str | Path, policy_preset: str
     from vla.policy.model import VLAModel
     from vla.train.trainer import latest_checkpoint, train
 
-    policy_cfg, train_cfg, train_ds, val_ds, stats = build(store_path, policy_preset, train_preset,
-                                                           list(overrides or []))
-    model = VLAModel(policy_cfg, stats)
     out_dir = Path(out_dir)
-    can_resume = resume and latest_checkpoint(out_dir) is not None
+    last = latest_checkpoint(out_dir) if resume else None
+    can_resume = last is not None
+    policy_cfg, train_cfg, train_ds, val_ds, stats = build(store_path, policy_preset, train_preset,
+                                                           list(overrides or []), resume_from=last)
+    model = VLAModel(policy_cfg, stats)
     if policy_cfg.language_norm and not can_resume:  # a resumed run loads them with the weights
         table = train_ds.store.table()
         stored = [str(table.instruction[e]) for e in train_ds.episodes]

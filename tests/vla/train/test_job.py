@@ -72,3 +72,25 @@ def test_build_finds_the_quaternions_in_the_state_unless_told(tmp_path: Path) ->
     assert policy.state_quats == ()
     with pytest.raises(ValueError, match="state_dim is 9"):
         build(store.path, "tiny", "debug", ["policy.state_quats=[7]"])
+
+
+def test_resume_keeps_the_quaternion_setting_of_the_run_it_continues(tmp_path: Path) -> None:
+    """A run started without the 6D features (before them, or with state_quats=[]) resumes as it was
+    trained: detection would give the model a different input layout than its saved weights."""
+    from vla.policy.checkpoint import load_config as load_checkpoint_config
+    from vla.train.job import run_training
+    from vla.train.trainer import latest_checkpoint
+
+    schema = default_schema(image_size=16, cameras=(), state_dim=9, action_dim=3)
+    store = EpisodeStore.create(tmp_path / "s.zarr", schema)
+    rng = np.random.default_rng(0)
+    for seed in range(4):
+        ep = synthetic_episode(schema, seed)
+        q = rng.standard_normal((len(ep.steps["state"]), 4))
+        ep.steps["state"][:, 3:7] = q / np.linalg.norm(q, axis=1, keepdims=True)
+        store.append_episode(ep)
+    small = ["policy.d_model=32", "policy.n_heads=2", "policy.trunk_layers=1", "policy.expert_layers=1"]
+    run_training(store.path, tmp_path / "run", "tiny", "debug", [*small, "policy.state_quats=[]", "train.steps=1"])
+    run_training(store.path, tmp_path / "run", "tiny", "debug", [*small, "train.steps=2"], resume=True)
+    last = latest_checkpoint(tmp_path / "run")
+    assert last.name.endswith("2") and load_checkpoint_config(last).state_quats == ()
