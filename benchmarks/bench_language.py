@@ -89,6 +89,17 @@ def train(args: argparse.Namespace) -> None:
        out.parent / "logs" / f"{name}_{out.name}.log")
 
 
+def eval_sort(args: argparse.Namespace, ck: Path, evals: Path, logs: Path, log_stem: str) -> None:
+    """`ck` on `sort` under every instruction ablation into evals/<ablation> (finished ones skipped)."""
+    for name, text in SORT_ABLATIONS.items():
+        dest = evals / name
+        if not (dest / "summary.json").exists():
+            # quoted: the override's value is read as YAML, where a bare '@' is an error
+            sh(vla("eval", ck, "task=sort", f"episodes={args.episodes}", "seed_start=1000", "workers=2",
+                   "videos=2", f"instruction='{text}'", f"n_action_steps={args.n_action_steps}",
+                   f"out_dir={dest}"), logs / f"{log_stem}_{name}.log")
+
+
 def eval_sort_alias(args: argparse.Namespace, out: Path) -> None:
     """The alias run's checkpoints at --eval-steps under every instruction ablation."""
     for step in [int(x) for x in args.eval_steps.split(",")]:
@@ -96,12 +107,7 @@ def eval_sort_alias(args: argparse.Namespace, out: Path) -> None:
         if not ck.exists():
             print(f"skipped: {ck} does not exist yet", flush=True)
             continue
-        for name, text in SORT_ABLATIONS.items():
-            dest = out / "sort" / f"eval_alias_{step}" / name
-            if not (dest / "summary.json").exists():
-                sh(vla("eval", ck, "task=sort", f"episodes={args.episodes}", "seed_start=1000", "workers=2",
-                       "videos=2", f"instruction='{text}'", f"n_action_steps={args.n_action_steps}",
-                       f"out_dir={dest}"), out / "logs" / f"eval_sort_alias_{step}_{name}.log")
+        eval_sort(args, ck, out / "sort" / f"eval_alias_{step}", out / "logs", f"eval_sort_alias_{step}")
 
 
 def evaluate(args: argparse.Namespace) -> None:
@@ -113,13 +119,7 @@ def evaluate(args: argparse.Namespace) -> None:
         return
     ck = latest_checkpoint(out / "sort" / "train") if args.family in (None, "sort") else None
     if ck is not None:
-        for name, text in SORT_ABLATIONS.items():
-            dest = out / "sort" / "eval" / name
-            if not (dest / "summary.json").exists():
-                # quoted: the override's value is read as YAML, where a bare '@' is an error
-                sh(vla("eval", ck, "task=sort", f"episodes={args.episodes}", "seed_start=1000", "workers=2",
-                       "videos=2", f"instruction='{text}'", f"n_action_steps={args.n_action_steps}",
-                       f"out_dir={dest}"), out / "logs" / f"eval_sort_{name}.log")
+        eval_sort(args, ck, out / "sort" / "eval", out / "logs", "eval_sort")
     ck = latest_checkpoint(out / "mw" / "train") if args.family in (None, "mw") else None
     if ck is not None:
         from sim.tasks.metaworld_tasks import SAME_SCENE, task_name
@@ -176,15 +176,11 @@ def film_report(out: Path) -> tuple[list[str], dict[str, Any]]:
     evaluation seed, within each training seed; over training seeds where there are several)."""
     import numpy as np
 
+    from sim.evaluate import read_seed_outcomes
     from vla.metrics import paired_difference, t_interval
 
-    def outcomes(path: Path) -> dict[int, bool] | None:
-        f = path / "summary.json"
-        return {int(e["seed"]): bool(e["success"]) for e in json.loads(f.read_text())["episodes_detail"]} \
-            if f.exists() else None
-
     root = out / "sort_state"
-    runs = {p.name: {k: outcomes(p / "eval" / k) for k in SORT_ABLATIONS}
+    runs = {p.name: {k: read_seed_outcomes(p / "eval" / k) for k in SORT_ABLATIONS}
             for p in sorted(root.glob("*_s[0-9]*")) if p.name.rsplit("_s", 1)[0] in FILM_VARIANTS}
     runs = {name: r for name, r in runs.items() if r["true"] is not None}
     if not runs:
@@ -243,13 +239,8 @@ def film_report(out: Path) -> tuple[list[str], dict[str, Any]]:
 def alias_report(out: Path) -> tuple[list[str], dict[str, Any]]:
     """The camera `sort` run with instruction aliases, per evaluated checkpoint, and its paired
     difference from the run without aliases (`sort/eval`, 15,000 steps) on the same seeds."""
+    from sim.evaluate import read_seed_outcomes
     from vla.metrics import paired_difference
-
-    def outcomes(path: Path) -> dict[int, bool] | None:
-        f = path / "summary.json"
-        if not f.exists():
-            return None
-        return {int(e["seed"]): bool(e["success"]) for e in json.loads(f.read_text())["episodes_detail"]}
 
     steps = sorted(int(d.name.rsplit("_", 1)[1]) for d in (out / "sort").glob("eval_alias_*"))
     if not steps:
@@ -263,9 +254,9 @@ def alias_report(out: Path) -> tuple[list[str], dict[str, Any]]:
     res: dict[str, Any] = {}
     paired = ["", "Paired by evaluation seed against the run without aliases (15,000 steps; mean, 95% t interval, "
               "seeds better / worse):", ""]
-    base = {k: outcomes(out / "sort" / "eval" / k) for k in ("true", "heldout")}
+    base = {k: read_seed_outcomes(out / "sort" / "eval" / k) for k in ("true", "heldout")}
     for step in steps:
-        o = {k: outcomes(out / "sort" / f"eval_alias_{step}" / k) for k in SORT_ABLATIONS}
+        o = {k: read_seed_outcomes(out / "sort" / f"eval_alias_{step}" / k) for k in SORT_ABLATIONS}
         r = {k: None if v is None else sum(v.values()) / len(v) for k, v in o.items()}
         gap = None if r["true"] is None or r["heldout"] is None else r["true"] - r["heldout"]
         res[f"alias_{step}"] = {**r, "paraphrase_gap": gap}

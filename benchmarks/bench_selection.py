@@ -35,7 +35,7 @@ from real.config import load_deploy_config
 from real.joint_vla import JointSpaceVLA
 from real.selection import ChunkSelection, fit_cfn, save_cfn, store_features
 from real.stages import NODE_CONFIG
-from sim.evaluate import wilson_interval
+from sim.evaluate import seed_outcomes, wilson_interval
 from sim.policies import load_policy
 from vla.metrics import paired_difference
 from vla.registry import TASKS
@@ -71,7 +71,7 @@ def summarise(rs: list[dict[str, Any]], seconds: list[float]) -> dict[str, Any]:
 def sim_eval(plain: Path, select: Path, out: Path) -> None:
     """The evaluator's two summaries on the same seeds -> `sim_eval` in the results, paired by seed."""
     a, b = (json.loads((d / "summary.json").read_text()) for d in (plain, select))
-    pa, pb = ({e["seed"]: e["success"] for e in s["episodes_detail"]} for s in (a, b))
+    pa, pb = seed_outcomes(a), seed_outcomes(b)
     res = json.loads(out.read_text()) if out.exists() else {}
     res["sim_eval"] = {"plain": a["success_rate"], "select": b["success_rate"], "select_policy": b["policy"],
                        "episodes": a["episodes"], "select_minus_plain": paired_difference(pa, pb)}

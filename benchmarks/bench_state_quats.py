@@ -28,6 +28,7 @@ from typing import Any
 
 from wm_candidates import ROOT, sh, vla  # benchmarks/ is this script's folder
 
+from sim.evaluate import seed_outcomes
 from vla.metrics import paired_difference
 
 STEPS = 7000
@@ -56,8 +57,7 @@ def sim_eval(args: argparse.Namespace, name: str, ck: Path) -> dict[int, bool]:
     if not (dest / "summary.json").exists():
         sh(vla("eval", ck, "task=pick_place", f"episodes={args.episodes}", "seed_start=1000", "workers=2",
                "n_action_steps=4", f"out_dir={dest}"), Path(args.out) / "logs" / f"eval_{name}.log")
-    summary = json.loads((dest / "summary.json").read_text())
-    return {int(e["seed"]): bool(e["success"]) for e in summary["episodes_detail"]}
+    return seed_outcomes(json.loads((dest / "summary.json").read_text()))
 
 
 def executor_sim(args: argparse.Namespace, name: str, ck: Path) -> dict[str, dict[int, bool]]:

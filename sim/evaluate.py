@@ -164,6 +164,17 @@ def summarise(results: list[EpisodeResult], config: EvalConfig) -> dict[str, Any
     }
 
 
+def seed_outcomes(summary: dict[str, Any]) -> dict[int, bool]:
+    """Success per seed of an evaluation summary (for differences paired by seed)."""
+    return {int(e["seed"]): bool(e["success"]) for e in summary["episodes_detail"]}
+
+
+def read_seed_outcomes(folder: Path) -> dict[int, bool] | None:
+    """`seed_outcomes` of the summary.json in `folder`; None when that evaluation has not run."""
+    f = Path(folder) / "summary.json"
+    return seed_outcomes(json.loads(f.read_text())) if f.exists() else None
+
+
 def plot_summary(summary: dict[str, Any], path: Path) -> Path:
     import matplotlib
 

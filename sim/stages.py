@@ -70,6 +70,7 @@ def _attach_videos(ctx: JobContext, stage_name: str, summary: dict[str, Any], wh
 def refine_stage(ctx: JobContext) -> dict[str, Any]:
     """A short refinement of the pretrained policy (`refine.method`, the scripted intervener standing
     in for the person) on the demo task; reports success before and after."""
+    from sim.evaluate import seed_outcomes
     from vla.config import load_config
     from vla.refine.config import RefineConfig
     from vla.refine.loop import RefineRun
@@ -98,7 +99,7 @@ def refine_stage(ctx: JobContext) -> dict[str, Any]:
     rows = run.run()
     before, after = rows[0], rows[-1]
     first, last = run.evaluate(0), run.evaluate(len(rows) - 1)
-    gain = paired_difference(*({e["seed"]: e["success"] for e in s["episodes_detail"]} for s in (first, last)))
+    gain = paired_difference(seed_outcomes(first), seed_outcomes(last))
     ctx.attach("refine", "plot", run.out / "curves.png", f"{cfg.method}: success and data per iteration")
     _attach_videos(ctx, "refine", last, f"after {cfg.method}")
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sim.evaluate import EvalConfig, run_evaluation, wilson_interval
+from sim.evaluate import EvalConfig, read_seed_outcomes, run_evaluation, seed_outcomes, wilson_interval
 from vla.data.store import EpisodeStore
 
 
@@ -225,3 +225,11 @@ def test_clean_labels_are_the_experts_only() -> None:
         EvalConfig(policy="zero", label="clean").validate()
     with pytest.raises(ValueError, match=r"unknown label 'claen'.*clean"):
         EvalConfig(policy="expert", label="claen").validate()
+
+
+def test_seed_outcomes_read_back_what_summaries_store(tmp_path: Path) -> None:
+    summary = {"episodes_detail": [{"seed": 7, "success": True}, {"seed": 3, "success": False}]}
+    assert seed_outcomes(summary) == {7: True, 3: False}
+    assert read_seed_outcomes(tmp_path) is None  # not evaluated yet
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    assert read_seed_outcomes(tmp_path) == {7: True, 3: False}
