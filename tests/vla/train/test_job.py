@@ -57,15 +57,21 @@ def test_instruction_aliases_reach_the_training_windows_only(tmp_path: Path) -> 
         build(store.path, "tiny", "debug", [f"data.instruction_aliases={aliases}"])
 
 
-def test_build_finds_the_quaternions_in_the_state_unless_told(tmp_path: Path) -> None:
-    schema = default_schema(image_size=16, cameras=("agentview",), state_dim=9, action_dim=3)
-    store = EpisodeStore.create(tmp_path / "s.zarr", schema)
+def quaternion_store(path: Path, cameras: tuple[str, ...]) -> EpisodeStore:
+    """Synthetic episodes whose state[3:7] is a unit quaternion (of either sign) in every row."""
+    schema = default_schema(image_size=16, cameras=cameras, state_dim=9, action_dim=3)
+    store = EpisodeStore.create(path, schema)
     rng = np.random.default_rng(0)
     for seed in range(4):
         ep = synthetic_episode(schema, seed)
         q = rng.standard_normal((len(ep.steps["state"]), 4))
         ep.steps["state"][:, 3:7] = q / np.linalg.norm(q, axis=1, keepdims=True)
         store.append_episode(ep)
+    return store
+
+
+def test_build_finds_the_quaternions_in_the_state_unless_told(tmp_path: Path) -> None:
+    store = quaternion_store(tmp_path / "s.zarr", cameras=("agentview",))
     policy, *_ = build(store.path, "tiny", "debug", [])
     assert policy.state_quats == (3,)
     policy, *_ = build(store.path, "tiny", "debug", ["policy.state_quats=[]"])
@@ -81,14 +87,7 @@ def test_resume_keeps_the_quaternion_setting_of_the_run_it_continues(tmp_path: P
     from vla.train.job import run_training
     from vla.train.trainer import latest_checkpoint
 
-    schema = default_schema(image_size=16, cameras=(), state_dim=9, action_dim=3)
-    store = EpisodeStore.create(tmp_path / "s.zarr", schema)
-    rng = np.random.default_rng(0)
-    for seed in range(4):
-        ep = synthetic_episode(schema, seed)
-        q = rng.standard_normal((len(ep.steps["state"]), 4))
-        ep.steps["state"][:, 3:7] = q / np.linalg.norm(q, axis=1, keepdims=True)
-        store.append_episode(ep)
+    store = quaternion_store(tmp_path / "s.zarr", cameras=())
     small = ["policy.d_model=32", "policy.n_heads=2", "policy.trunk_layers=1", "policy.expert_layers=1"]
     run_training(store.path, tmp_path / "run", "tiny", "debug", [*small, "policy.state_quats=[]", "train.steps=1"])
     run_training(store.path, tmp_path / "run", "tiny", "debug", [*small, "train.steps=2"], resume=True)
