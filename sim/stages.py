@@ -70,21 +70,55 @@ def _attach_videos(ctx: JobContext, stage_name: str, summary: dict[str, Any], wh
 def refine_stage(ctx: JobContext) -> dict[str, Any]:
     """A short refinement of the pretrained policy (`refine.method`, the scripted intervener standing
     in for the person) on the demo task; reports success before and after."""
+    cfg = ctx.config.refine
+    return _refine_round(ctx, "refine", cfg.method, cfg.iterations, cfg.episodes_per_iteration, cfg.eval_episodes,
+                         cfg.train_steps, cfg.workers, cfg.overrides)
+
+
+@stage("imagine")
+def imagine_stage(ctx: JobContext) -> dict[str, Any]:
+    """One round of imagination refinement of the pretrained policy (worldmodel/imagination.py, found
+    through the refinement registry): a few real rollouts without a person, a small world model
+    trained on the job's demos and those rollouts, K chunks per real start state scored through the
+    model, the better ones weighted into fine-tuning; real success before and after on the eval
+    stage's seeds."""
+    cfg = ctx.config.imagine
+    args = {"wm_steps": cfg.wm_steps, "refit_steps": 0, "starts": cfg.starts, "samples": cfg.samples,
+            "keyframes": cfg.keyframes, "chunks": 1, "train_chunks": 1, "wm_overrides": cfg.wm_overrides}
+    out = _refine_round(ctx, "imagine", "imagination", 1, cfg.episodes_per_iteration, cfg.eval_episodes,
+                        cfg.train_steps, cfg.workers, cfg.overrides, method_args=args)
+    info = json.loads((ctx.out_dir / "imagine" / "iter_00" / "imagination" / "weights.json").read_text())
+    wm = json.loads(next((ctx.out_dir / "imagine" / "wm" / "checkpoints").glob("step_*/config.json")).read_text())
+    return {**out, "world model": f"{info['wm']['steps']} steps on {wm['meta']['episodes']} episodes, "
+                                  f"{info['wm']['seconds']:.0f} s",
+            "imagined": f"{info['starts']} real starts x {cfg.samples} chunks, {info['supervised_rollouts']} "
+                        "supervised", "imagined_success": round(info["imagined_success"], 3),
+            "seconds": out.pop("seconds")}
+
+
+def _refine_round(ctx: JobContext, stage_name: str, method: str, iterations: int, episodes: int, eval_episodes: int,
+                  train_steps: int, workers: int, overrides: list[str], method_args: dict[str, Any] | None = None
+                  ) -> dict[str, Any]:
+    """`method` in the refinement loop from the pretrained checkpoint, in `out_dir/<stage_name>`,
+    evaluated on the eval stage's seeds (whose result is version 0 when its settings match); success
+    before and after, and the gain seed by seed."""
     from sim.evaluate import seed_outcomes
     from vla.config import load_config
     from vla.refine.config import RefineConfig
     from vla.refine.loop import RefineRun
 
-    cfg, task = ctx.config.refine, ctx.config.demos.task
-    values = {"method": cfg.method, "task": task, "ckpt": str(ctx.checkpoint), "demos": str(ctx.store_path),
+    task = ctx.config.demos.task
+    values = {"method": method, "task": task, "ckpt": str(ctx.checkpoint), "demos": str(ctx.store_path),
               "eval_seed_start": 1000,  # the eval stage's seeds
-              "out_dir": str(ctx.out_dir / "refine"), "iterations": cfg.iterations,
-              "episodes_per_iteration": cfg.episodes_per_iteration, "eval_episodes": cfg.eval_episodes,
-              "workers": cfg.workers, "image_size": ctx.config.demos.image_size,
+              "out_dir": str(ctx.out_dir / stage_name), "iterations": iterations,
+              "episodes_per_iteration": episodes, "eval_episodes": eval_episodes,
+              "workers": workers, "image_size": ctx.config.demos.image_size,
               "n_action_steps": ctx.config.eval.n_action_steps, "videos": 2,
-              "train": {"steps": cfg.train_steps, "ckpt_every": cfg.train_steps}}
+              "train": {"steps": train_steps, "ckpt_every": train_steps}}
+    if method_args is not None:
+        values["method_args"] = method_args
     t0 = time.perf_counter()
-    run = RefineRun(load_config(RefineConfig, "refine", "default", cfg.overrides, values=values))
+    run = RefineRun(load_config(RefineConfig, "refine", "default", overrides, values=values))
     # The eval stage already measured this checkpoint on the same seeds: that is version 0.
     evaluated = ctx.out_dir / "eval_torch" / "summary.json"
     if "eval" in ctx.results and evaluated.exists():
@@ -100,18 +134,18 @@ def refine_stage(ctx: JobContext) -> dict[str, Any]:
     before, after = rows[0], rows[-1]
     first, last = run.evaluate(0), run.evaluate(len(rows) - 1)
     gain = paired_difference(seed_outcomes(first), seed_outcomes(last))
-    ctx.attach("refine", "plot", run.out / "curves.png", f"{cfg.method}: success and data per iteration")
-    _attach_videos(ctx, "refine", last, f"after {cfg.method}")
+    ctx.attach(stage_name, "plot", run.out / "curves.png", f"{method}: success and data per iteration")
+    _attach_videos(ctx, stage_name, last, f"after {method}")
 
     def rate(r: dict[str, Any]) -> str:
         lo, hi = r["wilson95"]
         return f"{r['successes']}/{r['episodes']} [{lo:.0%}, {hi:.0%}]"
 
-    return {"method": cfg.method, "task": task, "success before": rate(before), "success after": rate(after),
+    return {"method": method, "task": task, "success before": rate(before), "success after": rate(after),
             # after - before, seed by seed on the same seeds, with its 95% t interval over the seeds
             "gain": f"{gain['mean']:+.2f} [{gain['lo']:+.2f}, {gain['hi']:+.2f}] "
                     f"({gain['better']} seeds better, {gain['worse']} worse, of {gain['seeds']})",
             "gain_mean": round(gain["mean"], 4), "gain_lo": round(gain["lo"], 4), "gain_hi": round(gain["hi"], 4),
             "env episodes": after["env_episodes"], "intervention steps": after["intervention_steps"],
             "checkpoint": str(run.policy_path(len(rows) - 1)),
-            "records": str(ctx.out_dir / "refine" / "records.json"), "seconds": round(time.perf_counter() - t0, 1)}
+            "records": str(run.out / "records.json"), "seconds": round(time.perf_counter() - t0, 1)}

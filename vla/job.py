@@ -12,7 +12,7 @@ import json
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +83,22 @@ class RefineStageConfig:
 
 
 @dataclass
+class ImagineStageConfig:
+    """Stage `imagine` (sim/stages.py): one round of imagination refinement (worldmodel/imagination.py)."""
+
+    episodes_per_iteration: int = 10  # real rollouts without a person: start states, and the model's data
+    eval_episodes: int = 50
+    train_steps: int = 500
+    workers: int = 2
+    wm_steps: int = 600  # the world model's training steps on the job's demos and those rollouts
+    starts: int = 64  # real start states
+    samples: int = 8  # chunks sampled per start and scored through the model
+    keyframes: list[float] = field(default_factory=lambda: [0.0, 0.15, 0.3, 0.45, 0.6, 0.75])
+    wm_overrides: list[str] = field(default_factory=list)  # on the `cameras` world-model preset
+    overrides: list[str] = field(default_factory=list)  # refine config overrides, e.g. ["method_args.beta=0.5"]
+
+
+@dataclass
 class DeployStageConfig:
     episodes: int = 1  # episodes run over ROS 2 against the MuJoCo robot bridge
     policy: str = "pretrained"  # pretrained | refined (the refine stage's last policy, exported to ONNX here)
@@ -96,6 +112,8 @@ class DeployStageConfig:
 @dataclass
 class JobConfig:
     out_dir: str = "runs/main"
+    # false: keep the folder and the figures of its earlier stages (summary.json, media.json), so that
+    # `stages=[imagine]` adds one stage to a finished job: the later stages find the earlier ones' results
     overwrite: bool = True
     stages: list[str] = field(default_factory=lambda: ["sim_demos", "stats", "lerobot", "loader", "pretrain",
                                                        "export", "eval"])
@@ -105,6 +123,7 @@ class JobConfig:
     pretrain: PretrainStageConfig = field(default_factory=PretrainStageConfig)
     eval: EvalStageConfig = field(default_factory=EvalStageConfig)
     refine: RefineStageConfig = field(default_factory=RefineStageConfig)
+    imagine: ImagineStageConfig = field(default_factory=ImagineStageConfig)
     deploy: DeployStageConfig = field(default_factory=DeployStageConfig)
 
     def validate(self) -> None:
@@ -285,14 +304,23 @@ def run_job(config: JobConfig) -> dict[str, dict[str, Any]]:
     if out_dir.exists() and config.overwrite:
         shutil.rmtree(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    ctx = JobContext(config, out_dir)
     console = Console()
+    results: dict[str, dict[str, Any]] = {}
+    media: dict[str, list[Media]] = {}
+    if not config.overwrite:
+        results, media = load_job(out_dir)
+        kept = adopt_recorded(config, out_dir, [n for n in results if n not in config.stages])
+        if kept:
+            console.print(f"settings of the stages already run, from {out_dir}/job.json: {', '.join(kept)}")
+    ctx = JobContext(config, out_dir, results, media)
+    (out_dir / "job.json").write_text(json.dumps(asdict(config), indent=1))
     for name in config.stages:
         console.rule(f"stage: {name}")
         t0 = time.perf_counter()
         ctx.results[name] = STAGES.get(name)(ctx)
         ctx.results[name].setdefault("seconds", round(time.perf_counter() - t0, 1))
         (out_dir / "summary.json").write_text(json.dumps(ctx.results, indent=1))
+        (out_dir / "media.json").write_text(json.dumps({k: [vars(m) for m in v] for k, v in ctx.media.items()}))
         report = write_report(out_dir / "report.html", f"vla run: {out_dir}", ctx.results, ctx.media)
     table = Table(title=f"vla run: {out_dir}/summary.json")
     table.add_column("stage")
@@ -303,6 +331,36 @@ def run_job(config: JobConfig) -> dict[str, dict[str, Any]]:
     if config.stages:
         console.print(f"report (open in a browser): {report.resolve()}")
     return ctx.results
+
+
+def load_job(out_dir: Path) -> tuple[dict[str, dict[str, Any]], dict[str, list[Media]]]:
+    """The results and report media of the stages a job in `out_dir` has run ({} when none)."""
+    summary, media = out_dir / "summary.json", out_dir / "media.json"
+    try:
+        results = json.loads(summary.read_text()) if summary.exists() else {}
+        items = json.loads(media.read_text()) if media.exists() else {}
+        return results, {k: [Media(**m) for m in v] for k, v in items.items()}
+    except (ValueError, TypeError) as e:
+        raise ConfigError(f"{summary if not media.exists() else media}: not a job's record ({e}); "
+                          "run with overwrite=true to start the job afresh") from None
+
+
+# the config section each stage reads (a stage not named here reads none of its own)
+STAGE_SECTION = {"demos": "demos", "sim_demos": "demos", "lerobot": "lerobot", "loader": "loader",
+                 "pretrain": "pretrain", "eval": "eval", "refine": "refine", "imagine": "imagine", "deploy": "deploy"}
+
+
+def adopt_recorded(config: JobConfig, out_dir: Path, done: list[str]) -> list[str]:
+    """Extending a job: the sections of the stages it already ran take the values they ran with
+    (job.json), since their outputs on disk were made with them; returns the sections adopted."""
+    record = out_dir / "job.json"
+    if not record.exists():
+        return []
+    recorded = load_config(JobConfig, "job", None, values=json.loads(record.read_text()))
+    sections = sorted({STAGE_SECTION[n] for n in done if n in STAGE_SECTION})
+    for name in sections:
+        setattr(config, name, getattr(recorded, name))
+    return sections
 
 
 def register(app: typer.Typer) -> None:

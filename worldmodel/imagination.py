@@ -17,6 +17,15 @@ without any intervener:
 weights them by the true success: the same budget, a perfect model.
 Fine-tuning version k then supervises demos (weight 1, `demo_share` of the windows) and the
 imagined steps (their rollout's weight); the policy's own real steps only with `real_weight` > 0.
+
+Image policies (`obs_mode=image`): the model renders nothing, so an image policy cannot act inside
+it, but it can be scored one chunk ahead. Its K chunks are sampled from the real recorded
+observation at each start (cameras and proprio), the model (which sees a camera itself: preset
+`cameras`) predicts where each chunk leads, and the score is the success within that chunk plus
+the value bootstrap, minus the disagreement penalty (`chunks` must be 1). The chunk goes to the
+store as a one-chunk imagined episode that holds its start frame, and only its first window (the
+real observation and the scored chunk) is supervised. This is the `train_chunks=1` setting of the
+state-mode runs, which was also their best.
 """
 
 from __future__ import annotations
@@ -37,7 +46,7 @@ from vla.registry import REFINE_METHODS
 @dataclass
 class ImaginationConfig:
     wm: str = ""  # a trained world model (checkpoint or run folder) to start from; "" = train one
-    wm_preset: str = "default"
+    wm_preset: str = ""  # "" = `default` (state mode) or `cameras` (obs_mode=image)
     wm_overrides: list[str] = field(default_factory=list)  # e.g. [model.ensemble=3]
     wm_steps: int = 2000  # training steps when no `wm` is given
     refit_steps: int = 300  # co-evolution: more steps on the grown store each iteration (0 = never)
@@ -53,6 +62,7 @@ class ImaginationConfig:
     guard_factor: float = 2.0  # successes with disagreement above guard_factor x the median are dropped
     beta: float = 1.0
     w_max: float = 5.0
+    min_std: float = 0.05  # a start whose K scores spread less than this gets no weight: their order is noise
     real_weight: float = 0.0  # loss weight of the policy's own real rollout steps
     demo_share: float = 0.5
     # false: the equal-compute control - the same real rollouts and fine-tuning, no world model
@@ -93,9 +103,15 @@ class ImaginationMethod:
         self.run_cfg = cfg
         self.cfg = from_dict(ImaginationConfig, dict(cfg.method_args), "method_args")
         self.cfg.validate()
-        if cfg.obs_mode != "state":
-            raise ValueError("imagination refinement needs obs_mode=state (the world model predicts states, not "
-                             "images, so the policy must act on the state)")
+        self.images = cfg.obs_mode != "state"
+        if self.images and self.cfg.chunks != 1:
+            raise ValueError(f"method_args.chunks must be 1 with obs_mode={cfg.obs_mode}, got {self.cfg.chunks}: the "
+                             "world model predicts no images, so an image policy acts only at the real start state "
+                             "(its chunk is scored by the predicted success and value after it)")
+        if self.images and self.cfg.oracle:
+            raise ValueError("method_args.oracle=true needs obs_mode=state (the oracle's simulators run in state mode)")
+        if not self.cfg.wm_preset:
+            self.cfg.wm_preset = "cameras" if self.images else "default"
 
     # ------------------------------------------------------------------ world model
     def wm_dir(self, run: Any) -> Path:
@@ -114,7 +130,8 @@ class ImaginationMethod:
         from vla.data.store import EpisodeStore
         from worldmodel.checkpoint import load_checkpoint
         from worldmodel.imagination_math import advantage_weights, group_advantages, guard, rollout_scores
-        from worldmodel.imagine import ImaginedEnv, StartStates, rollout, start_states, write_imagined
+        from worldmodel.imagine import ImaginedEnv, StartStates, policy_observations, rollout, start_states
+        from worldmodel.imagine import write_imagined
         from worldmodel.rank import load_candidate
 
         c = self.cfg
@@ -134,6 +151,7 @@ class ImaginationMethod:
             starts = starts.take(np.sort(rng.choice(len(starts), c.starts, replace=False)))
         policy = load_candidate(run.policy_path(version), seed=self.run_cfg.seed * 1000 + version)
         reps = starts.repeat(c.samples)
+        frames = None
         if c.oracle:
             from worldmodel.oracle import simulate
 
@@ -141,7 +159,16 @@ class ImaginationMethod:
                            job.model.chunk, policy, seed=self.run_cfg.seed * 1000 + version)
         else:
             env = ImaginedEnv(model, max_chunks=c.chunks, fps=meta.get("fps", 20.0))
-            res = rollout(env, policy, reps, c.chunks, seed=self.run_cfg.seed * 1000 + version)
+            first_obs = None
+            if self.images:  # the real observation at each start: what an image policy samples from
+                with EpisodeStore.open(run.store_path) as store:
+                    cams = list(store.schema.cameras)
+                first_obs = policy_observations(run.store_path, reps, cams)
+                frames = {cam: np.stack([o["images"][cam] for o in first_obs]) for cam in cams}
+                seen = list(getattr(getattr(policy, "cfg", None), "cameras", cams))  # a policy refuses others
+                for o in first_obs:
+                    o["images"] = {cam: o["images"][cam] for cam in seen}
+            res = rollout(env, policy, reps, c.chunks, seed=self.run_cfg.seed * 1000 + version, first_obs=first_obs)
         dis = res["disagreement"]
         hit = np.argmax(res["success_prob"] >= 0.5, axis=1)
         trusted = guard(res["success"], dis[np.arange(len(dis)), hit], c.guard_factor * float(np.median(dis)))
@@ -150,12 +177,15 @@ class ImaginationMethod:
         scores = rollout_scores(probs, res["value"][:, -1], dis, value_weight=c.value_weight,
                                 disagreement_penalty=c.disagreement_penalty)
         groups = np.repeat(np.arange(len(starts)), c.samples)
-        weights = advantage_weights(group_advantages(scores, groups), beta=c.beta, w_max=c.w_max)
+        weights = advantage_weights(group_advantages(scores, groups, min_std=c.min_std), beta=c.beta, w_max=c.w_max)
         keep = np.flatnonzero(weights > 0)
         written = write_imagined(run.store_path, reps, res, self.run_cfg.task, job.model.chunk, meta.get("fps", 20.0),
                                  seeds=np.full(len(reps), -(version + 1)), max_chunks=c.train_chunks,
-                                 policy_version=version, which=keep)
+                                 policy_version=version, which=keep,
+                                 start_images=frames)
         info = {"episodes": written, "weights": weights[keep].tolist(), "starts": len(starts),
+                # image mode: an episode's later steps hold its start frame, so only its first window is real
+                "first_window_only": self.images,
                 "rollouts": len(reps), "imagined_success": float(res["success"].mean()),
                 "guard_rejected": int((res["success"] & ~trusted).sum()), "score_mean": float(scores.mean()),
                 "supervised_rollouts": len(keep), "real_start_episodes": eps.tolist(),
@@ -182,7 +212,7 @@ class ImaginationMethod:
                 continue
             info = json.loads(f.read_text())
             for e, w in zip(info["episodes"], info["weights"], strict=True):
-                loss[starts[e]:ends[e]] = w
+                loss[starts[e]:starts[e] + 1 if info.get("first_window_only") else ends[e]] = w
                 n_imagined += 1
                 w_sum += w
         if self.cfg.real_weight > 0:

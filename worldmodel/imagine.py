@@ -9,7 +9,10 @@ mean success probability passes `success_threshold`; a success the members disag
 (disagreement above `max_disagreement`) is not counted (the hallucination guard).
 
 The observation it returns holds the predicted state and no images: a decoder-free model renders
-nothing, so state policies can act in it and image policies cannot (`check_policy`).
+nothing, so state policies can act in it and image policies cannot (`check_policy`). An image
+policy can still be scored through it for one chunk: its chunk is sampled from the real recorded
+observation at the start (`policy_observations`), and the model predicts where that chunk leads
+(`rollout(..., first_obs=...)` with one chunk).
 """
 
 from __future__ import annotations
@@ -92,6 +95,22 @@ def start_states(store_path: str | Path, model: WorldModel, episodes: np.ndarray
                            table.success[eps].astype(bool))
 
 
+def policy_observations(store_path: str | Path, starts: StartStates, cameras: list[str] | tuple[str, ...]
+                        ) -> list[dict[str, Any]]:
+    """The recorded observations at `starts` as a policy sees them live: the store's frames of
+    `cameras` at the store's own size (the policy resizes), the state and the instruction."""
+    with EpisodeStore.open(store_path) as store:
+        missing = [c for c in cameras if c not in store.schema.cameras]
+        if missing:
+            raise WorldModelDataError(f"{store_path}: has no camera {missing[0]!r} (it has: "
+                                      f"{', '.join(store.schema.cameras) or 'none'})")
+        rows = [store.episode_bounds(int(e))[0] + int(t) for e, t in zip(starts.episode, starts.step, strict=True)]
+        state = np.stack([store.read("state", i, i + 1)[0] for i in rows]).astype(np.float32)
+        images = {c: np.stack([store.read(f"images/{c}", i, i + 1)[0] for i in rows]) for c in cameras}
+    return [{"images": {c: images[c][i] for c in cameras}, "state": state[i], "instruction": starts.instructions[i],
+             "timestamp": 0.0} for i in range(len(rows))]
+
+
 class ImaginedEnv:
     """B imagined episodes at once. `reset(starts)`, then `step(chunks [B, c, A])`."""
 
@@ -158,13 +177,13 @@ class ImaginedEnv:
         return self._obs(), p, terminated, truncated, info
 
 
-def check_policy(policy: Any, model: WorldModel) -> None:
+def check_policy(policy: Any, model: WorldModel, images_given: bool = False) -> None:
     """Only a policy that reads the state alone, of this model's state and action sizes, can act on
-    imagined observations."""
+    imagined observations; an image policy only where real images are given (`images_given`)."""
     cfg = getattr(policy, "cfg", None)
     if cfg is None:
         return
-    if getattr(cfg, "cameras", None):
+    if getattr(cfg, "cameras", None) and not images_given:
         raise WorldModelDataError(f"the policy needs images of cameras {list(cfg.cameras)}; the imagined environment "
                                   "predicts the state only (train the policy in state mode to rank it)")
     for name in ("state_dim", "action_dim"):
@@ -174,17 +193,24 @@ def check_policy(policy: Any, model: WorldModel) -> None:
                                       "(a checkpoint of another task or observation mode?)")
 
 
-def rollout(env: ImaginedEnv, policy: Any, starts: StartStates, n_chunks: int, seed: int = 0) -> dict[str, np.ndarray]:
+def rollout(env: ImaginedEnv, policy: Any, starts: StartStates, n_chunks: int, seed: int = 0,
+            first_obs: list[dict[str, Any]] | None = None) -> dict[str, np.ndarray]:
     """Roll `policy` (sample_chunk over a batch) in the imagined env for n_chunks from `starts`.
+    `first_obs` (the real observations at the starts, `policy_observations`) is what the first chunk
+    is sampled from; an image policy needs it, and then imagines one chunk only.
     Returns per episode and chunk: success_prob, disagreement, value [B, K]; states [B, K+1, D];
     actions [B, K, c, A]; and the imagined success [B]."""
-    check_policy(policy, env.model)
+    if first_obs is not None and len(first_obs) != len(starts):
+        raise ValueError(f"first_obs has {len(first_obs)} observations for {len(starts)} starts")
+    check_policy(policy, env.model, images_given=first_obs is not None and n_chunks == 1)
     if hasattr(policy, "reset"):
         try:
             policy.reset(seed)
         except TypeError:
             policy.reset()
     obs, info = env.reset(starts)
+    if first_obs is not None:
+        obs = first_obs
     c = env.cfg.chunk
     rec: dict[str, list[np.ndarray]] = {"success_prob": [], "disagreement": [], "value": [info["value"]],
                                         "states": [env.state.copy()], "actions": []}
@@ -237,12 +263,16 @@ def _chunk_of(a: np.ndarray, k: int, c: int) -> np.ndarray:
 
 def write_imagined(store_path: str | Path, starts: StartStates, result: dict[str, np.ndarray], task: str,
                    chunk: int, fps: float = 20.0, seeds: np.ndarray | None = None, max_chunks: int | None = None,
-                   policy_version: int = 0, which: np.ndarray | None = None) -> list[int]:
+                   policy_version: int = 0, which: np.ndarray | None = None,
+                   start_images: dict[str, np.ndarray] | None = None) -> list[int]:
     """Append imagined episodes (from `rollout`; only the rollouts in `which`, at most `max_chunks`
-    chunks each) to a state-only store with source="imagined". Within a chunk the state is
-    interpolated linearly between the predicted chunk boundaries (rollouts executed in the simulator,
+    chunks each) to a store with source="imagined". Within a chunk the state is interpolated
+    linearly between the predicted chunk boundaries (rollouts executed in the simulator,
     `worldmodel.oracle`, bring every step's state and their length); the reward is the success on
-    the last step. Returns the store indices of the episodes written."""
+    the last step. Returns the store indices of the episodes written.
+    A store with cameras needs `start_images` ({camera: uint8 [B, H, W, 3]}, the real frames at the
+    starts): the model renders nothing, so every step of an episode holds its start frame, and only
+    its first step's observation is real (supervise the first window only)."""
     from vla.data.schema import Episode
 
     path = Path(store_path)
@@ -254,9 +284,11 @@ def write_imagined(store_path: str | Path, starts: StartStates, result: dict[str
     else:
         store = EpisodeStore.open(path, mode="a")
     with store:
-        if store.schema.cameras:
-            raise WorldModelDataError(f"{path}: has cameras {list(store.schema.cameras)}; imagined episodes have no "
-                                      "images, write them to a state-only store")
+        cams = store.schema.cameras
+        missing = [c for c in cams if start_images is None or c not in start_images]
+        if missing:
+            raise WorldModelDataError(f"{path}: has camera {missing[0]!r} and imagined episodes have no images: "
+                                      "give the start frames (start_images) or write to a state-only store")
         written = []
         for i in (range(len(starts)) if which is None else np.asarray(which).tolist()):
             # the chunk whose end the episode reached success at, else the last one imagined
@@ -277,6 +309,9 @@ def write_imagined(store_path: str | Path, starts: StartStates, result: dict[str
                      "is_intervention": np.zeros(len(acts), bool), "is_recovery": np.zeros(len(acts), bool),
                      "policy_version": np.full(len(acts), policy_version, np.int32),
                      "timestamp": np.arange(len(acts), dtype=np.float64) / fps}
+            for c in cams:
+                frame = np.asarray(start_images[c][i], np.uint8)  # type: ignore[index]
+                steps[f"images/{c}"] = np.repeat(frame[None], len(acts), 0)
             seed = int(seeds[i]) if seeds is not None else -1
             written.append(store.append_episode(Episode(steps=steps, task=task, instruction=starts.instructions[i],
                                                         success=bool(result["success"][i]), source="imagined",

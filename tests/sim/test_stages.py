@@ -41,3 +41,28 @@ def test_tiny_main_job_writes_a_report_with_its_table_plots_and_videos(tmp_path:
     if CHROMIUM is not None:
         status = re.search(r'id="media-status"[^>]*>([^<]*)<', dump_dom(out / "report.html", tmp_path))
         assert status is not None and status.group(1) == "7 ready, 0 failed, 7 in all"
+
+    # the same job extended by one stage (overwrite=false): imagination refinement of its pretrained
+    # policy, on its evaluation's seeds; the report keeps the earlier stages' media
+    args = [f"out_dir={out}", "overwrite=false", "stages=[imagine]", "imagine.episodes_per_iteration=2",
+            "imagine.eval_episodes=2", "imagine.train_steps=2", "imagine.workers=1", "imagine.wm_steps=4",
+            "imagine.starts=4", "imagine.samples=3",
+            "imagine.wm_overrides=[model.image_size=32,model.latent_dim=32,model.hidden=32,model.ensemble=2,"
+            "model.horizon=2,train.batch_size=8]",
+            "imagine.overrides=[train.batch_size=8,horizon=40,method_args.min_std=0]"]
+    res = subprocess.run([sys.executable, "-m", "vla.cli", "run", *args], capture_output=True, text=True,
+                         timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert list(summary) == ["sim_demos", "pretrain", "eval", "refine", "imagine"]
+    imagine = summary["imagine"]
+    assert imagine["method"] == "imagination" and imagine["env episodes"] == 2
+    assert re.fullmatch(r"[+-]\d\.\d\d \[.*\] \(\d seeds better, \d worse, of 2\)", imagine["gain"])
+    assert imagine["imagined"].startswith("4 real starts x 3 chunks")
+    # version 0 is the eval stage's own evaluation (same seeds and settings), not a second one
+    v0 = json.loads((out / "imagine" / "iter_00" / "eval" / "summary.json").read_text())
+    assert v0 == json.loads((out / "eval_torch" / "summary.json").read_text())
+    page = (out / "report.html").read_text()
+    assert '<td class="stage">imagine</td>' in page and '<td class="stage">refine</td>' in page
+    videos = re.findall(r'<video src="([^"]+)"', page)
+    assert len(videos) == 1 + 2 + 2 + 2 and all((out / v).is_file() for v in videos)

@@ -62,9 +62,87 @@ def test_one_iteration_imagines_weights_and_trains(tmp_path: Path, policy: Path,
 def test_bad_method_args_and_image_mode_are_clear_errors(tmp_path: Path, policy: Path, pick_place_store: Path) -> None:
     with pytest.raises(ConfigError, match=r"unknown key 'sampels'.*did you mean 'samples'"):
         config(tmp_path, policy, pick_place_store, "method_args.sampels=4").validate()
-    with pytest.raises(ValueError, match="obs_mode=state"):
+    with pytest.raises(ValueError, match="chunks must be 1 with obs_mode=image"):
         config(tmp_path, policy, pick_place_store, "obs_mode=image").validate()
+    with pytest.raises(ValueError, match="oracle=true needs obs_mode=state"):
+        config(tmp_path, policy, pick_place_store, "obs_mode=image", "method_args.chunks=1",
+               "method_args.oracle=true").validate()
     with pytest.raises(ValueError, match="samples must be >= 2"):
         config(tmp_path, policy, pick_place_store, "method_args.samples=1").validate()
     with pytest.raises(ValueError, match="needs real_weight > 0"):
         config(tmp_path, policy, pick_place_store, "method_args.imagine=false").validate()
+
+
+@pytest.fixture(scope="module")
+def camera_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real image-mode store (9-d proprio + agentview and wrist frames): expert successes and failures."""
+    from sim.evaluate import EvalConfig, run_evaluation
+
+    path = tmp_path_factory.mktemp("imagination_cams") / "cams.zarr"
+    for n, seed, horizon, noise, skill in ((3, 0, 80, 0.0, 1.0), (2, 100, 30, 0.5, 0.2)):
+        run_evaluation(EvalConfig(task="pick_place", policy="expert", episodes=n, seed_start=seed, workers=1,
+                                  videos=0, image_size=32, horizon=horizon, noise=noise, skill=skill,
+                                  record=str(path), source="demo", out_dir=str(path.parent / f"eval{seed}")),
+                       progress=False)
+    return path
+
+
+@pytest.fixture(scope="module")
+def camera_policy(camera_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import torch
+
+    from vla.policy.checkpoint import save_checkpoint
+    from vla.policy.config import PolicyConfig
+    from vla.policy.model import VLAModel
+
+    s = EpisodeStore.open(camera_store)
+    stats = s.stats()
+    cfg = load_config(PolicyConfig, "policy", "tiny", ["d_model=32", "n_heads=2", "trunk_layers=1", "expert_layers=1",
+                                                       "image_size=[32,32]", "vision_channels=[8,8,8]"],
+                      values={"cameras": ["agentview", "robot0_eye_in_hand"], "state_dim": s.schema.state_dim,
+                              "action_dim": 7})
+    torch.manual_seed(0)
+    return save_checkpoint(tmp_path_factory.mktemp("cam_policy") / "policy", VLAModel(cfg, stats), stats)
+
+
+def test_an_image_policy_is_scored_one_chunk_ahead_from_real_frames(tmp_path: Path, camera_policy: Path,
+                                                                     camera_store: Path) -> None:
+    cfg = load_config(RefineConfig, "refine", "debug",
+                      ["obs_mode=image", "cameras=[agentview,robot0_eye_in_hand]", "image_size=32", "horizon=30",
+                       "episodes_per_iteration=2"],
+                      values={"method": "imagination", "ckpt": str(camera_policy), "demos": str(camera_store),
+                              "out_dir": str(tmp_path / "run"),
+                              "method_args": {"wm_steps": 4, "refit_steps": 0, "starts": 4, "samples": 3,
+                                              "chunks": 1, "min_std": 0.0, "wm_overrides": [
+                                                  "model.image_size=32", "model.latent_dim=32", "model.hidden=32",
+                                                  "model.ensemble=2", "model.horizon=2", "train.batch_size=8"]}})
+    from worldmodel.imagination import ImaginationMethod
+
+    assert ImaginationMethod(cfg).cfg.wm_preset == "cameras"  # the world model sees a camera in image mode
+    run = RefineRun(cfg, progress=False)
+    rows = run.run()
+    assert [r["version"] for r in rows] == [0, 1]
+    wm_cfg = json.loads(next((run.out / "wm" / "checkpoints").glob("step_*/config.json")).read_text())
+    assert wm_cfg["model"]["cameras"] == ["agentview"]
+    info = json.loads((run.out / "iter_00" / "imagination" / "weights.json").read_text())
+    assert info["rollouts"] == 12 and info["first_window_only"] and info["episodes"]
+    with EpisodeStore.open(run.store_path) as store:
+        table = store.table()
+        assert np.flatnonzero(table.source == "imagined").tolist() == info["episodes"]
+        for e in info["episodes"]:
+            start, end = store.episode_bounds(e)
+            assert end - start == 8  # one chunk of the world model
+            frames = store.read("images/agentview", start, end)
+            # every step holds the start frame, which is a real recorded frame of a rollout of version 0
+            assert (frames == frames[:1]).all()
+            real = np.flatnonzero(table.source == "rollout")
+            found = False
+            for r in real:
+                rs, re_ = store.episode_bounds(int(r))
+                found |= bool((store.read("images/agentview", rs, re_) == frames[0]).all(axis=(1, 2, 3)).any())
+            assert found
+    # only each imagined episode's first window is supervised
+    weights, _ = run.plugin.step_weights(run, 0, None)
+    for e, w in zip(info["episodes"], info["weights"], strict=True):
+        start = int(table.episode_starts[e])
+        assert weights.loss[start] == pytest.approx(w) and not weights.loss[start + 1:start + 8].any()
