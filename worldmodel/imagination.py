@@ -130,8 +130,14 @@ class ImaginationMethod:
         from vla.data.store import EpisodeStore
         from worldmodel.checkpoint import load_checkpoint
         from worldmodel.imagination_math import advantage_weights, group_advantages, guard, rollout_scores
-        from worldmodel.imagine import ImaginedEnv, StartStates, policy_observations, rollout, start_states
-        from worldmodel.imagine import write_imagined
+        from worldmodel.imagine import (
+            ImaginedEnv,
+            StartStates,
+            policy_observations,
+            rollout,
+            start_states,
+            write_imagined,
+        )
         from worldmodel.rank import load_candidate
 
         c = self.cfg
