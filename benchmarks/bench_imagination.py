@@ -4,6 +4,8 @@ paired by seed against the equal-compute control.
   python benchmarks/bench_imagination.py run --inputs runs/bench_wm/inputs --wm runs/bench_wm/run/wm_pick_place_state \
       --out runs/bench_imagination --seeds 0,1,2
   python benchmarks/bench_imagination.py report --out runs/bench_imagination
+  # with cameras: the main job's pretrained camera policy and its demos (`vla run out_dir=runs/main18`)
+  python benchmarks/bench_imagination.py cameras --cam-job runs/main18 --seeds 0,1,2
 
 Base policy: the world-model benchmark's pick_place candidate nearest 45% real success (state
 mode). Methods (each `vla refine` in the one loop, the same real rollouts per iteration, no person):
@@ -38,6 +40,83 @@ METHODS = {"imagination": {"refit_steps": 100, "starts": 32, "samples": 8, "chun
            # horizon): the simulator's counterpart of the world model's value bootstrap
            "oracle_c1_full": {"refit_steps": 100, "starts": 32, "samples": 8, "chunks": 6, "train_chunks": 1,
                               "oracle": True, "oracle_chunks": 25}}
+
+
+# With cameras (obs_mode=image): the image policy's K chunks are sampled at real recorded frames and
+# scored one chunk ahead by a world model that sees the agentview camera (worldmodel/imagination.py).
+CAMERA_METHODS = {"imagination_cam": {"wm_steps": 600, "refit_steps": 150, "starts": 64, "samples": 8, "chunks": 1,
+                                      "train_chunks": 1, "keyframes": [0.0, 0.15, 0.3, 0.45, 0.6, 0.75]},
+                  "control_cam": {"imagine": False, "real_weight": 1.0}}
+CAMERA_OVERRIDES = ("obs_mode=image", "cameras=null", "image_size=84", "n_action_steps=4")
+
+
+def run_cameras(args: argparse.Namespace) -> None:
+    """One run per method and seed with cameras, from the main job's pretrained policy (its last
+    pretraining checkpoint) and demos; version 0 is evaluated once and shared."""
+    job = Path(args.cam_job).resolve()
+    base = json.loads((job / "summary.json").read_text())["pretrain"]["checkpoint"]
+    base = str(Path(base) if Path(base).is_absolute() else ROOT / base)
+    out = Path(args.out).resolve() / "cameras"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "base.json").write_text(json.dumps({"name": f"{job.name} pretrained (cameras)", "ckpt": base}))
+    v0: Path | None = None
+    for seed in [int(s) for s in args.seeds.split(",")]:
+        for method in args.cam_methods.split(","):
+            run_dir = out / "runs" / method / f"seed{seed}"
+            rec = run_dir / "records.json"
+            if rec.exists() and len(json.loads(rec.read_text())) == args.iterations + 1:
+                v0 = v0 or run_dir / "iter_00" / "eval" / "summary.json"
+                continue
+            if v0 is not None:
+                (run_dir / "iter_00" / "eval").mkdir(parents=True, exist_ok=True)
+                shutil.copy(v0, run_dir / "iter_00" / "eval" / "summary.json")
+            refine_run("imagination", base, job / "demos.zarr", run_dir, out / "logs" / f"{method}_seed{seed}.log",
+                       seed=seed, collect_seed_start=300_000 + 10_000 * seed, iterations=args.iterations,
+                       episodes=args.episodes, eval_episodes=args.eval_episodes, train_steps=args.train_steps,
+                       method_args=CAMERA_METHODS[method], overrides=CAMERA_OVERRIDES)
+            v0 = v0 or run_dir / "iter_00" / "eval" / "summary.json"
+    merge_camera_report(Path(args.out).resolve())
+
+
+def camera_report(out: Path) -> tuple[dict[str, Any], list[str]]:
+    """The camera runs' curves and the paired imagination - control difference (empty when none ran)."""
+    rows: dict[str, dict[int, list[dict[str, Any]]]] = {}
+    for rec in sorted((out / "cameras" / "runs").glob("*/seed*/records.json")):
+        rows.setdefault(rec.parts[-3], {})[int(rec.parts[-2][4:])] = json.loads(rec.read_text())
+    if not rows:
+        return {}, []
+    base = json.loads((out / "cameras" / "base.json").read_text())
+    lines = ["", "## With cameras", "",
+             f"Base: `{base['name']}` (the main job's tiny VLA on agentview + wrist at 84x84 and the proprio, 400 "
+             "demos); the world model sees agentview (preset `cameras`); each image-policy chunk is sampled at a real "
+             "frame and scored one chunk ahead (`chunks=1`).", "",
+             "| method | seed | success per version | real episodes used | imagined episodes supervised |",
+             "|---|---|---|---|---|"]
+    n_versions = max(len(r) for by in rows.values() for r in by.values())
+    final = {m: {s: r[-1]["success_rate"] for s, r in by.items() if len(r) == n_versions} for m, by in rows.items()}
+    for m, by in sorted(rows.items()):
+        for s, r in sorted(by.items()):
+            curve = " -> ".join(f"{x['success_rate']:.2f}" for x in r)
+            lines.append(f"| {m} | {s} | {curve} | {r[-1]['env_episodes']} | {r[-1].get('imagined_episodes', 0)} |")
+    first = next(iter(next(iter(rows.values())).values()))
+    res: dict[str, Any] = {"camera_base": base["name"], "camera_base_success": first[0]["success_rate"]}
+    for m, v in final.items():
+        res[f"camera_{m}_success"] = float(np.mean(list(v.values()))) if v else None
+        res[f"camera_{m}_per_seed"] = [v[s] for s in sorted(v)]
+        res[f"camera_{m}_seeds"] = sorted(v)
+    both = sorted(set(final.get("imagination_cam", {})) & set(final.get("control_cam", {})))
+    if both:
+        d = np.array([final["imagination_cam"][s] - final["control_cam"][s] for s in both])
+        g = np.array([final["imagination_cam"][s] - res["camera_base_success"] for s in both])
+        lo, hi = t_interval(d) if len(d) > 1 else (float("nan"), float("nan"))
+        glo, ghi = t_interval(g) if len(g) > 1 else (float("nan"), float("nan"))
+        res.update(camera_paired_gain_vs_control=float(d.mean()), camera_paired_gain_vs_control_low=lo,
+                   camera_paired_gain_vs_control_high=hi, camera_gain_vs_base=float(g.mean()),
+                   camera_gain_vs_base_interval=[glo, ghi], camera_paired_seeds=both)
+        lines += ["", f"imagination_cam - control_cam, paired by seed: {d.mean():+.3f} (95% t interval "
+                  f"[{lo:+.3f}, {hi:+.3f}], seeds {both}); imagination_cam - base: {g.mean():+.3f} "
+                  f"([{glo:+.3f}, {ghi:+.3f}])."]
+    return res, lines
 
 
 def run(args: argparse.Namespace) -> None:
@@ -180,11 +259,28 @@ def report(args: argparse.Namespace) -> None:
     (ROOT / "benchmarks/results/imagination.md").write_text("\n".join(lines) + "\n")
     (ROOT / "benchmarks/results/imagination.json").write_text(json.dumps(res, indent=1))
     print("\n".join(lines))
+    merge_camera_report(out)
+
+
+def merge_camera_report(out: Path) -> None:
+    """The camera runs' section and keys, replacing earlier ones in the results page and JSON (the
+    state-mode figures there stay: their runs need not be on this machine)."""
+    res, lines = camera_report(out)
+    if not res:
+        return
+    md, js = ROOT / "benchmarks/results/imagination.md", ROOT / "benchmarks/results/imagination.json"
+    page = md.read_text().split("\n## With cameras")[0].rstrip("\n") if md.exists() else "# Imagination refinement"
+    md.write_text(page + "\n" + "\n".join(lines) + "\n")
+    figures = json.loads(js.read_text()) if js.exists() else {}
+    js.write_text(json.dumps({**{k: v for k, v in figures.items() if not k.startswith("camera_")}, **res}, indent=1))
+    print("\n".join(lines))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("phase", choices=["run", "report"])
+    ap.add_argument("phase", choices=["run", "cameras", "report"])
+    ap.add_argument("--cam-job", default="runs/main18", help="a finished main job: its pretrained policy and demos")
+    ap.add_argument("--cam-methods", default="imagination_cam,control_cam")
     ap.add_argument("--inputs", default="runs/bench_wm/inputs")
     ap.add_argument("--wm", default="runs/bench_wm/run/wm_pick_place_state")
     ap.add_argument("--out", default="runs/bench_imagination")
@@ -197,6 +293,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.phase == "run":
         run(args)
+    elif args.phase == "cameras":
+        run_cameras(args)
     else:
         report(args)
 

@@ -46,6 +46,12 @@ class DeployConfig:
     diagnostics_topic: str = "/diagnostics"
     command_interface: str = "forward"  # forward -> Float64MultiArray, trajectory -> JointTrajectory
     default_instruction: str = ""
+    # Hold (no inference; the arm keeps its position) until the robot's first instruction arrives on
+    # `instruction_topic`, for at most this long after the node starts; then `default_instruction`
+    # (a warning says so). A robot that publishes its instruction now and then on a volatile topic
+    # would otherwise have the first chunk inferred for the default, which for a multi-goal task is
+    # another goal. 0: start at once with the default (a robot that publishes no instruction).
+    instruction_wait_s: float = 0.0
     max_instruction_chars: int = 1000
     diagnostics_hz: float = 1.0
     ros_domain_id: int | None = None
@@ -66,6 +72,8 @@ class DeployConfig:
             raise ValueError(f"ros_domain_id must be in [0, 232], got {self.ros_domain_id}")
         if self.stamp_tolerance_s is not None and not self.stamp_tolerance_s > 0:
             raise ValueError(f"stamp_tolerance_s must be > 0 or null, got {self.stamp_tolerance_s}")
+        if not self.instruction_wait_s >= 0:  # also NaN
+            raise ValueError(f"instruction_wait_s must be >= 0, got {self.instruction_wait_s}")
         if not isinstance(self.allow_estop_clear, bool):
             raise ValueError(f"allow_estop_clear must be true or false, got {self.allow_estop_clear!r}")
         names = [c.name for c in self.cameras]

@@ -39,6 +39,7 @@ class Snapshot:
     images: dict[str, np.ndarray] = field(default_factory=dict)
     image_times: dict[str, float] = field(default_factory=dict)
     instruction: str = ""
+    instruction_received: bool = False  # from the robot (else `instruction` is the config's default)
 
     def stale(self, names: list[str], now: float, max_age_s: float, since: float = -np.inf) -> list[str]:
         """The sources ("joints" or a camera name) with nothing newer than `since`, or older than
@@ -68,12 +69,22 @@ class RobotInputs:
         for cam in cfg.cameras:
             add("subscription", Image, cam.topic, lambda m, c=cam: self._on_image(m, c), qos_profile_sensor_data)
         add("subscription", String, cfg.instruction_topic, self._on_instruction, 10)
+        self.started = now()
+
+    def awaiting_instruction(self) -> bool:
+        """True while the robot's first instruction has not come and `instruction_wait_s` has not
+        passed since these inputs were created (the owner holds the arm meanwhile)."""
+        with self._lock:
+            if self._snap.instruction_received:
+                return False
+        return self.now() - self.started < self.cfg.instruction_wait_s
 
     def snapshot(self) -> Snapshot:
         with self._lock:
             s = self._snap
             return Snapshot(q=s.q, qd=s.qd, q_time=s.q_time, images=dict(s.images),
-                            image_times=dict(s.image_times), instruction=s.instruction)
+                            image_times=dict(s.image_times), instruction=s.instruction,
+                            instruction_received=s.instruction_received)
 
     def images_and_instruction(self) -> tuple[dict[str, np.ndarray], str]:
         """The cheap part of a snapshot, for the control thread's recorder hand-over."""
@@ -125,3 +136,4 @@ class RobotInputs:
             return self._reject("instruction", err)
         with self._lock:
             self._snap.instruction = text
+            self._snap.instruction_received = True

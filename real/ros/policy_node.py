@@ -79,6 +79,7 @@ class PolicyNode:
         self.node = rclpy.create_node(name, context=context) if node is None else node
         self._entities: list[tuple[str, object]] = []  # (kind, entity) created on the node, for stop()
         self.estop_clears_refused = 0
+        self._warned_default = False
         self._stop = threading.Event()
         self.control_error: str | None = None
 
@@ -161,6 +162,16 @@ class PolicyNode:
         s = self.inputs.snapshot()
         if s.q is None or len(s.images) < len(self.cfg.cameras):
             return None
+        if not s.instruction_received and self.inputs.awaiting_instruction():
+            self.node.get_logger().info(f"holding until the robot's instruction arrives on "
+                                        f"{self.cfg.instruction_topic} (at most {self.cfg.instruction_wait_s} s, "
+                                        "then the default)", throttle_duration_sec=1.0)
+            return None
+        if not s.instruction_received and self.cfg.instruction_wait_s > 0 and not self._warned_default:
+            self._warned_default = True
+            self.node.get_logger().warning(f"no instruction on {self.cfg.instruction_topic} within "
+                                      f"{self.cfg.instruction_wait_s} s: using default_instruction "
+                                      f"{self.cfg.default_instruction!r}")
         # Stamped with the oldest receipt time (joints or any camera) on the executor's clock:
         # a dead camera holds the robot like dead joint states, and no clock sync is needed.
         stamp = min([s.q_time, *s.image_times.values()])

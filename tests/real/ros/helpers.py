@@ -67,3 +67,22 @@ class Picky(SyntheticPolicy):
 def picky_policy(dt: float, action_dim: int, **kw):
     """Policy factory for policy-node configs (`factory: tests.real.ros.helpers:picky_policy`)."""
     return Picky(action_dim=action_dim, dt=dt, **kw)
+
+
+class OnlyInstruction(SyntheticPolicy):
+    """The synthetic stand-in that fails on any instruction but `only`: counts, through the node's
+    inference_failures, the chunks inferred for another goal."""
+
+    def __init__(self, only: str, **kw) -> None:
+        super().__init__(**kw)
+        self.only = only
+
+    def sample_chunk(self, obs_batch, prefix=None, guidance=None):
+        if obs_batch[0]["instruction"] != self.only:
+            raise ValueError(f"inferred for {obs_batch[0]['instruction']!r}, the robot said {self.only!r}")
+        return super().sample_chunk(obs_batch, prefix, guidance)
+
+
+def only_instruction_policy(dt: float, action_dim: int, **kw):
+    """Policy factory for policy-node configs (`factory: tests.real.ros.helpers:only_instruction_policy`)."""
+    return OnlyInstruction(action_dim=action_dim, dt=dt, **kw)

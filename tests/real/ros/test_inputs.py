@@ -6,12 +6,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 rclpy = pytest.importorskip("rclpy")
 from sensor_msgs.msg import Image, JointState  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 
-from real.config import DeployConfig, load_deploy_config  # noqa: E402
+from real.config import DeployConfig, deploy_config_from_dict, load_deploy_config  # noqa: E402
 from real.ros.inputs import RobotInputs, Snapshot  # noqa: E402
 
 pytestmark = [pytest.mark.ros]
@@ -80,3 +81,29 @@ def test_valid_messages_are_kept_and_bad_ones_counted_by_kind(inputs) -> None:
     r._on_instruction(String(data=" \t"))
     assert r.snapshot().instruction == "sort the cubes" and r.rejected["instruction"] == 1
     assert r.n_rejected == 5  # the stamp counter is a sub-count, not added twice
+
+
+def test_the_robots_first_instruction_is_awaited_for_at_most_instruction_wait_s(inputs) -> None:
+    cfg, _, r, _, _ = inputs
+    assert cfg.instruction_wait_s > 0  # the native arm's bridge publishes its instruction once a second
+    # the fake clock advances 0.5 s per reading: waiting while less than instruction_wait_s has passed
+    waited = 0
+    while r.awaiting_instruction():
+        waited += 1
+        assert not r.snapshot().instruction_received and r.snapshot().instruction == cfg.default_instruction
+    assert 0 < waited <= cfg.instruction_wait_s / 0.5  # then the default is used
+    cfg.instruction_wait_s = 1e9
+    assert r.awaiting_instruction()
+    r._on_instruction(String(data=" "))  # a rejected instruction does not end the wait
+    assert r.awaiting_instruction()
+    r._on_instruction(String(data="put the blue cube in the left zone"))
+    assert not r.awaiting_instruction()
+    s = r.snapshot()
+    assert s.instruction_received and s.instruction == "put the blue cube in the left zone"
+
+
+def test_instruction_wait_s_is_validated() -> None:
+    raw = yaml.safe_load((ROOT / "configs/deploy/native_arm.yaml").read_text())
+    for bad in (-1.0, float("nan")):
+        with pytest.raises(ValueError, match="instruction_wait_s must be >= 0"):
+            deploy_config_from_dict({**raw, "instruction_wait_s": bad})

@@ -266,3 +266,40 @@ def test_bad_messages_are_rejected_at_the_boundary_and_never_hold_for_good(tmp_p
         out = stop_node(proc)
         arm.close()
     assert proc.returncode in (0, -signal.SIGINT), out
+
+
+def test_the_node_holds_until_the_robots_instruction_arrives(tmp_path, domain_id):
+    """The first chunk is inferred for the robot's instruction, not for default_instruction: with
+    instruction_wait_s the node holds the arm (no inference) until the robot's first instruction
+    comes (a bridge that publishes it once a second on a volatile topic was missed before)."""
+    goal = "put the blue cube in the left zone"
+    cfg = write_config(tmp_path, "forward", default_instruction="the default goal", instruction_wait_s=60.0,
+                       policy={"factory": "tests.real.ros.helpers:only_instruction_policy", "only": goal,
+                               "horizon": 20, "radius": 0.3, "delay_s": 0.03})
+    arm = FakeArm("forward")
+    proc = start_node(cfg)
+    try:
+        wait_for(lambda: len(arm.commands) >= 20 and "chunks" in arm.diag, 40, "the node publishing (holding)")
+        time.sleep(1.0)
+        with arm.lock:
+            held = np.stack(arm.commands)
+        np.testing.assert_allclose(held, np.broadcast_to(held[0], held.shape), atol=1e-12)  # the arm holds
+        assert float(arm.diag["chunks"]) == 0 and float(arm.diag["inference_failures"]) == 0
+        assert "stale_observation" in arm.diag_message  # "no observation yet": held, not running
+
+        def told() -> bool:  # a volatile topic: sent again until the node has it
+            arm.pub_ins.publish(String(data=goal))
+            return float(arm.diag.get("chunks", 0)) >= 3 and "running" in arm.diag_message
+
+        wait_for(told, 20, "inference for the robot's instruction")
+        with arm.lock:
+            n = len(arm.commands)
+        wait_for(lambda: len(arm.commands) >= n + 20, 10, "more commands")
+        with arm.lock:
+            moving = np.stack(arm.commands[n:])
+        assert np.ptp(moving, axis=0).max() > 0.01  # the arm follows the policy now
+        assert float(arm.diag["inference_failures"]) == 0  # no chunk was ever inferred for the default
+    finally:
+        out = stop_node(proc)
+        arm.close()
+    assert proc.returncode in (0, -signal.SIGINT), out
