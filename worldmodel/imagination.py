@@ -169,11 +169,11 @@ class ImaginationMethod:
             if self.images:  # the real observation at each start: what an image policy samples from
                 with EpisodeStore.open(run.store_path) as store:
                     cams = list(store.schema.cameras)
-                first_obs = policy_observations(run.store_path, reps, cams)
-                frames = {cam: np.stack([o["images"][cam] for o in first_obs]) for cam in cams}
+                real = policy_observations(run.store_path, starts, cams)  # read once, sampled K times
+                frames = {cam: np.repeat(np.stack([o["images"][cam] for o in real]), c.samples, 0) for cam in cams}
                 seen = list(getattr(getattr(policy, "cfg", None), "cameras", cams))  # a policy refuses others
-                for o in first_obs:
-                    o["images"] = {cam: o["images"][cam] for cam in seen}
+                first_obs = [{**o, "images": {cam: o["images"][cam] for cam in seen}}
+                             for o in real for _ in range(c.samples)]
             res = rollout(env, policy, reps, c.chunks, seed=self.run_cfg.seed * 1000 + version, first_obs=first_obs)
         dis = res["disagreement"]
         hit = np.argmax(res["success_prob"] >= 0.5, axis=1)
