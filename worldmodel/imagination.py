@@ -104,7 +104,7 @@ class ImaginationMethod:
         self.cfg = from_dict(ImaginationConfig, dict(cfg.method_args), "method_args")
         self.cfg.validate()
         self.images = cfg.obs_mode != "state"
-        if self.images and self.cfg.chunks != 1:
+        if self.images and self.cfg.imagine and self.cfg.chunks != 1:
             raise ValueError(f"method_args.chunks must be 1 with obs_mode={cfg.obs_mode}, got {self.cfg.chunks}: the "
                              "world model predicts no images, so an image policy acts only at the real start state "
                              "(its chunk is scored by the predicted success and value after it)")

@@ -64,6 +64,9 @@ def test_bad_method_args_and_image_mode_are_clear_errors(tmp_path: Path, policy:
         config(tmp_path, policy, pick_place_store, "method_args.sampels=4").validate()
     with pytest.raises(ValueError, match="chunks must be 1 with obs_mode=image"):
         config(tmp_path, policy, pick_place_store, "obs_mode=image").validate()
+    # the equal-compute control imagines nothing: any obs_mode
+    config(tmp_path, policy, pick_place_store, "obs_mode=image", "method_args.imagine=false",
+           "method_args.real_weight=1").validate()
     with pytest.raises(ValueError, match="oracle=true needs obs_mode=state"):
         config(tmp_path, policy, pick_place_store, "obs_mode=image", "method_args.chunks=1",
                "method_args.oracle=true").validate()
