@@ -335,14 +335,16 @@ def run_job(config: JobConfig) -> dict[str, dict[str, Any]]:
 
 def load_job(out_dir: Path) -> tuple[dict[str, dict[str, Any]], dict[str, list[Media]]]:
     """The results and report media of the stages a job in `out_dir` has run ({} when none)."""
-    summary, media = out_dir / "summary.json", out_dir / "media.json"
-    try:
-        results = json.loads(summary.read_text()) if summary.exists() else {}
-        items = json.loads(media.read_text()) if media.exists() else {}
-        return results, {k: [Media(**m) for m in v] for k, v in items.items()}
-    except (ValueError, TypeError) as e:
-        raise ConfigError(f"{summary if not media.exists() else media}: not a job's record ({e}); "
-                          "run with overwrite=true to start the job afresh") from None
+    def read(path: Path, parse: Callable[[Any], Any]) -> Any:
+        try:
+            return parse(json.loads(path.read_text())) if path.exists() else {}
+        except (ValueError, TypeError, AttributeError) as e:
+            raise ConfigError(f"{path}: not a job's record ({e}); run with overwrite=true to start the job "
+                              "afresh") from None
+
+    results = read(out_dir / "summary.json", lambda d: {str(k): dict(v) for k, v in d.items()})
+    media = read(out_dir / "media.json", lambda d: {str(k): [Media(**m) for m in v] for k, v in d.items()})
+    return results, media
 
 
 # the config section each stage reads (a stage not named here reads none of its own)

@@ -48,3 +48,25 @@ def test_debug_job_runs_and_writes_summary(tmp_path: Path) -> None:
     assert (out / "report.html").exists() and '<td class="stage">lerobot</td>' in (out / "report.html").read_text()
     info = vla("data", "info", str(out / "demos.zarr"))
     assert info.returncode == 0 and "4 episodes" in info.stdout
+
+
+def test_a_finished_job_is_extended_by_a_stage_with_the_settings_it_ran_with(tmp_path: Path) -> None:
+    out = tmp_path / "job"
+    res = vla("run", "--preset", "debug", f"out_dir={out}", "stages=[demos,stats]", "demos.image_size=16")
+    assert res.returncode == 0, res.stderr[-2000:]
+    demos = json.loads((out / "summary.json").read_text())["demos"]
+    # the loader stage added to it: demos keep their settings (image_size 16, not the override's 32)
+    res = vla("run", "--preset", "debug", f"out_dir={out}", "overwrite=false", "stages=[loader]",
+              "demos.image_size=32")
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "settings of the stages already run" in res.stdout and "demos" in res.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert list(summary) == ["demos", "stats", "loader"] and summary["demos"] == demos
+    assert json.loads((out / "job.json").read_text())["demos"]["image_size"] == 16
+    page = (out / "report.html").read_text()
+    assert all(f'<td class="stage">{s}</td>' in page for s in ("demos", "stats", "loader"))
+    # a damaged record is one line naming the file, and the folder is left as it was
+    (out / "summary.json").write_text("{not json")
+    res = vla("run", "--preset", "debug", f"out_dir={out}", "overwrite=false", "stages=[loader]")
+    assert res.returncode == 2 and "summary.json: not a job's record" in res.stderr
+    assert "Traceback" not in res.stderr and (out / "demos.zarr").exists()

@@ -45,7 +45,7 @@ def test_rollouts_go_to_the_store_as_imagined_episodes(trained_wm: Path, pick_pl
     with EpisodeStore.open(tmp_path / "imagined.zarr") as store:
         table = store.table()
         assert n == [0, 1, 2] and set(table.source) == {"imagined"} and (table.lengths == 32).all()
-    with pytest.raises(WorldModelDataError, match="has camera .agentview. and imagined episodes have no images"):
+    with pytest.raises(WorldModelDataError, match=r"has camera 'agentview' and imagined episodes have no images"):
         cam_store = tmp_path / "cams.zarr"
         from vla.data.synthetic import default_schema
 
