@@ -78,6 +78,30 @@ def run_cameras(args: argparse.Namespace) -> None:
     merge_camera_report(Path(args.out).resolve())
 
 
+def plot_curves(rows: dict[str, dict[int, list[dict[str, Any]]]], path: Path, title: str) -> None:
+    """Real success per version, one line per method and seed (a method's mean in bold)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for i, (m, by) in enumerate(sorted(rows.items())):
+        color = f"C{i}"
+        curves = [[x["success_rate"] for x in r] for r in by.values()]
+        for c in curves:
+            ax.plot(range(len(c)), c, color=color, alpha=0.35, lw=1)
+        n = min(len(c) for c in curves)
+        ax.plot(range(n), np.mean([c[:n] for c in curves], 0), color=color, lw=2.5, label=f"{m} ({len(curves)} seeds)")
+    ax.set_xlabel("policy version (refinement iteration)")
+    ax.set_ylabel("real success (50 held-out seeds)")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
 def chunk_spread(out: Path) -> dict[str, Any]:
     """How much the camera world model tells chunks apart one chunk ahead: for the first seed's run,
     its refitted model scores 8 chunks of the base policy from each of its iteration-0 start states
@@ -138,6 +162,8 @@ def camera_report(out: Path) -> tuple[dict[str, Any], list[str]]:
             lines.append(f"| {m} | {s} | {curve} | {r[-1]['env_episodes']} | {r[-1].get('imagined_episodes', 0)} |")
     first = next(iter(next(iter(rows.values())).values()))
     res: dict[str, Any] = {"camera_base": base["name"], "camera_base_success": first[0]["success_rate"]}
+    plot_curves(rows, ROOT / "benchmarks/results/imagination_cameras.png", "imagination with cameras: real success")
+    lines += ["", "Curves: `imagination_cameras.png`."]
     for m, v in final.items():
         res[f"camera_{m}_success"] = float(np.mean(list(v.values()))) if v else None
         res[f"camera_{m}_per_seed"] = [v[s] for s in sorted(v)]
@@ -163,7 +189,14 @@ def camera_report(out: Path) -> tuple[dict[str, Any], list[str]]:
                   f"at the median (10th-90th percentile {sp[0]:.4f}-{sp[2]:.3f}), the value's {vp[1]:.4f}, while "
                   f"the value itself ranges {spread['value_p10_50_90'][0]:.2f}-{spread['value_p10_50_90'][2]:.2f} "
                   "across starts. One chunk ahead the model scores the state, hardly the chunk: most starts fall "
-                  "under `min_std` (0.05) and get no weight."]
+                  "under `min_std` (0.05) and get no weight.",
+                  "", "What the camera comparison says: both arms fall below the base (fine-tuning a 0.74 policy "
+                  "on 10 rollouts a round), and imagination falls less. Since the model hardly ranks the chunks, "
+                  "imagination supervises only 14-39 chunks, so its fine-tuning is almost demos alone; the control "
+                  "spends half its samples on its own unfiltered rollouts, failures included. The gain over the "
+                  "control is therefore not the world model's; a demos-only control at equal compute would be "
+                  "the arm to separate them (not run). The base scores 0.74 on these seeds (100000+) and 0.52 on "
+                  "the job's seeds (1000+), above the 30-60% the issue asks for on the former."]
     return res, lines
 
 
