@@ -93,6 +93,7 @@ def plot_curves(rows: dict[str, dict[int, list[dict[str, Any]]]], path: Path, ti
             ax.plot(range(len(c)), c, color=color, alpha=0.35, lw=1)
         n = min(len(c) for c in curves)
         ax.plot(range(n), np.mean([c[:n] for c in curves], 0), color=color, lw=2.5, label=f"{m} ({len(curves)} seeds)")
+    ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     ax.set_xlabel("policy version (refinement iteration)")
     ax.set_ylabel("real success (50 held-out seeds)")
     ax.set_title(title)
