@@ -78,6 +78,31 @@ def run_cameras(args: argparse.Namespace) -> None:
     merge_camera_report(Path(args.out).resolve())
 
 
+def read_runs(root: Path) -> dict[str, dict[int, list[dict[str, Any]]]]:
+    """Each run's records under root/<method>/seed<s>/records.json, by method and seed."""
+    rows: dict[str, dict[int, list[dict[str, Any]]]] = {}
+    for rec in sorted(root.glob("*/seed*/records.json")):
+        rows.setdefault(rec.parts[-3], {})[int(rec.parts[-2][4:])] = json.loads(rec.read_text())
+    return rows
+
+
+def final_rates(rows: dict[str, dict[int, list[dict[str, Any]]]]) -> dict[str, dict[int, float]]:
+    """The last version's success per method and seed, for the runs that have every version
+    (unfinished runs wait)."""
+    n_versions = max((len(r) for by in rows.values() for r in by.values()), default=0)
+    return {m: {s: r[-1]["success_rate"] for s, r in by.items() if len(r) == n_versions} for m, by in rows.items()}
+
+
+def run_table(rows: dict[str, dict[int, list[dict[str, Any]]]]) -> list[str]:
+    """One table row per run: its success per version, real episodes used and imagined episodes."""
+    lines = []
+    for m, by in sorted(rows.items()):
+        for s, r in sorted(by.items()):
+            curve = " -> ".join(f"{x['success_rate']:.2f}" for x in r)
+            lines.append(f"| {m} | {s} | {curve} | {r[-1]['env_episodes']} | {r[-1].get('imagined_episodes', 0)} |")
+    return lines
+
+
 def plot_curves(rows: dict[str, dict[int, list[dict[str, Any]]]], path: Path, title: str) -> None:
     """Real success per version, one line per method and seed (a method's mean in bold)."""
     import matplotlib
@@ -143,9 +168,7 @@ def chunk_spread(out: Path) -> dict[str, Any]:
 
 def camera_report(out: Path) -> tuple[dict[str, Any], list[str]]:
     """The camera runs' curves and the paired imagination - control difference (empty when none ran)."""
-    rows: dict[str, dict[int, list[dict[str, Any]]]] = {}
-    for rec in sorted((out / "cameras" / "runs").glob("*/seed*/records.json")):
-        rows.setdefault(rec.parts[-3], {})[int(rec.parts[-2][4:])] = json.loads(rec.read_text())
+    rows = read_runs(out / "cameras" / "runs")
     if not rows:
         return {}, []
     base = json.loads((out / "cameras" / "base.json").read_text())
@@ -154,13 +177,8 @@ def camera_report(out: Path) -> tuple[dict[str, Any], list[str]]:
              "demos); the world model sees agentview (preset `cameras`); each image-policy chunk is sampled at a real "
              "frame and scored one chunk ahead (`chunks=1`).", "",
              "| method | seed | success per version | real episodes used | imagined episodes supervised |",
-             "|---|---|---|---|---|"]
-    n_versions = max(len(r) for by in rows.values() for r in by.values())
-    final = {m: {s: r[-1]["success_rate"] for s, r in by.items() if len(r) == n_versions} for m, by in rows.items()}
-    for m, by in sorted(rows.items()):
-        for s, r in sorted(by.items()):
-            curve = " -> ".join(f"{x['success_rate']:.2f}" for x in r)
-            lines.append(f"| {m} | {s} | {curve} | {r[-1]['env_episodes']} | {r[-1].get('imagined_episodes', 0)} |")
+             "|---|---|---|---|---|", *run_table(rows)]
+    final = final_rates(rows)
     first = next(iter(next(iter(rows.values())).values()))
     res: dict[str, Any] = {"camera_base": base["name"], "camera_base_success": first[0]["success_rate"]}
     plot_curves(rows, ROOT / "benchmarks/results/imagination_cameras.png", "imagination with cameras: real success")
@@ -257,13 +275,9 @@ def imagined_vs_real(out: Path, runs: dict[int, list[dict[str, Any]]], wm: Path,
 
 def report(args: argparse.Namespace) -> None:
     out = Path(args.out).resolve()
-    rows: dict[str, dict[int, list[dict[str, Any]]]] = {}
-    for rec in sorted((out / "runs").glob("*/seed*/records.json")):
-        method, seed = rec.parts[-3], int(rec.parts[-2][4:])
-        rows.setdefault(method, {})[seed] = json.loads(rec.read_text())
+    rows = read_runs(out / "runs")
     base = json.loads((out / "base.json").read_text()) if (out / "base.json").exists() else {}
-    n_versions = max((len(r) for by in rows.values() for r in by.values()), default=0)  # unfinished runs wait
-    final = {m: {s: r[-1]["success_rate"] for s, r in by.items() if len(r) == n_versions} for m, by in rows.items()}
+    final = final_rates(rows)
     seeds = sorted(set.intersection(*(set(v) for v in final.values()))) if final else []
     res: dict[str, Any] = {"seeds": sorted(final.get("imagination", {})), "base": base.get("name"),
                            "base_success": rows[next(iter(rows))][seeds[0]][0]["success_rate"] if seeds else None}
@@ -271,12 +285,7 @@ def report(args: argparse.Namespace) -> None:
              f"Base policy `{base.get('name')}` (pick_place, state mode). Command: see the docstring of "
              "`benchmarks/bench_imagination.py`.", "",
              "| method | seed | success per version | real episodes used | imagined episodes |",
-             "|---|---|---|---|---|"]
-    for m, by in rows.items():
-        for s, r in sorted(by.items()):
-            curve = " -> ".join(f"{x['success_rate']:.2f}" for x in r)
-            lines.append(f"| {m} | {s} | {curve} | "
-                         f"{r[-1]['env_episodes']} | {r[-1].get('imagined_episodes', 0)} |")
+             "|---|---|---|---|---|", *run_table(rows)]
     for m in final:  # each method over its own finished seeds
         v = np.array([final[m][s] for s in sorted(final[m])])
         res[f"{m}_success"] = float(v.mean()) if len(v) else None
