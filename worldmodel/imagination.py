@@ -144,7 +144,7 @@ class ImaginationMethod:
         wm_info = self.refit(run, version)
         model, job, meta, _, _ = load_checkpoint(self.wm_dir(run))
         with EpisodeStore.open(run.store_path) as store:
-            table = store.table()
+            table, cams = store.table(), list(store.schema.cameras)
             # a run resumed after a crash may hold imagined episodes of this iteration without their
             # weights file: they are ignored (only episodes named in weights.json are supervised)
             eps = np.flatnonzero(np.isin(table.seed, run.collect_seeds(version)) & (table.source != "demo")
@@ -167,8 +167,6 @@ class ImaginationMethod:
             env = ImaginedEnv(model, max_chunks=c.chunks, fps=meta.get("fps", 20.0))
             first_obs = None
             if self.images:  # the real observation at each start: what an image policy samples from
-                with EpisodeStore.open(run.store_path) as store:
-                    cams = list(store.schema.cameras)
                 real = policy_observations(run.store_path, starts, cams)  # read once, sampled K times
                 frames = {cam: np.repeat(np.stack([o["images"][cam] for o in real]), c.samples, 0) for cam in cams}
                 seen = list(getattr(getattr(policy, "cfg", None), "cameras", cams))  # a policy refuses others
