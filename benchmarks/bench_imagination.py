@@ -140,6 +140,7 @@ def chunk_spread(out: Path) -> dict[str, Any]:
         return {}
     from vla.data.store import EpisodeStore
     from worldmodel.checkpoint import load_checkpoint
+    from worldmodel.imagination import ImaginationConfig
     from worldmodel.imagination_math import rollout_scores
     from worldmodel.imagine import ImaginedEnv, StartStates, policy_observations, rollout, start_states
     from worldmodel.rank import load_candidate
@@ -155,8 +156,9 @@ def chunk_spread(out: Path) -> dict[str, Any]:
     policy = load_candidate(json.loads((out / "cameras" / "base.json").read_text())["ckpt"], seed=0)
     first = [o for o in policy_observations(store, starts, cams) for _ in range(8)]
     res = rollout(ImaginedEnv(model, max_chunks=1), policy, starts.repeat(8), 1, seed=0, first_obs=first)
-    scores = rollout_scores(res["success_prob"], res["value"][:, -1], res["disagreement"], value_weight=0.5,
-                            disagreement_penalty=1.0)
+    cfg = ImaginationConfig()  # the method's own scoring settings
+    scores = rollout_scores(res["success_prob"], res["value"][:, -1], res["disagreement"],
+                            value_weight=cfg.value_weight, disagreement_penalty=cfg.disagreement_penalty)
     q = [10, 50, 90]
     spread = {"run": run.name, "starts": len(starts),
               "score_std_within_start_p10_50_90": np.percentile(scores.reshape(-1, 8).std(1), q).tolist(),

@@ -162,7 +162,7 @@ class PolicyNode:
         s = self.inputs.snapshot()
         if s.q is None or len(s.images) < len(self.cfg.cameras):
             return None
-        if not s.instruction_received and self.inputs.awaiting_instruction():
+        if self.inputs.awaiting_instruction():
             self.node.get_logger().info(f"holding until the robot's instruction arrives on "
                                         f"{self.cfg.instruction_topic} (at most {self.cfg.instruction_wait_s} s, "
                                         "then the default)", throttle_duration_sec=1.0)
