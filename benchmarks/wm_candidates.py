@@ -86,21 +86,27 @@ def main() -> None:
     ap.add_argument("--eval-episodes", type=int, default=50)
     ap.add_argument("--rollout-episodes", type=int, default=20)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--runs", default="d100,d15", help="pretraining runs to build (HABC's base needs d15 only)")
     args = ap.parse_args()
     out = Path(args.out).resolve()
     logs = out / "logs"
     w = f"workers={args.workers}"
     demos, failed = out / "demos.zarr", out / "expert_failures.zarr"
-    if not (out / "demos.done").exists():
-        sh(vla("sim", "collect", str(demos), "task=pick_place", f"episodes={args.demos}", "seed_start=0", w,
-               "noise=0.1", f"out_dir={out / 'collect'}", *STATE), logs / "collect_demos.log")
-        (out / "demos.done").touch()
-    if not (out / "failures.done").exists():
-        sh(vla("sim", "collect", str(failed), "task=pick_place", "episodes=30", "seed_start=2000", w,
-               "noise=0.3", "skill=0.5", f"out_dir={out / 'collect_fail'}", *STATE), logs / "collect_failures.log")
-        (out / "failures.done").touch()
     runs = {"d100": (args.demos, [int(s) for s in args.steps.split(",")]),
             "d15": (args.small_demos, [int(s) for s in args.small_steps.split(",")])}
+    unknown = set(args.runs.split(",")) - set(runs)
+    if unknown:
+        ap.error(f"--runs: unknown run {sorted(unknown)[0]!r} (valid: {', '.join(runs)})")
+    runs = {k: v for k, v in runs.items() if k in args.runs.split(",")}
+    if "d100" in runs:  # the 100-demo store and the expert failures (the world model's data)
+        if not (out / "demos.done").exists():
+            sh(vla("sim", "collect", str(demos), "task=pick_place", f"episodes={args.demos}", "seed_start=0", w,
+                   "noise=0.1", f"out_dir={out / 'collect'}", *STATE), logs / "collect_demos.log")
+            (out / "demos.done").touch()
+        if not (out / "failures.done").exists():
+            sh(vla("sim", "collect", str(failed), "task=pick_place", "episodes=30", "seed_start=2000", w,
+                   "noise=0.3", "skill=0.5", f"out_dir={out / 'collect_fail'}", *STATE), logs / "collect_failures.log")
+            (out / "failures.done").touch()
     cands: dict[str, Path] = {}
     for name, (n_demos, steps) in runs.items():
         run = out / "pretrain" / name

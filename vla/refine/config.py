@@ -18,6 +18,9 @@ FEATURES = ("state", "encoder")
 class HabcConfig(CriticConfig):
     features: str = "state"  # critic input: state vector, or the frozen policy encoder's mean token + state
     current_version_only: bool = True  # outcome labels only on the current policy's own segments (the paper)
+    # draw the policy's windows in proportion to their critic weight (loss weight 1) instead of
+    # uniformly with the weight on the loss: the group's share is then spent on the steps it endorses
+    sample_by_weight: bool = False
 
 
 @dataclass

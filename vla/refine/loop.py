@@ -175,8 +175,11 @@ class RefineRun:
         w = rw.method_weights(c.method, labels, success, is_demo, critic_weight=critic_weight, demo_share=c.share(),
                               demo_weight=c.habc.demo_weight if c.method == "habc" else 1.0,
                               group_shares=c.group_shares or None)
+        groups = rw.step_groups(labels, is_demo)
+        info.update(rw.group_weight_stats(w, groups))  # the critic's weights, before any move to the sampler
+        if c.method == "habc" and c.habc.sample_by_weight:
+            w = rw.sample_by_loss(w, groups)
         info["supervised_steps"] = float((w.loss > 0).sum())
-        info.update(rw.group_weight_stats(w, rw.step_groups(labels, is_demo)))
         return w, info
 
     def train(self, version: int) -> dict[str, Any]:

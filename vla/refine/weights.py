@@ -43,6 +43,7 @@ __all__ = [
     "mc_returns",
     "method_weights",
     "outcome_only_labels",
+    "sample_by_loss",
     "sample_distribution",
     "step_groups",
 ]
@@ -177,6 +178,30 @@ def group_sample_distribution(loss: np.ndarray, groups: dict[str, np.ndarray], s
     if w.sum() <= 0:
         raise ValueError(f"no supervised step in the groups {sorted(shares)} with a positive share")
     return w / w.sum()
+
+
+def sample_by_loss(w: StepWeights, groups: dict[str, np.ndarray]) -> StepWeights:
+    """Move per-step loss weights into the sampler: inside each group the window starts are drawn
+    in proportion to sample * loss, each group keeps its share of the samples, and every supervised
+    step's loss weight becomes 1. The expected gradient inside a group keeps its direction; what
+    changes is that a group whose steps carry small weights (HABC's critic gives most of the
+    policy's failed steps ~0.01) still fills its share with the steps it endorses, instead of
+    spending most of that share on windows that barely count."""
+    mass = w.sample * w.loss
+    sample = np.zeros_like(w.sample)
+    covered = np.zeros(len(sample), bool)
+    for member in groups.values():
+        member = np.asarray(member, bool) & ~covered  # a step counts in its first group only
+        covered |= member
+        total = mass[member].sum()
+        if total > 0:
+            sample[member] = w.sample[member].sum() * mass[member] / total
+    rest = ~covered  # steps in no group keep their own mass, weighted the same way
+    if mass[rest].sum() > 0:
+        sample[rest] = w.sample[rest].sum() * mass[rest] / mass[rest].sum()
+    if sample.sum() <= 0:
+        raise ValueError("sample_by_loss: no supervised step carries sampling mass")
+    return StepWeights(loss=(w.loss > 0).astype(np.float32), sample=sample / sample.sum())
 
 
 def group_weight_stats(w: StepWeights, groups: dict[str, np.ndarray]) -> dict[str, float]:

@@ -64,6 +64,21 @@ def test_autonomous_habc_at_fixed_group_shares(tmp_path: Path, pretrained: tuple
     info = json.loads((Path(cfg.out_dir) / "iter_01" / "train_info.json").read_text())
     assert info["correction_sample_share"] == 0
     assert np.isclose(info["demo_sample_share"], 0.5) and np.isclose(info["policy_sample_share"], 0.5)
+    # habc.sample_by_weight: the same critic's weights drawn by the sampler instead of the loss
+    from vla.policy.checkpoint import load_model
+
+    model, _ = load_model(run.policy_path(0), use_ema=True, device="cpu")
+    on_loss, _ = run.step_weights(0, model)
+    run.cfg.habc.sample_by_weight = True
+    on_sampler, info = run.step_weights(0, model)
+    from vla.refine.weights import demo_loss
+
+    _, demo = demo_loss(EpisodeStore.open(cfg.out_dir + "/store.zarr").table())
+    policy = (on_loss.loss > 0) & ~demo  # the critic-weighted steps
+    assert set(on_sampler.loss[policy].tolist()) == {1.0} and set(on_loss.loss[policy].tolist()) != {1.0}
+    mass = on_loss.sample * on_loss.loss
+    np.testing.assert_allclose(on_sampler.sample[policy], 0.5 * mass[policy] / mass[policy].sum(), rtol=1e-5)
+    assert np.isclose(info["policy_sample_share"], 0.5)
 
 
 def test_resume_skips_finished_work_and_continues(tmp_path: Path, pretrained: tuple[Path, Path]) -> None:

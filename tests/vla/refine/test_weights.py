@@ -129,3 +129,27 @@ def test_group_shares_fix_each_groups_share_of_the_samples(store: EpisodeStore) 
         rw.group_sample_distribution(w.loss, groups, {"polcy": 1.0})
     with pytest.raises(ValueError, match="no supervised step"):
         rw.group_sample_distribution(w.loss, groups, {"policy": 1.0})
+
+
+def test_sample_by_loss_moves_the_critic_weights_into_the_sampler(store: EpisodeStore) -> None:
+    table = store.table()
+    labels = build_step_labels(store)
+    groups = rw.step_groups(labels, table.source == "demo")
+    critic = np.full(15, 0.01, np.float32)
+    critic[[7, 8]] = 0.9  # the critic endorses two of the eight policy steps
+    shares = {"demo": 0.4, "correction": 0.3, "policy": 0.3}
+    w = rw.method_weights("habc", labels, table.success, table.source == "demo", critic_weight=critic,
+                          group_shares=shares)
+    moved = rw.sample_by_loss(w, groups)
+    for g, share in shares.items():  # every group keeps its share of the samples
+        assert np.isclose(moved.sample[groups[g]].sum(), share)
+    # inside the policy group, draws follow the weights: 0.9 against 0.01
+    pol = np.flatnonzero(groups["policy"])
+    np.testing.assert_allclose(moved.sample[pol], 0.3 * critic[pol] / critic[pol].sum())
+    assert moved.sample[[7, 8]].sum() > 0.29 and w.sample[[7, 8]].sum() == pytest.approx(0.3 * 2 / 8)
+    # the weight now acts once, through the sampler: every supervised step has loss 1
+    assert set(moved.loss[moved.loss > 0].tolist()) == {1.0}
+    assert (moved.loss > 0).tolist() == (w.loss > 0).tolist()
+    np.testing.assert_allclose(moved.sample[groups["demo"]], 0.4 / 3)  # uniform weights stay uniform
+    with pytest.raises(ValueError, match="no supervised step"):
+        rw.sample_by_loss(rw.StepWeights(loss=np.zeros(15, np.float32), sample=w.sample), groups)
