@@ -15,9 +15,10 @@ evaluated on the same 50 seeds 100000+; version 0 is evaluated once.
 - settings: interventions (the scripted person takes over and hands back: HG-DAgger's protocol)
   and autonomous (`intervener=`);
 - methods: habc, sft; habc_single (the efficiency ablation: one critic, no efficiency head),
-  filtered_bc; with interventions rac and hg_dagger (their intervention steps for the RaC /
-  HG-DAgger ratio); in the autonomous setting demos_only, the equal-compute control (the same
-  fine-tuning steps on the demos alone).
+  habc_sampled (`habc.sample_by_weight`: the critic's weights draw the policy's windows),
+  filtered_bc, pa_rl (PA-RL, arXiv 2412.06685, on the same critic in Q form); with interventions
+  rac and hg_dagger (their intervention steps for the RaC / HG-DAgger ratio); in the autonomous
+  setting demos_only, the equal-compute control (the same fine-tuning steps on the demos alone).
 """
 
 from __future__ import annotations
@@ -39,10 +40,15 @@ BASE = "d15_s3000"
 SHARES = "group_shares={demo: 0.4, correction: 0.3, policy: 0.3}"
 SETTINGS = {"interventions": (), "autonomous": ("intervener=",)}
 METHODS = {"habc": ("habc", ()), "sft": ("sft", ()), "habc_single": ("habc", ("habc.single_critic=true",)),
-           "filtered_bc": ("filtered_bc", ()), "rac": ("rac", ()), "hg_dagger": ("hg_dagger", ()),
+           "habc_sampled": ("habc", ("habc.sample_by_weight=true",)), "filtered_bc": ("filtered_bc", ()),
+           "rac": ("rac", ()), "hg_dagger": ("hg_dagger", ()), "pa_rl": ("pa_rl", ()),
            # the equal-compute control of the autonomous setting: HG-DAgger without a person trains on
            # the demos alone, for the same steps; a gain it also gets is fine-tuning's, not the method's
            "demos_only": ("hg_dagger", ())}
+# PA-RL is a plug-in with its own `demo_share` (demos + corrections against its re-ranked chunks):
+# set to what the fixed shares give the built-ins (0.4 + 0.3 with a person; 0.4 / 0.7 without one)
+PLUGIN_SHARES = {"pa_rl": {"interventions": "method_args={demo_share: 0.7}",
+                           "autonomous": "method_args={demo_share: 0.571}"}}
 CORRECTION_ONLY = ("rac", "hg_dagger")  # nothing to learn from without a person
 AUTONOMOUS_ONLY = ("demos_only",)  # with a person it would be HG-DAgger
 
@@ -64,16 +70,18 @@ def run(args: argparse.Namespace) -> None:
                 (run_dir / "iter_00" / "eval").mkdir(parents=True, exist_ok=True)
                 shutil.copy(v0 / "summary.json", run_dir / "iter_00" / "eval" / "summary.json")
                 method, extra = METHODS[name]
+                shares = PLUGIN_SHARES.get(name, {}).get(setting, SHARES)
                 refine_run(method, ckpt, inputs / "demos_15.zarr", run_dir,
                            out / "logs" / f"{setting}_{name}_seed{seed}.log", seed=seed,
                            collect_seed_start=500_000 + 10_000 * seed, iterations=args.iterations,
                            episodes=args.episodes, eval_episodes=args.eval_episodes, train_steps=args.train_steps,
-                           overrides=(SHARES, *SETTINGS[setting], *extra))
+                           overrides=(shares, *SETTINGS[setting], *extra))
 
 
 # (method, reference) pairs the report differences by seed; habc - sft is the issue's headline
 COMPARISONS = (("habc", "sft"), ("habc", "demos_only"), ("sft", "demos_only"), ("filtered_bc", "demos_only"),
-               ("habc", "filtered_bc"), ("habc", "habc_single"))
+               ("habc", "filtered_bc"), ("habc", "habc_single"), ("habc_sampled", "sft"),
+               ("habc_sampled", "demos_only"), ("habc_sampled", "habc"), ("pa_rl", "sft"), ("pa_rl", "demos_only"))
 
 
 def paired_gain(by: dict[str, dict[int, list[dict[str, Any]]]], a: str, b: str
