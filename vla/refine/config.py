@@ -88,6 +88,9 @@ class RefineConfig:
                 raise ValueError(f"group_shares: unknown group '{bad[0]}'" + closest(bad[0], GROUPS))
             if self.method not in METHODS:
                 raise ValueError("group_shares is for the built-in methods; plug-ins have their own method_args")
+        lam = self.habc.adv_lambda
+        if lam is not None and not 0.0 <= lam <= 1.0:
+            raise ValueError(f"habc.adv_lambda must be in [0, 1] (or null: one-step advantages), got {lam}")
         for name, feat in (("habc", self.habc.features), ("awr", self.awr.features)):
             if feat not in FEATURES:
                 raise ValueError(f"{name}.features must be one of {FEATURES}, got '{feat}'")

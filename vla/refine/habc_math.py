@@ -32,6 +32,14 @@ or the losses. Ours (to be ablated: no gate, single critic, no intervention mask
   G_t = gamma * ((1 - lam) * V(s_{t+1}) + lam * G_{t+1}), ending in the run's own target (its
   outcome label for viability, gamma = 1; 1 at the success for efficiency). lam = 1 gives back the
   Monte-Carlo targets; the critic is refitted on targets bootstrapped from its previous fit.
+- Advantages over more than one step (`adv_lambda`, filled in by us): with a smooth critic the
+  one-step advantage of nearly every step is ~0, so the weight of a policy step is set by V(s')
+  alone, which early in an episode is the same for the episodes that will fail and those that
+  will succeed; measured on pick_place without a person, the failed episodes' steps then held
+  half of the policy steps' loss mass. GAE(lam) over each run of policy steps
+  (`lambda_advantages`, the run's outcome as its terminal value: 1 at a success, 0 at a takeover
+  or a time-out; efficiency 1 / gamma at a success) carries the outcome back into the earlier
+  steps; lam = 0 gives back the one-step form.
 """
 
 from __future__ import annotations
@@ -70,6 +78,28 @@ def lambda_targets(terminal: np.ndarray, next_value: np.ndarray, mask: np.ndarra
     out = np.zeros(len(mask), np.float32)
     for t in np.flatnonzero(mask)[::-1]:
         out[t] = terminal[t] if last[t] else gamma * ((1 - lam) * next_value[t] + lam * out[next_index[t]])
+    return out
+
+
+def lambda_advantages(value: np.ndarray, terminal: np.ndarray, mask: np.ndarray, next_index: np.ndarray,
+                      gamma: float, lam: float) -> np.ndarray:
+    """GAE(lam) advantages on the labelled runs (0 elsewhere; Schulman et al., arXiv 1506.02438):
+    delta_t = gamma * V(s_{t+1}) - V(s_t), with the run's `terminal` value in place of V(s_{t+1})
+    at its last step, and A_t = delta_t + gamma * lam * A_{t+1} inside the run. lam = 0 is the
+    one-step advantage; lam = 1 (gamma = 1) is the run's outcome minus V(s_t)."""
+    if not 0.0 <= lam <= 1.0 or not 0.0 < gamma <= 1.0:
+        raise ValueError(f"need lam in [0, 1] and gamma in (0, 1], got {lam}, {gamma}")
+    mask = np.asarray(mask, bool)
+    last = run_ends(mask, next_index)
+    if np.any(mask & ~last & (next_index <= np.arange(len(mask)))):
+        raise ValueError("next_index must point forward inside a run of labelled steps")
+    out = np.zeros(len(mask), np.float32)
+    for t in np.flatnonzero(mask)[::-1]:
+        if last[t]:
+            out[t] = gamma * terminal[t] - value[t]
+        else:
+            nxt = next_index[t]
+            out[t] = gamma * value[nxt] - value[t] + gamma * lam * out[nxt]
     return out
 
 

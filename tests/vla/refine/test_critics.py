@@ -1,5 +1,7 @@
 """HABC critics on a toy problem with a known answer: 1-D positions, success iff x > 0."""
 
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -98,3 +100,20 @@ def test_td_rounds_give_targets_that_vary_inside_a_segment() -> None:
                              CriticConfig(steps=10, hidden=16, ensemble=1, lam=1.0, eval_every=50),
                              episode=episodes_of(1000), next_index=nxt)
     assert info1["td_rounds"] == 1
+
+
+def test_lambda_advantages_tell_a_failed_run_from_a_successful_one_through_the_same_states() -> None:
+    d = toy(400)
+    cfg = CriticConfig(steps=200, hidden=16, ensemble=1)
+    critic, _ = train_critics(d["features"], d["viability"], d["viability_mask"], d["efficiency"],
+                              d["efficiency_mask"], cfg)
+    # two episodes through the same three states; the first ends in success, the second times out
+    x = torch.tensor([[-0.2], [0.0], [0.2]]).repeat(2, 1)
+    next_index = torch.tensor([1, 2, 2, 4, 5, 5])
+    done = torch.tensor([False, False, True, False, False, False])
+    policy = torch.zeros(6, dtype=torch.bool)
+    one_step = habc_weights(critic, x, next_index, done, policy, cfg)["weight"]
+    gae = habc_weights(critic, x, next_index, done, policy, replace(cfg, adv_lambda=1.0))["weight"]
+    # one step: the outcome shows only at the last step; GAE carries it back to the first
+    torch.testing.assert_close(one_step[:2], one_step[3:5])
+    assert (gae[:3] > gae[3:]).all()

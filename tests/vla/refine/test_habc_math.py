@@ -99,3 +99,23 @@ def test_run_ends_and_lambda_targets() -> None:
         hm.lambda_targets(terminal, v_next, mask, np.array([1, 0, 3, 4, 5, 5]), 1.0, 0.5)
     with pytest.raises(ValueError, match="lam in"):
         hm.lambda_targets(terminal, v_next, mask, nxt, 1.0, 1.5)
+
+
+def test_lambda_advantages_carry_the_outcome_back() -> None:
+    # the episode of test_run_ends_and_lambda_targets: run 0-2 taken over (terminal 0), run 4-5 a success
+    mask = np.array([True, True, True, False, True, True])
+    nxt = np.array([1, 2, 3, 4, 5, 5])
+    terminal = np.array([0, 0, 0, 0, 0, 1], np.float32)
+    v = np.array([0.5, 0.5, 0.4, 0.9, 0.6, 0.8], np.float32)
+    # lam = 0: one-step advantages, the terminal value at each run's last step
+    assert np.allclose(hm.lambda_advantages(v, terminal, mask, nxt, 1.0, 0.0), [0.0, -0.1, -0.4, 0, 0.2, 0.2])
+    # lam = 1, gamma = 1: the run's outcome minus V(s_t); the takeover run is negative from its first
+    # step although its one-step advantage there is 0
+    assert np.allclose(hm.lambda_advantages(v, terminal, mask, nxt, 1.0, 1.0), [-0.5, -0.5, -0.4, 0, 0.4, 0.2])
+    a = hm.lambda_advantages(v, terminal, mask, nxt, 0.9, 0.5)
+    assert np.isclose(a[5], 0.9 * 1 - 0.8) and np.isclose(a[4], 0.9 * 0.8 - 0.6 + 0.9 * 0.5 * a[5])
+    assert a[3] == 0  # not a policy step
+    with pytest.raises(ValueError, match="point forward"):
+        hm.lambda_advantages(v, terminal, mask, np.array([1, 0, 3, 4, 5, 5]), 1.0, 0.5)
+    with pytest.raises(ValueError, match="lam in"):
+        hm.lambda_advantages(v, terminal, mask, nxt, 1.0, -0.1)
