@@ -17,6 +17,7 @@ evaluated on the same 50 seeds 100000+; version 0 is evaluated once.
 - methods: habc, sft; habc_single (the efficiency ablation: one critic, no efficiency head),
   habc_sampled (`habc.sample_by_weight`: the critic's weights draw the policy's windows),
   habc_gae (`habc.adv_lambda=0.95`: GAE advantages over each run instead of one step),
+  habc_chunk (`own_chunk_only`: the policy's windows supervise only the chunk it executed),
   filtered_bc, pa_rl (PA-RL, arXiv 2412.06685, on the same critic in Q form); with interventions
   rac and hg_dagger (their intervention steps for the RaC / HG-DAgger ratio); in the autonomous
   setting demos_only, the equal-compute control (the same fine-tuning steps on the demos alone).
@@ -42,6 +43,7 @@ SHARES = "group_shares={demo: 0.4, correction: 0.3, policy: 0.3}"
 SETTINGS = {"interventions": (), "autonomous": ("intervener=",)}
 METHODS = {"habc": ("habc", ()), "sft": ("sft", ()), "habc_single": ("habc", ("habc.single_critic=true",)),
            "habc_sampled": ("habc", ("habc.sample_by_weight=true",)), "habc_gae": ("habc", ("habc.adv_lambda=0.95",)),
+           "habc_chunk": ("habc", ("own_chunk_only=true",)),
            "filtered_bc": ("filtered_bc", ()),
            "rac": ("rac", ()), "hg_dagger": ("hg_dagger", ()), "pa_rl": ("pa_rl", ()),
            # the equal-compute control of the autonomous setting: HG-DAgger without a person trains on
@@ -84,7 +86,8 @@ def run(args: argparse.Namespace) -> None:
 COMPARISONS = (("habc", "sft"), ("habc", "demos_only"), ("sft", "demos_only"), ("filtered_bc", "demos_only"),
                ("habc", "filtered_bc"), ("habc", "habc_single"), ("habc_sampled", "sft"),
                ("habc_sampled", "demos_only"), ("habc_sampled", "habc"), ("habc_gae", "sft"),
-               ("habc_gae", "demos_only"), ("habc_gae", "habc"), ("pa_rl", "sft"), ("pa_rl", "demos_only"))
+               ("habc_gae", "demos_only"), ("habc_gae", "habc"), ("habc_chunk", "habc"), ("habc_chunk", "demos_only"),
+               ("pa_rl", "sft"), ("pa_rl", "demos_only"))
 
 
 def paired_gain(by: dict[str, dict[int, list[dict[str, Any]]]], a: str, b: str

@@ -106,12 +106,16 @@ class WindowDataset(Dataset):
                  stride: int = 1, cache: str = "auto", memory_budget_gb: float = 8.0,
                  cache_chunks: int = 64, loss_weights: np.ndarray | None = None,
                  sample_weights: np.ndarray | None = None,
-                 instruction_aliases: Mapping[str, Sequence[str]] | None = None) -> None:
+                 instruction_aliases: Mapping[str, Sequence[str]] | None = None,
+                 supervise_until: np.ndarray | None = None) -> None:
         """`loss_weights` (per global step, refinement): batches gain `loss_weight` [B, H], the
         weight of each action in the BC loss. `sample_weights` (per global step): the trainer
         draws windows in proportion to the weight of their first step (`window_weights`).
         `instruction_aliases`: instruction -> paraphrases; each window's instruction is drawn
-        uniformly from the stored one and its paraphrases (see `alias_instruction`)."""
+        uniformly from the stored one and its paraphrases (see `alias_instruction`).
+        `supervise_until` (per global step, with `loss_weights`): a window starting at step t
+        weights only the actions of steps before `supervise_until[t]` (a policy's own window ends
+        with the chunk it executed, `vla.refine.weights.executed_chunk_ends`)."""
         self.store = EpisodeStore.open(store) if not isinstance(store, EpisodeStore) else store
         if obs_horizon < 1 or action_horizon < 1:
             raise ValueError(f"obs_horizon and action_horizon must be >= 1, got {obs_horizon}, {action_horizon}")
@@ -131,6 +135,9 @@ class WindowDataset(Dataset):
         self.instruction_aliases = {k: (k, *v) for k, v in (instruction_aliases or {}).items()}
         n = self.store.n_steps
         self.loss_weights = _per_step("loss_weights", loss_weights, n, np.float32)
+        if supervise_until is not None and loss_weights is None:
+            raise ValueError("supervise_until limits the loss weights: give loss_weights too")
+        self.supervise_until = _per_step("supervise_until", supervise_until, n, np.int64)
         sample = _per_step("sample_weights", sample_weights, n, np.float64)
         self.window_weights = None if sample is None else sample[self.index.step]
         if self.window_weights is not None and not self.window_weights.sum() > 0:
@@ -168,7 +175,7 @@ class WindowDataset(Dataset):
             "task": str(self._task[ep]),
             "episode_index": ep,
             "step_index": t - int(self.index.start[i]),
-            **({"loss_weight": torch.from_numpy(self.loss_weights[act_idx] * act_mask)}
+            **({"loss_weight": torch.from_numpy(self.loss_weights[act_idx] * self._supervised(act_mask, t))}
                if self.loss_weights is not None else {}),
         }
 
@@ -197,9 +204,18 @@ class WindowDataset(Dataset):
             "task": [str(self._task[e]) for e in episodes],
             "episode_index": torch.from_numpy(episodes),
             "step_index": torch.from_numpy(t - start),
-            **({"loss_weight": torch.from_numpy(self.loss_weights[act_idx] * (act < end[:, None]))}
+            **({"loss_weight": torch.from_numpy(self.loss_weights[act_idx] * self._supervised(act < end[:, None], t))}
                if self.loss_weights is not None else {}),
         }
+
+    def _supervised(self, act_mask: np.ndarray, t: np.ndarray | int) -> np.ndarray:
+        """`act_mask` ([H] or [B, H]) limited to the actions before `supervise_until` of the
+        windows' first steps `t`."""
+        if self.supervise_until is None:
+            return act_mask
+        t = np.asarray(t)
+        act = t[..., None] + np.arange(self.action_horizon)
+        return act_mask & (act < self.supervise_until[t][..., None])
 
     def _phrasings(self, instructions: list[str], windows: np.ndarray) -> list[str]:
         if not self.instruction_aliases:

@@ -57,6 +57,9 @@ class RefineConfig:
     # the collection intervener instead of the method's own (rac | hg_dagger | "" none: HABC's
     # autonomous setting, rollouts with only their sparse outcome)
     intervener: str | None = None
+    # a window of the policy's own steps supervises only the chunk the policy executed, not the seam
+    # into the next one (vla.refine.weights.executed_chunk_ends)
+    own_chunk_only: bool = False
     seed: int = 0
     videos: int = 1  # MP4s per evaluation
     train: TrainConfig = field(default_factory=TrainConfig)

@@ -194,8 +194,14 @@ class RefineRun:
         t0 = time.perf_counter()
         w, info = self.step_weights(version, model)
         store = EpisodeStore.open(self.store_path)
+        until = None
+        if c.own_chunk_only:
+            table = store.table()
+            own = ~rw.demo_loss(table)[1] & ~np.asarray(store.read("is_intervention", 0, store.n_steps), bool)
+            until = rw.executed_chunk_ends(table.episode_starts, table.episode_ends, own, c.n_action_steps)
         data = WindowDataset(store, obs_horizon=model.cfg.n_obs_steps, action_horizon=model.cfg.chunk_size,
-                             cameras=model.cfg.cameras, loss_weights=w.loss, sample_weights=w.sample)
+                             cameras=model.cfg.cameras, loss_weights=w.loss, sample_weights=w.sample,
+                             supervise_until=until)
         train_cfg = type(c.train)(**{**asdict(c.train), "seed": c.seed * 1000 + version})
         if self.plugin is not None and hasattr(self.plugin, "train_setup"):
             model, train_cfg = self.plugin.train_setup(self, version, model, train_cfg)

@@ -127,6 +127,21 @@ def test_loss_and_sample_weights_follow_the_action_steps(store: EpisodeStore) ->
         WindowDataset(store, sample_weights=np.zeros(n))
 
 
+def test_supervise_until_stops_a_windows_loss_weights(store: EpisodeStore) -> None:
+    n = store.n_steps
+    until = np.arange(n) + 2  # every window supervises its first two actions only
+    ds = WindowDataset(store, obs_horizon=1, action_horizon=4, loss_weights=np.ones(n, np.float32),
+                       supervise_until=until)
+    full = WindowDataset(store, obs_horizon=1, action_horizon=4, loss_weights=np.ones(n, np.float32))
+    batch, plain = ds.get_batch(np.arange(len(ds))), full.get_batch(np.arange(len(ds)))
+    np.testing.assert_array_equal(batch["loss_weight"][:, 2:], 0)
+    np.testing.assert_array_equal(batch["loss_weight"][:, :2], plain["loss_weight"][:, :2])
+    np.testing.assert_array_equal(ds[3]["loss_weight"].numpy(), batch["loss_weight"][3].numpy())
+    assert plain["loss_weight"][:, 2:].sum() > 0  # without the limit those actions count
+    with pytest.raises(ValueError, match="give loss_weights too"):
+        WindowDataset(store, supervise_until=until)
+
+
 def test_instruction_aliases_draw_phrasings_reproducibly(store: EpisodeStore, tmp_path: Path) -> None:
     from vla.data.dataset import alias_instruction, load_instruction_aliases
 

@@ -56,8 +56,9 @@ def test_one_iteration_collects_flags_trains_and_records(tmp_path: Path, pretrai
 
 def test_autonomous_habc_at_fixed_group_shares(tmp_path: Path, pretrained: tuple[Path, Path]) -> None:
     # HABC's online-RL setting: no intervener, only the episode outcome; samples 50/50 demos/policy
+    # own_chunk_only: the policy's windows end with the chunk it executed
     cfg = config(tmp_path, pretrained, "habc", "intervener=", "intervener_args={subtask_timeout: 8}",
-                 "group_shares={demo: 0.5, policy: 0.5}")
+                 "group_shares={demo: 0.5, policy: 0.5}", "own_chunk_only=true")
     run = RefineRun(cfg, progress=False)
     rows = run.run()
     assert rows[1]["intervention_steps"] == 0 and rows[1]["env_episodes"] == 2

@@ -153,3 +153,16 @@ def test_sample_by_loss_moves_the_critic_weights_into_the_sampler(store: Episode
     np.testing.assert_allclose(moved.sample[groups["demo"]], 0.4 / 3)  # uniform weights stay uniform
     with pytest.raises(ValueError, match="no supervised step"):
         rw.sample_by_loss(rw.StepWeights(loss=np.zeros(15, np.float32), sample=w.sample), groups)
+
+
+def test_executed_chunk_ends_stop_a_policy_window_at_its_chunk() -> None:
+    # two episodes: 0-9 the policy's own (chunks of 4: 0-3, 4-7, 8-9), 10-19 with a takeover at 13-14
+    own = np.ones(20, bool)
+    own[13:15] = False
+    ends = rw.executed_chunk_ends(np.array([0, 10]), np.array([10, 20]), own, 4)
+    assert ends[:10].tolist() == [4, 4, 4, 4, 8, 8, 8, 8, 10, 10]
+    # the takeover ends the chunk (10-12 stop at 13), the policy re-plans from the hand-back at 15
+    assert ends[10:13].tolist() == [13, 13, 13] and ends[15:20].tolist() == [19, 19, 19, 19, 20]
+    assert ends[13:15].tolist() == [20, 20]  # not the policy's: the episode's end
+    with pytest.raises(ValueError, match="own must have one value per store step"):
+        rw.executed_chunk_ends(np.array([0]), np.array([10]), own, 4)
