@@ -5,6 +5,7 @@ the critic's held-out AUROC per iteration, and the protocol's minimum detectable
 
   python benchmarks/bench_habc.py run --out runs/bench_habc --seeds 0,1,2,3,4
   python benchmarks/bench_habc.py report --out runs/bench_habc
+  python benchmarks/bench_habc.py diagnose --run autonomous/habc/seed1   # why own steps hurt
 
 Base policy: the world-model benchmark's `d15_s3000` (pick_place, 15 demos, state mode; 0.34 on
 the evaluation seeds), its demos; `--base` picks another candidate. Inputs (10 min here):
@@ -240,9 +241,78 @@ def report(args: argparse.Namespace) -> None:
     print("\n".join(lines))
 
 
+def jump_ratio(action: np.ndarray, starts: np.ndarray, ends: np.ndarray, episodes: np.ndarray, n: int
+               ) -> dict[str, float]:
+    """Median change of the action from one step to the next at the steps where a chunk of `n`
+    ends (every n-th step from the episode's start) and everywhere else, and their ratio."""
+    switch, inside = [], []
+    for e in episodes:
+        d = np.linalg.norm(np.diff(action[starts[e]:ends[e]], axis=0), axis=1)
+        at = np.arange(len(d)) % n == n - 1
+        switch += d[at].tolist()
+        inside += d[~at].tolist()
+    return {"switch": float(np.median(switch)), "inside": float(np.median(inside)),
+            "ratio": float(np.median(switch) / np.median(inside))}
+
+
+def diagnose(args: argparse.Namespace) -> None:
+    """Why learning from the policy's own steps fails, on one finished run (`--run`, e.g.
+    autonomous/habc/seed1): (1) the action's jump at chunk switches in rollouts and demos; (2) the
+    share of the policy steps' HABC loss mass on failed episodes, for one-step and GAE(lambda)
+    advantages, with the critic fitted as the run fitted it for its last version."""
+    from dataclasses import replace
+
+    import torch
+
+    from vla.config import load_config
+    from vla.data.store import EpisodeStore
+    from vla.policy.checkpoint import load_model
+    from vla.refine.config import RefineConfig
+    from vla.refine.critics import habc_weights, train_critics
+    from vla.refine.features import step_features
+    from vla.refine.labels import build_step_labels
+    from vla.refine.loop import RefineRun
+
+    run_dir = Path(args.out).resolve() / "runs" / args.run
+    cfg = load_config(RefineConfig, "refine", "default", [], values=json.loads((run_dir / "config.json").read_text()))
+    run = RefineRun(cfg, progress=False)
+    store = EpisodeStore.open(run.store_path)
+    table = store.table()
+    action = np.asarray(store.read("action", 0, store.n_steps))
+    out: dict[str, Any] = {"run": args.run, "n_action_steps": cfg.n_action_steps}
+    for src in ("demo", "rollout"):
+        eps = np.flatnonzero(table.source == src)
+        out[f"jump_{src}s"] = jump_ratio(
+            action, table.episode_starts, table.episode_ends, eps, cfg.n_action_steps)
+    version = cfg.iterations - 1
+    model, _ = load_model(run.policy_path(version), use_ema=True, device="cpu")
+    h = cfg.habc
+    labels = build_step_labels(store, gamma=h.gamma, current_version=version)
+    feats = step_features(h.features, store, model)
+    critic, _ = train_critics(feats, torch.from_numpy(labels.viability), torch.from_numpy(labels.viability_mask),
+                              torch.from_numpy(labels.efficiency), torch.from_numpy(labels.efficiency_mask), h,
+                              seed=cfg.seed + version, episode=torch.from_numpy(labels.episode),
+                              next_index=torch.from_numpy(labels.next_index), gamma=h.gamma)
+    is_demo = np.asarray(table.source == "demo")[np.maximum(labels.episode, 0)]
+    pol = labels.policy_step & ~is_demo
+    failed = ~np.asarray(table.success, bool)[labels.episode[pol]]
+    for lam in (None, 0.8, 0.95, 1.0):
+        w = habc_weights(critic, feats, torch.from_numpy(labels.next_index), torch.from_numpy(labels.done_success),
+                         torch.from_numpy(~labels.policy_step), replace(h, adv_lambda=lam),
+                         scale_rows=torch.from_numpy(labels.policy_step))["weight"].numpy()[pol]
+        out[f"adv_lambda_{lam}"] = {"failed_mass_share": float(w[failed].sum() / w.sum()),
+                                    "weight_mean_failed": float(w[failed].mean()),
+                                    "weight_mean_successful": float(w[~failed].mean()),
+                                    "weights_at_w_max": int((w >= h.w_max - 1e-3).sum())}
+    path = ROOT / "benchmarks/results/habc_diagnosis.json"
+    path.write_text(json.dumps(out, indent=1))
+    print(json.dumps(out, indent=1))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("phase", choices=["run", "report"])
+    ap.add_argument("phase", choices=["run", "report", "diagnose"])
+    ap.add_argument("--run", default="autonomous/habc/seed1", help="diagnose: SETTING/METHOD/seedS")
     ap.add_argument("--inputs", default="runs/bench_wm/inputs")
     ap.add_argument("--out", default="runs/bench_habc")
     ap.add_argument("--base", default=BASE, help="the candidate (wm_candidates.py) every run starts from")
@@ -254,7 +324,7 @@ def main() -> None:
     ap.add_argument("--eval-episodes", type=int, default=50)
     ap.add_argument("--train-steps", type=int, default=500)
     args = ap.parse_args()
-    {"run": run, "report": report}[args.phase](args)
+    {"run": run, "report": report, "diagnose": diagnose}[args.phase](args)
 
 
 if __name__ == "__main__":
