@@ -260,8 +260,6 @@ def diagnose(args: argparse.Namespace) -> None:
     autonomous/habc/seed1): (1) the action's jump at chunk switches in rollouts and demos; (2) the
     share of the policy steps' HABC loss mass on failed episodes, for one-step and GAE(lambda)
     advantages, with the critic fitted as the run fitted it for its last version."""
-    from dataclasses import replace
-
     import torch
 
     from vla.config import load_config
@@ -298,8 +296,8 @@ def diagnose(args: argparse.Namespace) -> None:
     failed = ~np.asarray(table.success, bool)[labels.episode[pol]]
     for lam in (None, 0.8, 0.95, 1.0):
         w = habc_weights(critic, feats, torch.from_numpy(labels.next_index), torch.from_numpy(labels.done_success),
-                         torch.from_numpy(~labels.policy_step), replace(h, adv_lambda=lam),
-                         scale_rows=torch.from_numpy(labels.policy_step))["weight"].numpy()[pol]
+                         torch.from_numpy(~labels.policy_step), h, scale_rows=torch.from_numpy(labels.policy_step),
+                         adv_lambda=lam)["weight"].numpy()[pol]
         out[f"adv_lambda_{lam}"] = {"failed_mass_share": float(w[failed].sum() / w.sum()),
                                     "weight_mean_failed": float(w[failed].mean()),
                                     "weight_mean_successful": float(w[~failed].mean()),

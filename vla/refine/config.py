@@ -21,6 +21,9 @@ class HabcConfig(CriticConfig):
     # draw the policy's windows in proportion to their critic weight (loss weight 1) instead of
     # uniformly with the weight on the loss: the group's share is then spent on the steps it endorses
     sample_by_weight: bool = False
+    # GAE(lambda) advantages over each run of policy steps instead of the one-step form (null);
+    # see habc_math.lambda_advantages
+    adv_lambda: float | None = None
 
 
 @dataclass

@@ -49,9 +49,6 @@ class CriticConfig:
     patience: int = 5  # held-out evaluations without improvement before a critic stops
     lam: float = 0.8  # TD(lambda) targets inside a segment; 1 = the segment's own label everywhere
     td_rounds: int = 2  # fits: the first on Monte-Carlo labels, each next on targets bootstrapped from it
-    # GAE(lambda) advantages over each run of policy steps instead of the one-step form (None);
-    # see habc_math.lambda_advantages
-    adv_lambda: float | None = None
 
 
 class TwinCritic(nn.Module):
@@ -208,7 +205,8 @@ def train_critics(features: torch.Tensor, viability: torch.Tensor, viability_mas
 @torch.no_grad()
 def habc_weights(critic: TwinCritic, features: torch.Tensor, next_index: torch.Tensor, done_success: torch.Tensor,
                  is_intervention: torch.Tensor, cfg: CriticConfig,
-                 scale_rows: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+                 scale_rows: torch.Tensor | None = None, adv_lambda: float | None = None
+                 ) -> dict[str, torch.Tensor]:
     """Per-step BC weights (and the terms behind them) for every row of `features`.
     `scale_rows` (bool): the rows whose advantage spread sets the scale (the policy's steps:
     demo rows would otherwise dilute it); default all."""
@@ -218,15 +216,14 @@ def habc_weights(critic: TwinCritic, features: torch.Tensor, next_index: torch.T
     if cfg.single_critic:
         eff = v
     v_next, e_next = v[next_index], eff[next_index]
-    if cfg.adv_lambda is None:
+    if adv_lambda is None:
         a_v = hm.viability_advantage(v, v_next)
         a_e = hm.efficiency_advantage(eff, e_next, done_success, cfg.gamma)
     else:
         runs = (~is_intervention.bool() if scale_rows is None else scale_rows.bool()).numpy()
         done, nxt = done_success.float().numpy(), next_index.numpy()
-        a_v = torch.from_numpy(hm.lambda_advantages(v.numpy(), done, runs, nxt, 1.0, cfg.adv_lambda))
-        a_e = torch.from_numpy(hm.lambda_advantages(eff.numpy(), done / cfg.gamma, runs, nxt, cfg.gamma,
-                                                    cfg.adv_lambda))
+        a_v = torch.from_numpy(hm.lambda_advantages(v.numpy(), done, runs, nxt, 1.0, adv_lambda))
+        a_e = torch.from_numpy(hm.lambda_advantages(eff.numpy(), done / cfg.gamma, runs, nxt, cfg.gamma, adv_lambda))
     g = hm.gate(v, cfg.v_low, cfg.v_high) if cfg.use_gate else torch.full_like(v, 0.5)
     if cfg.single_critic:
         g = torch.zeros_like(v)

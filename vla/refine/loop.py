@@ -151,7 +151,7 @@ class RefineRun:
 
             out = habc_weights(critic, feats, torch.from_numpy(labels.next_index),
                                torch.from_numpy(labels.done_success), torch.from_numpy(~labels.policy_step), h,
-                               scale_rows=torch.from_numpy(labels.policy_step))
+                               scale_rows=torch.from_numpy(labels.policy_step), adv_lambda=h.adv_lambda)
             critic_weight = out["weight"].numpy()
             pol = labels.policy_step
             info = {**losses, "policy_weight_mean": float(critic_weight[pol].mean()) if pol.any() else 0.0,
