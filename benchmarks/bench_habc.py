@@ -91,10 +91,14 @@ COMPARISONS = (("habc", "sft"), ("habc", "demos_only"), ("sft", "demos_only"), (
                ("pa_rl", "sft"), ("pa_rl", "demos_only"))
 
 
+def seeds_of(by: dict[str, dict[int, list[dict[str, Any]]]], a: str, b: str) -> list[int]:
+    return sorted(set(by[a]) & set(by[b]))
+
+
 def paired_gain(by: dict[str, dict[int, list[dict[str, Any]]]], a: str, b: str
                 ) -> tuple[np.ndarray, float, float]:
     """Final success of `a` minus `b` per seed both finished, with its 95% t interval."""
-    seeds = sorted(set(by[a]) & set(by[b]))
+    seeds = seeds_of(by, a, b)
     d = np.array([by[a][s][-1]["success_rate"] - by[b][s][-1]["success_rate"] for s in seeds])
     lo, hi = t_interval(d)
     return d, lo, hi
@@ -167,6 +171,7 @@ def plot_curves(rows: dict[str, dict[str, dict[int, list[dict[str, Any]]]]], pat
         ax_t.set(title=f"{setting}: steps to success", xlabel="policy version", ylabel="steps")
         for ax in (ax_s, ax_t):
             ax.grid(alpha=0.3)
+            ax.xaxis.get_major_locator().set_params(integer=True)
         ax_s.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
@@ -191,7 +196,8 @@ def report(args: argparse.Namespace) -> None:
             final = [runs[s][-1]["success_rate"] for s in sorted(runs)]
             sts = steps_to_success(runs)
             auc = critic_auroc(runs)
-            lines.append(f"| {setting} | {m} | {len(runs)} | {np.mean(final):.3f} | "
+            seeds = ", ".join(map(str, sorted(runs)))
+            lines.append(f"| {setting} | {m} | {len(runs)} ({seeds}) | {np.mean(final):.3f} | "
                          f"{', '.join(f'{x:.2f}' for x in final)} | {sts if sts is None else round(sts, 1)} | "
                          f"{auc if auc is None else round(auc, 3)} |")
         if "habc" in by and "sft" in by:
@@ -214,6 +220,10 @@ def report(args: argparse.Namespace) -> None:
             entry = res.setdefault("pick_place", {}).setdefault(setting, {})
             if key != "paired_gain":
                 entry[key] = {"mean": float(d.mean()), "low": lo, "high": hi, "seeds": len(d)}
+            if len(d) < 2:
+                paired.append(f"\n{setting}: {a} - {b} on seed {seeds_of(by, a, b)[0]}: {d.mean():+.3f} (one seed: no "
+                              "interval).")
+                continue
             paired.append(f"\n{setting}: {a} - {b} paired by seed {d.mean():+.3f} (95% t interval [{lo:+.3f}, "
                           f"{hi:+.3f}], {len(d)} seeds); minimum detectable difference at 80% power "
                           f"{'n/a' if mdd is None else f'{mdd:.3f}'}"
@@ -225,8 +235,8 @@ def report(args: argparse.Namespace) -> None:
     v0 = out / "v0_eval" / "summary.json"
     if v0.exists():
         res["base_success"] = json.loads(v0.read_text())["success_rate"]
-        lines.insert(3, f"The base scores {res['base_success']:.2f} on the evaluation seeds (version 0 of every run).")
-        lines.insert(4, "")
+        lines[4:4] = [f"The base scores {res['base_success']:.2f} on the evaluation seeds (version 0 of every run).",
+                      ""]
     if rows:
         plot_curves(rows, ROOT / "benchmarks/results/habc_curves.png")
         lines.append("\nCurves (mean success per version over seeds): `habc_curves.png`; records: `habc_raw/`.")
