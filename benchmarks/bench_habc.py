@@ -37,8 +37,8 @@ from wm_candidates import ROOT, evaluate, refine_run  # benchmarks/ is this scri
 
 from vla.metrics import t_interval
 
-# 0.34 on the held-out seeds in stop 19's inputs (6D quaternion features); a retrained input set
-# scored 0.18 there once (d15_s1000 0.34): the 15-demo policy varies that much between trainings
+# 0.34 on the evaluation seeds in stop 19's inputs (d15_s1000 0.28); stop 16's training of the same
+# recipe gave 0.18 (and 0.34): the 15-demo policy varies that much from one training to the next
 BASE = "d15_s3000"
 SHARES = "group_shares={demo: 0.4, correction: 0.3, policy: 0.3}"
 SETTINGS = {"interventions": (), "autonomous": ("intervener=",)}
@@ -63,6 +63,10 @@ def run(args: argparse.Namespace) -> None:
     ckpt = json.loads((inputs / "candidates.json").read_text())[args.base]["ckpt"]
     v0 = out / "v0_eval"
     evaluate(ckpt, v0, args.eval_episodes, 100_000)
+    for kind, names, valid in (("method", args.methods, METHODS), ("setting", args.settings, SETTINGS)):
+        bad = sorted(set(names.split(",")) - set(valid))
+        if bad:
+            raise SystemExit(f"bench_habc: unknown {kind} '{bad[0]}' (valid: {', '.join(valid)})")
     for seed in [int(s) for s in args.seeds.split(",")]:
         for setting in args.settings.split(","):
             for name in args.methods.split(","):
