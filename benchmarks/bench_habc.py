@@ -114,7 +114,7 @@ def min_detectable(d: np.ndarray, power: float = 0.8) -> float | None:
     from scipy import stats
 
     n = len(d)
-    if n < 2:
+    if n < 2 or d.std(ddof=1) < 1e-9:  # no spread: the t-test's power is undefined, not perfect
         return None
     return float((stats.t.ppf(0.975, n - 1) + stats.t.ppf(power, n - 1)) * d.std(ddof=1) / np.sqrt(n))
 
@@ -223,7 +223,8 @@ def report(args: argparse.Namespace) -> None:
             key = "paired_gain" if (a, b) == ("habc", "sft") else f"{a}_minus_{b}"
             entry = res.setdefault("pick_place", {}).setdefault(setting, {})
             if key != "paired_gain":
-                entry[key] = {"mean": float(d.mean()), "low": lo, "high": hi, "seeds": len(d)}
+                entry[key] = {"mean": float(d.mean()), "low": lo if len(d) > 1 else None,
+                              "high": hi if len(d) > 1 else None, "seeds": len(d)}
             if len(d) < 2:
                 paired.append(f"\n{setting}: {a} - {b} on seed {seeds_of(by, a, b)[0]}: {d.mean():+.3f} (one seed: no "
                               "interval).")
