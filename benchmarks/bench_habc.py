@@ -190,7 +190,8 @@ def report(args: argparse.Namespace) -> None:
              f"Base `{args.base}` (pick_place, 15 demos, state mode); {args.iterations} rounds x "
              f"{args.episodes} rollouts, "
              f"{args.eval_episodes} evaluation episodes per version, sample shares fixed at demo 0.4 / correction "
-             "0.3 / policy 0.3 for every method. Commands: the docstring of `benchmarks/bench_habc.py`.", "",
+             "0.3 / policy 0.3 for every method. Commands: the docstring of `benchmarks/bench_habc.py`. What the "
+             "figures say and why: `habc_notes.md`.", "",
              "| setting | method | seeds | final success (mean) | per seed | steps to success "
              "| critic held-out AUROC |",
              "|---|---|---|---|---|---|---|"]
