@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from wm_candidates import ROOT, evaluate, refine_run  # benchmarks/ is this script's folder
+from wm_candidates import ROOT, evaluate, read_runs, refine_run  # benchmarks/ is this script's folder
 
 from vla.metrics import t_interval
 
@@ -120,11 +120,13 @@ def min_detectable(d: np.ndarray, power: float = 0.8) -> float | None:
 
 
 def load(out: Path, iterations: int) -> dict[str, dict[str, dict[int, list[dict[str, Any]]]]]:
+    """The finished runs' records by setting, method and seed."""
     rows: dict[str, dict[str, dict[int, list[dict[str, Any]]]]] = {}
-    for rec in sorted((out / "runs").glob("*/*/seed*/records.json")):
-        r = json.loads(rec.read_text())
-        if len(r) == iterations + 1:
-            rows.setdefault(rec.parts[-4], {}).setdefault(rec.parts[-3], {})[int(rec.parts[-2][4:])] = r
+    for setting in sorted(d for d in (out / "runs").glob("*") if d.is_dir()):
+        for m, runs in read_runs(setting).items():
+            done = {s: r for s, r in runs.items() if len(r) == iterations + 1}
+            if done:
+                rows.setdefault(setting.name, {})[m] = done
     return rows
 
 
@@ -282,9 +284,7 @@ def diagnose(args: argparse.Namespace) -> None:
     from vla.data.store import EpisodeStore
     from vla.policy.checkpoint import load_model
     from vla.refine.config import RefineConfig
-    from vla.refine.critics import habc_weights, train_critics
-    from vla.refine.features import step_features
-    from vla.refine.labels import build_step_labels
+    from vla.refine.critics import habc_weights
     from vla.refine.loop import RefineRun
 
     run_dir = Path(args.out).resolve() / "runs" / args.run
@@ -296,19 +296,12 @@ def diagnose(args: argparse.Namespace) -> None:
     out: dict[str, Any] = {"run": args.run, "n_action_steps": cfg.n_action_steps}
     for src in ("demo", "rollout"):
         eps = np.flatnonzero(table.source == src)
-        out[f"jump_{src}s"] = jump_ratio(
-            action, table.episode_starts, table.episode_ends, eps, cfg.n_action_steps)
+        out[f"jump_{src}s"] = jump_ratio(action, table.episode_starts, table.episode_ends, eps, cfg.n_action_steps)
     version = cfg.iterations - 1
     model, _ = load_model(run.policy_path(version), use_ema=True, device="cpu")
     h = cfg.habc
-    labels = build_step_labels(store, gamma=h.gamma, current_version=version)
-    feats = step_features(h.features, store, model)
-    critic, _ = train_critics(feats, torch.from_numpy(labels.viability), torch.from_numpy(labels.viability_mask),
-                              torch.from_numpy(labels.efficiency), torch.from_numpy(labels.efficiency_mask), h,
-                              seed=cfg.seed + version, episode=torch.from_numpy(labels.episode),
-                              next_index=torch.from_numpy(labels.next_index), gamma=h.gamma)
-    is_demo = np.asarray(table.source == "demo")[np.maximum(labels.episode, 0)]
-    pol = labels.policy_step & ~is_demo
+    critic, feats, labels, _ = run.habc_critic(version, store, model)
+    pol = labels.policy_step  # never a demo's step
     failed = ~np.asarray(table.success, bool)[labels.episode[pol]]
     for lam in (None, 0.8, 0.95, 1.0):
         w = habc_weights(critic, feats, torch.from_numpy(labels.next_index), torch.from_numpy(labels.done_success),

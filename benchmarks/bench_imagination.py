@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from wm_candidates import ROOT, evaluate, refine_run  # benchmarks/ is this script's folder
+from wm_candidates import ROOT, evaluate, read_runs, refine_run  # benchmarks/ is this script's folder
 
 from vla.metrics import t_interval
 
@@ -76,14 +76,6 @@ def run_cameras(args: argparse.Namespace) -> None:
                        method_args=CAMERA_METHODS[method], overrides=CAMERA_OVERRIDES)
             v0 = v0 or run_dir / "iter_00" / "eval" / "summary.json"
     merge_camera_report(Path(args.out).resolve())
-
-
-def read_runs(root: Path) -> dict[str, dict[int, list[dict[str, Any]]]]:
-    """Each run's records under root/<method>/seed<s>/records.json, by method and seed."""
-    rows: dict[str, dict[int, list[dict[str, Any]]]] = {}
-    for rec in sorted(root.glob("*/seed*/records.json")):
-        rows.setdefault(rec.parts[-3], {})[int(rec.parts[-2][4:])] = json.loads(rec.read_text())
-    return rows
 
 
 def final_rates(rows: dict[str, dict[int, list[dict[str, Any]]]]) -> dict[str, dict[int, float]]:

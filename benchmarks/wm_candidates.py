@@ -76,6 +76,14 @@ def refine_run(method: str, ckpt: str, demos: Path, run_dir: Path, log: Path, *,
     return code
 
 
+def read_runs(root: Path) -> dict[str, dict[int, list[dict[str, Any]]]]:
+    """Each `refine_run`'s records under root/<method>/seed<s>/records.json, by method and seed."""
+    rows: dict[str, dict[int, list[dict[str, Any]]]] = {}
+    for rec in sorted(root.glob("*/seed*/records.json")):
+        rows.setdefault(rec.parts[-3], {})[int(rec.parts[-2][4:])] = json.loads(rec.read_text())
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="runs/bench_wm/inputs")

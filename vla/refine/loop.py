@@ -32,7 +32,7 @@ from vla.refine import weights as rw
 from vla.refine.config import RefineConfig
 from vla.refine.critics import train_critics
 from vla.refine.features import step_features
-from vla.refine.labels import build_step_labels
+from vla.refine.labels import StepLabels, build_step_labels
 from vla.registry import EVALUATORS
 
 
@@ -123,6 +123,24 @@ class RefineRun:
             intervener=mode, intervener_args=dict(self.cfg.intervener_args),
             out_dir=str(self.out / f"iter_{version:02d}" / "collect"), **self._eval_kwargs())
 
+    def habc_critic(self, version: int, store: EpisodeStore, model: torch.nn.Module
+                    ) -> tuple[torch.nn.Module, torch.Tensor, StepLabels, dict[str, float]]:
+        """HABC's critics fitted for fine-tuning version `version` (the labels of its own segments,
+        the features the config names): (critic, per-step features, labels, fit figures)."""
+        c, h = self.cfg, self.cfg.habc
+        table = store.table()
+        labels = build_step_labels(store, gamma=h.gamma, current_version=version if h.current_version_only else None)
+        if not h.mask_interventions:
+            labels = rw.outcome_only_labels(labels, np.asarray(table.success, bool),
+                                            np.asarray(table.source == "demo"), h.gamma)
+        feats = step_features(h.features, store, model)
+        critic, losses = train_critics(feats, torch.from_numpy(labels.viability),
+                                       torch.from_numpy(labels.viability_mask), torch.from_numpy(labels.efficiency),
+                                       torch.from_numpy(labels.efficiency_mask), h, seed=c.seed + version,
+                                       episode=torch.from_numpy(labels.episode),
+                                       next_index=torch.from_numpy(labels.next_index), gamma=h.gamma)
+        return critic, feats, labels, losses
+
     def step_weights(self, version: int, model: torch.nn.Module) -> tuple[rw.StepWeights, dict[str, float]]:
         """The method's loss / sampling weights over the store, fitting its critic first if any."""
         if self.plugin is not None:
@@ -136,17 +154,7 @@ class RefineRun:
         critic_weight = None
         if c.method == "habc":
             h = c.habc
-            current = version if h.current_version_only else None
-            labels = build_step_labels(store, gamma=h.gamma, current_version=current)
-            if not h.mask_interventions:
-                labels = rw.outcome_only_labels(labels, success, is_demo, h.gamma)
-            feats = step_features(h.features, store, model)
-            critic, losses = train_critics(feats, torch.from_numpy(labels.viability),
-                                           torch.from_numpy(labels.viability_mask),
-                                           torch.from_numpy(labels.efficiency),
-                                           torch.from_numpy(labels.efficiency_mask), h, seed=c.seed + version,
-                                           episode=torch.from_numpy(labels.episode),
-                                           next_index=torch.from_numpy(labels.next_index), gamma=h.gamma)
+            critic, feats, labels, losses = self.habc_critic(version, store, model)
             from vla.refine.critics import habc_weights
 
             out = habc_weights(critic, feats, torch.from_numpy(labels.next_index),

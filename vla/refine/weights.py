@@ -182,7 +182,7 @@ def group_sample_distribution(loss: np.ndarray, groups: dict[str, np.ndarray], s
 
 
 def sample_by_loss(w: StepWeights, groups: dict[str, np.ndarray]) -> StepWeights:
-    """Move per-step loss weights into the sampler: inside each group the window starts are drawn
+    """Move per-step loss weights into the sampler: inside each (disjoint) group the window starts are drawn
     in proportion to sample * loss, each group keeps its share of the samples, and every supervised
     step's loss weight becomes 1. The expected gradient inside a group keeps its direction; what
     changes is that a group whose steps carry small weights (HABC's critic gives most of the
@@ -190,16 +190,12 @@ def sample_by_loss(w: StepWeights, groups: dict[str, np.ndarray]) -> StepWeights
     spending most of that share on windows that barely count."""
     mass = w.sample * w.loss
     sample = np.zeros_like(w.sample)
-    covered = np.zeros(len(sample), bool)
-    for member in groups.values():
-        member = np.asarray(member, bool) & ~covered  # a step counts in its first group only
-        covered |= member
+    members = [np.asarray(m, bool) for m in groups.values()]  # disjoint, as `step_groups` makes them
+    members.append(~np.any(members, axis=0))  # steps in no group keep their own mass, moved the same way
+    for member in members:
         total = mass[member].sum()
         if total > 0:
             sample[member] = w.sample[member].sum() * mass[member] / total
-    rest = ~covered  # steps in no group keep their own mass, weighted the same way
-    if mass[rest].sum() > 0:
-        sample[rest] = w.sample[rest].sum() * mass[rest] / mass[rest].sum()
     if sample.sum() <= 0:
         raise ValueError("sample_by_loss: no supervised step carries sampling mass")
     return StepWeights(loss=(w.loss > 0).astype(np.float32), sample=sample / sample.sum())
