@@ -91,17 +91,21 @@ def main() -> None:
     ap.add_argument("--small-demos", type=int, default=15)
     ap.add_argument("--steps", default="250,500,1000,2000,3000", help="checkpoints of the 100-demo run")
     ap.add_argument("--small-steps", default="1000,3000")
+    ap.add_argument("--long-steps", default="6000", help="d15long: the 15 demos, one longer schedule (HABC's "
+                    "converged base)")
     ap.add_argument("--eval-episodes", type=int, default=50)
     ap.add_argument("--rollout-episodes", type=int, default=20)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--runs", default="d100,d15", help="pretraining runs to build (HABC's base needs d15 only)")
+    ap.add_argument("--runs", default="d100,d15", help="pretraining runs to build (HABC's base needs d15 only; "
+                    "d15long: its converged base)")
     args = ap.parse_args()
     out = Path(args.out).resolve()
     logs = out / "logs"
     w = f"workers={args.workers}"
     demos, failed = out / "demos.zarr", out / "expert_failures.zarr"
     runs = {"d100": (args.demos, [int(s) for s in args.steps.split(",")]),
-            "d15": (args.small_demos, [int(s) for s in args.small_steps.split(",")])}
+            "d15": (args.small_demos, [int(s) for s in args.small_steps.split(",")]),
+            "d15long": (args.small_demos, [int(s) for s in args.long_steps.split(",")])}
     unknown = set(args.runs.split(",")) - set(runs)
     if unknown:
         ap.error(f"--runs: unknown run {sorted(unknown)[0]!r} (valid: {', '.join(runs)})")
@@ -142,13 +146,17 @@ def main() -> None:
                    f"record={out / 'heldout' / (name + '.zarr')}", f"out_dir={ev}", *STATE), logs / f"eval_{name}.log")
         real[name] = json.loads((ev / "summary.json").read_text())["success_rate"]
         ro = out / "rollouts" / name
-        if not (ro / "summary.json").exists():
+        # the world model's rollouts come from d100/d15 only: a later run must not change its data
+        if not name.startswith("d15long") and not (ro / "summary.json").exists():
             sh(vla("eval", str(ck), "task=pick_place", f"episodes={args.rollout_episodes}", "seed_start=5000", w,
                    f"record={out / 'rollouts.zarr'}", f"out_dir={ro}", *STATE), logs / f"rollouts_{name}.log")
         print(f"{name}: real success {real[name]:.2f}", flush=True)
-    (out / "candidates.json").write_text(json.dumps({n: {"ckpt": str(c), "real_success": real[n],
-                                                         "heldout": str(out / "heldout" / f"{n}.zarr")}
-                                                     for n, c in cands.items()}, indent=1))
+    # merged into what earlier calls wrote: `--runs d15long` adds a base without dropping d15's
+    path = out / "candidates.json"
+    table = json.loads(path.read_text()) if path.exists() else {}
+    table.update({n: {"ckpt": str(c), "real_success": real[n], "heldout": str(out / "heldout" / f"{n}.zarr")}
+                  for n, c in cands.items()})
+    path.write_text(json.dumps(table, indent=1))
     print(f"wrote {out / 'candidates.json'}")
 
 

@@ -1,0 +1,30 @@
+"""Precompute the MiniLM embeddings of every instruction a device job can meet, into .dev/: the package
+that holds the weights (87 MB) is over the device's 64 MiB carry limit. Run here, before the job:
+
+  python tools/device/make_table.py
+"""
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from sim.tasks.native.sort import (
+    AUGMENT_TEMPLATES,
+    GOALS,
+    HELDOUT_TEMPLATES,
+    TRAIN_TEMPLATES,
+    instruction_aliases,
+    instruction_for,
+)
+from vla.policy.language import InstructionEncoder
+
+TESTS = {"do the task", "follow the line", "a", "b"}  # the neutral ablation and the tests' strings
+
+texts = sorted({instruction_for(g, t) for g in GOALS
+                for t in (*TRAIN_TEMPLATES, *HELDOUT_TEMPLATES, *AUGMENT_TEMPLATES)} | TESTS)
+emb = InstructionEncoder().encode(texts)
+Path(".dev").mkdir(exist_ok=True)
+np.savez(".dev/instructions.npz", texts=np.array(texts), emb=emb)
+Path(".dev/aliases.json").write_text(json.dumps(instruction_aliases(), indent=1))
+print(f"{len(texts)} instructions -> .dev/instructions.npz")
