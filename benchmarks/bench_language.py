@@ -285,7 +285,8 @@ def gpu(args: argparse.Namespace) -> None:
     run = Path(args.gpu_run).resolve()
     ck = latest_checkpoint(run)
     if ck is None:
-        raise SystemExit(f"no checkpoint (step_*) in {run}: unpack the job's sort_step_*.tar files there")
+        raise SystemExit(f"no checkpoint (checkpoints/step_*) in {run}: unpack the job's sort_step_*.tar "
+                         "files into its checkpoints/")
     train_state = json.loads((ck / "train_state.json").read_text())
     here = run / "eval_here" / "true"
     if args.gpu_eval_here and not (here / "summary.json").exists():

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from vla.policy.config import check_sampling_noise
 from vla.registry import POLICY_SPECS, spec_args, spec_loader
 
 BY = ("coherence", "smooth", "cfn", "both")
@@ -186,6 +187,7 @@ class ChunkSelection:
             raise ValueError(f"select: decay must be in (0, 1], got {decay}")
         self.decay = decay
         self.cfg = getattr(policy, "cfg", None)
+        check_sampling_noise(policy, n, "select")
         self.previous: np.ndarray | None = None
         self.last_scores: np.ndarray | None = None
 

@@ -70,6 +70,9 @@ class EvalConfig:
     # visit the states a learner drifts to and teach the way back from them)
     label: str = "noisy"
     skill: float = 1.0  # expert only: 1 = perfect, lower = hesitant / misgrasps
+    # checkpoints only: the scale of the flow's initial noise instead of the checkpoint's
+    # policy.noise_scale (0: every chunk from the prior's mean); None keeps the checkpoint's
+    noise_scale: float | None = None
     out_dir: str = "runs/eval"
     policy_version: int = 0
     intervener: str = ""  # "" (none), "rac" (rewind + correct, episode ends) or "hg_dagger"
@@ -93,6 +96,8 @@ class EvalConfig:
             raise ValueError(f"unknown backend '{self.backend}'" + closest(self.backend, BACKENDS))
         if self.intervener not in INTERVENERS:
             raise ValueError(f"unknown intervener '{self.intervener}'" + closest(self.intervener, INTERVENERS))
+        if self.noise_scale is not None and not (math.isfinite(self.noise_scale) and self.noise_scale >= 0):
+            raise ValueError(f"noise_scale must be finite and >= 0 (or null: the checkpoint's), got {self.noise_scale}")
         if self.instruction and not self.instruction.strip():
             raise ValueError("instruction must be text or empty (the task's own), got only whitespace")
         if self.intervener_args:

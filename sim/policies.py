@@ -103,7 +103,9 @@ def wrapper_spec(spec: str) -> tuple[str, str] | None:
     return (prefix, rest) if sep and len(prefix) > 1 else None
 
 
-def load_policy(spec: str, env: Any, *, noise: float = 0.0, skill: float = 1.0, seed: int = 0) -> Any:
+def load_policy(spec: str, env: Any, *, noise: float = 0.0, skill: float = 1.0, seed: int = 0,
+                noise_scale: float | None = None) -> Any:
+    """`noise_scale`: a checkpoint's inference noise scale instead of its own (policy.noise_scale)."""
     action_dim = int(env.action_space.shape[0])
     if spec == "zero":
         return ConstantPolicy(action_dim)
@@ -117,7 +119,8 @@ def load_policy(spec: str, env: Any, *, noise: float = 0.0, skill: float = 1.0, 
 
         prefix, rest = wrapper
         return POLICY_SPECS.get(prefix)(rest, env=env, seed=seed,
-                                        load=lambda s: load_policy(s, env, noise=noise, skill=skill, seed=seed))
+                                        load=lambda s: load_policy(s, env, noise=noise, skill=skill, seed=seed,
+                                                                   noise_scale=noise_scale))
     path = Path(spec)
     if not path.exists():
         raise FileNotFoundError(f"policy '{spec}' is neither a built-in ({', '.join(BUILTIN)}) nor an existing "
@@ -125,7 +128,7 @@ def load_policy(spec: str, env: Any, *, noise: float = 0.0, skill: float = 1.0, 
     if (path / ONNX_META).exists():
         from vla.policy.export import OnnxPolicy
 
-        return OnnxPolicy(path, seed=seed)
+        return OnnxPolicy(path, seed=seed, noise_scale=noise_scale)
     from vla.policy.policy import load_policy as load_checkpoint
 
-    return load_checkpoint(path, seed=seed)
+    return load_checkpoint(path, seed=seed, noise_scale=noise_scale)

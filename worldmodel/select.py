@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from vla.policy.config import check_sampling_noise
 from vla.registry import POLICY_SPECS, spec_args, spec_loader
 from worldmodel.data import observation_arrays
 from worldmodel.imagination_math import best_of, rollout_scores
@@ -35,6 +36,7 @@ class WorldModelSelection:
         self.policy, self.model, self.k, self.chunks = policy, model, k, chunks
         self.value_weight, self.disagreement_penalty = value_weight, disagreement_penalty
         self.cfg = getattr(policy, "cfg", None)
+        check_sampling_noise(policy, k, "wm-select")
         self.last_scores: np.ndarray | None = None
 
     def reset(self, seed: int | None = None) -> None:

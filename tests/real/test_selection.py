@@ -100,6 +100,9 @@ def test_selection_picks_the_most_coherent_of_n_and_keeps_the_prefix(policy_dir:
         ChunkSelection(sel.policy, by="cfn")
     with pytest.raises(ValueError, match="one observation at a time"):
         sel.sample_chunk(obs * 2)
+    with pytest.raises(ValueError, match="select: choosing among 6 chunks needs sampling noise"):
+        ChunkSelection(load_policy(policy_dir, noise_scale=0.0), n=6, by="coherence")
+    ChunkSelection(load_policy(policy_dir, noise_scale=0.0), n=1, by="coherence")  # nothing to choose: fine
 
 
 @pytest.mark.slow

@@ -8,6 +8,8 @@ import pytest
 
 from sim.evaluate import EvalConfig, read_seed_outcomes, run_evaluation, seed_outcomes, wilson_interval
 from vla.data.store import EpisodeStore
+from vla.policy.policy import load_policy
+from vla.registry import TASKS
 
 
 def test_wilson_interval_known_values() -> None:
@@ -233,3 +235,25 @@ def test_seed_outcomes_read_back_what_summaries_store(tmp_path: Path) -> None:
     assert read_seed_outcomes(tmp_path) is None  # not evaluated yet
     (tmp_path / "summary.json").write_text(json.dumps(summary))
     assert read_seed_outcomes(tmp_path) == {7: True, 3: False}
+
+
+def test_noise_scale_override_reaches_the_checkpoint_policy(tmp_path: Path, tiny_ckpt: Path) -> None:
+    def actions(scale: float | None) -> np.ndarray:
+        store = tmp_path / f"{scale}.zarr"
+        run_evaluation(EvalConfig(task="pick_place", policy=str(tiny_ckpt), episodes=1, seed_start=3,
+                                  workers=1, horizon=8, n_action_steps=4, cameras=["agentview"], videos=0,
+                                  noise_scale=scale, record=str(store), out_dir=str(tmp_path / f"{scale}")),
+                       progress=False)
+        return EpisodeStore(store, "r").episode(0, keys=["action"]).steps["action"]
+
+    # the same seed (scene and noise draws): only the scale of the noise differs, so the worker's policy
+    # took the override; and scale 0 in the worker is the chunk from the prior's mean
+    zero, own = actions(0.0), actions(None)
+    assert zero.shape == own.shape and not np.allclose(zero, own)
+    env = TASKS.make("pick_place", image_size=84, obs_mode="image", cameras=("agentview",), horizon=8)
+    obs, _ = env.reset(seed=3)
+    policy = load_policy(tiny_ckpt, noise_scale=0.0)
+    policy.reset(seed=3)
+    np.testing.assert_allclose(policy.sample_chunk([obs])[0, :4], zero[:4], atol=1e-5)
+    with pytest.raises(ValueError, match="noise_scale must be finite and >= 0"):
+        EvalConfig(noise_scale=-1.0).validate()

@@ -131,7 +131,8 @@ class OnnxPolicy:
     """The `Policy` protocol on ONNX Runtime (CUDA provider when available, else CPU)."""
 
     def __init__(self, folder: str | Path, seed: int = 0, providers: list[str] | None = None,
-                 language: InstructionEncoder | None = None, threads: int = 0) -> None:
+                 language: InstructionEncoder | None = None, threads: int = 0,
+                 noise_scale: float | None = None) -> None:
         import onnxruntime as ort
 
         import vla
@@ -149,6 +150,7 @@ class OnnxPolicy:
         if meta.get("format") != EXPORT_FORMAT:
             raise CheckpointError(f"{meta_file} is not a {EXPORT_FORMAT} export")
         self.cfg = PolicyConfig.from_dict(meta["policy"])
+        self.cfg.with_noise_scale(noise_scale)
         self.meta = meta
         available = ort.get_available_providers()
         wanted = providers or ["CUDAExecutionProvider", "CPUExecutionProvider"]
@@ -196,6 +198,7 @@ class OnnxPolicy:
             feed[name] = img
         context, cmask = self.encoder.run(None, feed)
         x = (self.rng.standard_normal((b, h, a)) if noise is None else np.asarray(noise)).astype(np.float32)
+        x *= np.float32(cfg.noise_scale)  # as VLAModel.sample_actions
         clean = np.zeros((b, h), bool)
         p = 0
         if prefix is not None:

@@ -213,9 +213,9 @@ class VLAModel(nn.Module):
         context, cmask = self.encode(images, state, obs_mask, lang)
         if noise is None:
             noise = torch.randn(b, h, a, generator=generator, device=generator.device if generator else None)
-        x = noise.to(context.device).float()
-        if tuple(x.shape) != (b, h, a):
-            raise ValueError(f"noise has shape {tuple(x.shape)}, expected {(b, h, a)}")
+        if tuple(noise.shape) != (b, h, a):
+            raise ValueError(f"noise has shape {tuple(noise.shape)}, expected {(b, h, a)}")
+        x = noise.to(context.device).float() * cfg.noise_scale
         clean = torch.zeros(b, h, dtype=torch.bool, device=x.device)
         prefix_n = None
         if prefix is not None:

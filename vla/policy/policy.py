@@ -75,7 +75,9 @@ class TorchPolicy:
 
 
 def load_policy(path: str | Path, device: str = "cpu", use_ema: bool = True, seed: int = 0,
-                guidance_vjp: bool = False) -> TorchPolicy:
-    """A checkpoint folder -> a ready `Policy` (EMA weights when the checkpoint has them)."""
+                guidance_vjp: bool = False, noise_scale: float | None = None) -> TorchPolicy:
+    """A checkpoint folder -> a ready `Policy` (EMA weights when the checkpoint has them);
+    `noise_scale` overrides the checkpoint's `policy.noise_scale`."""
     model, _ = load_model(path, use_ema=use_ema, device=device)
+    model.cfg.with_noise_scale(noise_scale)
     return TorchPolicy(model, seed=seed, guidance_vjp=guidance_vjp)

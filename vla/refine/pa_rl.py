@@ -85,7 +85,8 @@ class PaRlMethod:
         from vla.refine.labels import build_step_labels
 
         c, h = self.cfg, self.run_cfg.habc
-        policy = load_policy(run.policy_path(version), seed=self.run_cfg.seed * 1000 + version)
+        # the proposals are the learnt distribution's, whatever noise_scale the checkpoint deploys with
+        policy = load_policy(run.policy_path(version), seed=self.run_cfg.seed * 1000 + version, noise_scale=1.0)
         with EpisodeStore.open(run.store_path) as store:
             labels = build_step_labels(store, gamma=h.gamma, current_version=version)
             feats = step_features(h.features, store, policy.model)

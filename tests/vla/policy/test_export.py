@@ -71,6 +71,17 @@ def test_onnx_matches_torch(exported: tuple[Path, Path, LineDataset]) -> None:
         assert np.abs(torch_policy.sample_chunk(obs) - onnx_policy.sample_chunk(obs)).max() < TOL
 
 
+def test_onnx_noise_scale_matches_torch(exported: tuple[Path, Path, LineDataset]) -> None:
+    ckpt, onnx_dir, data = exported
+    obs = [data.observation(i) for i in range(3)]
+    for scale in (0.0, 0.5):
+        torch_policy = load_policy(ckpt, seed=3, noise_scale=scale)
+        onnx_policy = OnnxPolicy(onnx_dir, seed=3, noise_scale=scale)
+        assert torch_policy.cfg.noise_scale == onnx_policy.cfg.noise_scale == scale
+        assert np.abs(torch_policy.sample_chunk(obs) - onnx_policy.sample_chunk(obs)).max() < TOL
+    assert OnnxPolicy(onnx_dir).cfg.noise_scale == 1.0  # the export's own (the checkpoint's default)
+
+
 @pytest.mark.slow
 def test_onnx_bad_input(exported: tuple[Path, Path, LineDataset], tmp_path: Path) -> None:
     _, onnx_dir, data = exported

@@ -31,6 +31,25 @@ def test_protocol_shapes_and_seeded_determinism() -> None:
     np.testing.assert_array_equal(policy.sample_chunk(obs), c)
 
 
+def test_noise_scale_scales_the_initial_noise_and_zero_is_seed_free() -> None:
+    policy, data = make_policy()
+    obs = [data.observation(i) for i in range(2)]
+    noise = np.random.default_rng(0).standard_normal((2, 16, 2)).astype(np.float32)
+    half = policy.sample_chunk(obs, noise=0.5 * noise)
+    policy.reset()
+    policy.model.cfg.with_noise_scale(0.5)
+    np.testing.assert_allclose(policy.sample_chunk(obs, noise=noise), half, atol=1e-6)
+    policy.model.cfg.with_noise_scale(0.0)  # every chunk from the prior's mean: the seed no longer matters
+    policy.reset(seed=1)
+    a = policy.sample_chunk(obs)
+    policy.reset(seed=2)
+    np.testing.assert_array_equal(policy.sample_chunk(obs), a)
+    assert not np.array_equal(a, half)
+    for bad in (-0.1, float("nan")):
+        with pytest.raises(ValueError, match="noise_scale must be finite and >= 0"):
+            policy.model.cfg.with_noise_scale(bad)
+
+
 def test_bad_observations_are_named() -> None:
     policy, data = make_policy()
     obs = data.observation(0)
