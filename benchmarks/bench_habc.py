@@ -17,7 +17,8 @@ evaluated on the same 50 seeds 100000+; version 0 is evaluated once.
   and autonomous (`intervener=`);
 - methods: habc, sft; habc_single (the efficiency ablation: one critic, no efficiency head),
   habc_sampled (`habc.sample_by_weight`: the critic's weights draw the policy's windows),
-  habc_gae (`habc.adv_lambda=0.95`: GAE advantages over each run instead of one step),
+  habc_gae (`habc.adv_lambda=0.95`: GAE advantages over each run instead of one step), habc_mc
+  (`habc.adv_lambda=1.0`: the run's outcome minus V, as far from one-step as GAE goes),
   habc_chunk (`own_chunk_only`: the policy's windows supervise only the chunk it executed),
   filtered_bc, pa_rl (PA-RL, arXiv 2412.06685, on the same critic in Q form); with interventions
   rac and hg_dagger (their intervention steps for the RaC / HG-DAgger ratio); in the autonomous
@@ -44,6 +45,7 @@ SHARES = "group_shares={demo: 0.4, correction: 0.3, policy: 0.3}"
 SETTINGS = {"interventions": (), "autonomous": ("intervener=",)}
 METHODS = {"habc": ("habc", ()), "sft": ("sft", ()), "habc_single": ("habc", ("habc.single_critic=true",)),
            "habc_sampled": ("habc", ("habc.sample_by_weight=true",)), "habc_gae": ("habc", ("habc.adv_lambda=0.95",)),
+           "habc_mc": ("habc", ("habc.adv_lambda=1.0",)),
            "habc_chunk": ("habc", ("own_chunk_only=true",)),
            "filtered_bc": ("filtered_bc", ()),
            "rac": ("rac", ()), "hg_dagger": ("hg_dagger", ()), "pa_rl": ("pa_rl", ()),
@@ -89,9 +91,12 @@ def run(args: argparse.Namespace) -> None:
 
 # (method, reference) pairs the report differences by seed; habc - sft is the headline
 COMPARISONS = (("habc", "sft"), ("habc", "demos_only"), ("sft", "demos_only"), ("filtered_bc", "demos_only"),
+               ("filtered_bc", "sft"),
                ("habc", "filtered_bc"), ("habc", "habc_single"), ("habc_sampled", "sft"),
                ("habc_sampled", "demos_only"), ("habc_sampled", "habc"), ("habc_gae", "sft"),
-               ("habc_gae", "demos_only"), ("habc_gae", "habc"), ("habc_chunk", "habc"), ("habc_chunk", "demos_only"),
+               ("habc_gae", "demos_only"), ("habc_gae", "habc"), ("habc_mc", "sft"), ("habc_mc", "habc"),
+               ("habc_mc", "filtered_bc"), ("habc_mc", "demos_only"), ("habc_chunk", "habc"),
+               ("habc_chunk", "demos_only"),
                ("pa_rl", "sft"), ("pa_rl", "demos_only"))
 
 
