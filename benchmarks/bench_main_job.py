@@ -47,6 +47,9 @@ def main() -> None:
     summary = json.loads((out / "summary.json").read_text())
     pre_s, pre_n = success_of(summary["eval"]["torch success"])
     figures = {"main_job_pretrained_success": round(pre_s / pre_n, 3), "main_job_episodes": pre_n}
+    if "onnx success" in summary["eval"]:
+        onnx_s, onnx_n = success_of(summary["eval"]["onnx success"])
+        figures["main_job_onnx_success"] = round(onnx_s / onnx_n, 3)
     if "refine" in summary:
         ref_s, ref_n = success_of(summary["refine"]["success after"])
         figures |= {"main_job_refined_success": round(ref_s / ref_n, 3), "main_job_refine_method":
@@ -64,7 +67,7 @@ def main() -> None:
     rows = "\n".join(f"| {stage} | " + ", ".join(f"{k}: {v}" for k, v in fig.items()).replace("|", "/") + " |"
                      for stage, fig in summary.items())
     (RESULTS / "main_job.md").write_text(
-        f"# The main job (`make run`)\n\nCommand: `python benchmarks/bench_main_job.py {' '.join(args.overrides)}`"
+        f"# The main job (`make run`)\n\nCommand: `python benchmarks/bench_main_job.py {' '.join(sys.argv[1:])}`"
         f"  \nMachine: {platform.machine()}, {os.cpu_count()} CPUs, no GPU. Written "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}."
         + (f" Wall time of `vla run`: **{seconds} s**." if seconds is not None else "")

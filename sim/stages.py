@@ -41,7 +41,11 @@ def eval_stage(ctx: JobContext) -> dict[str, Any]:
     onnx = ctx.checkpoint / "onnx"
     if cfg.onnx and onnx.exists():
         targets["onnx"] = onnx
-    out: dict[str, Any] = {"task": task}
+    from vla.policy.checkpoint import load_config
+
+    scale = load_config(ctx.checkpoint).noise_scale
+    # how the chunks are sampled is part of the figure: 0 is the prior's mean, 1 the learnt distribution
+    out: dict[str, Any] = {"task": task, "noise_scale": scale}
     t0 = time.perf_counter()
     for name, path in targets.items():
         s = run_evaluation(EvalConfig(task=task, policy=str(path), episodes=cfg.episodes, seed_start=1000,

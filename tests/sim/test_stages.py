@@ -31,6 +31,10 @@ def test_tiny_main_job_writes_a_report_with_its_table_plots_and_videos(tmp_path:
     assert refine["gain_lo"] <= refine["gain_mean"] <= refine["gain_hi"] or refine["gain_lo"] != refine["gain_lo"]
     assert re.fullmatch(r"[+-]\d\.\d\d \[.*\] \(\d seeds better, \d worse, of 2\)", refine["gain"])
     assert Path(refine["checkpoint"]).is_dir()
+    # the job pretrains with policy.noise_scale=0: the evaluation says so, and the refined checkpoint keeps it
+    from vla.policy.checkpoint import load_config
+
+    assert summary["eval"]["noise_scale"] == 0.0 and load_config(refine["checkpoint"]).noise_scale == 0.0
     page = (out / "report.html").read_text()
     # the table has a row per stage, and the videos of the demos, the evaluation and the refined policy
     for stage in ("sim_demos", "pretrain", "eval", "refine"):
