@@ -281,8 +281,9 @@ def jump_ratio(action: np.ndarray, starts: np.ndarray, ends: np.ndarray, episode
 def diagnose(args: argparse.Namespace) -> None:
     """Why learning from the policy's own steps fails, on one finished run (`--run`, e.g.
     autonomous/habc/seed1): (1) the action's jump at chunk switches in rollouts and demos; (2) the
-    share of the policy steps' HABC loss mass on failed episodes, for one-step and GAE(lambda)
-    advantages, with the critic fitted as the run fitted it for its last version."""
+    share of the policy steps' HABC loss mass on failed episodes and the weights' effective sample
+    size, for one-step and GAE(lambda) advantages, with the critic fitted as the run fitted it for its
+    last version."""
     import torch
 
     from vla.config import load_config
@@ -315,7 +316,12 @@ def diagnose(args: argparse.Namespace) -> None:
         out[f"adv_lambda_{lam}"] = {"failed_mass_share": float(w[failed].sum() / w.sum()),
                                     "weight_mean_failed": float(w[failed].mean()),
                                     "weight_mean_successful": float(w[~failed].mean()),
-                                    "weights_at_w_max": int((w >= h.w_max - 1e-3).sum())}
+                                    "weights_at_w_max": int((w >= h.w_max - 1e-3).sum()),
+                                    # Kish's effective sample size over the policy steps, as a share of
+                                    # them: how many steps the weights really train on (filtered BC: the
+                                    # successful steps' share, uniformly)
+                                    "effective_share": float(w.sum() ** 2 / max((w**2).sum(), 1e-12) / len(w))}
+    out["successful_steps_share"] = float((~failed).mean())
     path = ROOT / "benchmarks/results/habc_diagnosis.json"
     path.write_text(json.dumps(out, indent=1))
     print(json.dumps(out, indent=1))
