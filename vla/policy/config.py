@@ -89,8 +89,8 @@ class PolicyConfig:
     def with_noise_scale(self, noise_scale: float | None) -> None:
         """Override the inference noise scale in place (None keeps the checkpoint's)."""
         if noise_scale is not None:
+            dataclasses.replace(self, noise_scale=float(noise_scale))  # validates; a bad value changes nothing
             self.noise_scale = float(noise_scale)
-            self.validate()
 
     def validate(self) -> None:
         def need(ok: bool, msg: str) -> None:

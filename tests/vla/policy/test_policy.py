@@ -48,6 +48,7 @@ def test_noise_scale_scales_the_initial_noise_and_zero_is_seed_free() -> None:
     for bad in (-0.1, float("nan")):
         with pytest.raises(ValueError, match="noise_scale must be finite and >= 0"):
             policy.model.cfg.with_noise_scale(bad)
+        assert policy.model.cfg.noise_scale == 0.0  # a rejected value changes nothing
 
 
 def test_bad_observations_are_named() -> None:
