@@ -126,6 +126,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--checkpoint", required=True, help="torch checkpoint folder (image-mode pick_place VLA)")
     ap.add_argument("--episodes", type=int, default=20)
+    ap.add_argument("--noise-scale", type=float, default=None, help="the policy's noise_scale instead of the "
+                    "checkpoint's (0: every chunk from the prior's mean)")
     ap.add_argument("--first-seed", type=int, default=1000)
     ap.add_argument("--delay-ticks", type=int, default=4)
     ap.add_argument("--modes", nargs="+", default=["simulator", "sync", "aligned"],
@@ -135,7 +137,7 @@ def main() -> None:
     args = ap.parse_args()
     env = TASKS.make("pick_place")  # reset per episode, as the evaluator's workers do
     cfg = load_deploy_config(NODE_CONFIG)
-    policy = JointSpaceVLA(load_policy(args.checkpoint, env, seed=0))
+    policy = JointSpaceVLA(load_policy(args.checkpoint, env, seed=0, noise_scale=args.noise_scale))
     t0 = time.time()
     rows = []
     for mode in args.modes:
