@@ -62,13 +62,13 @@ AUTONOMOUS_ONLY = ("demos_only",)  # with a person it would be HG-DAgger
 
 def run(args: argparse.Namespace) -> None:
     inputs, out = Path(args.inputs).resolve(), Path(args.out).resolve()
+    for kind, names, valid in (("method", args.methods, METHODS), ("setting", args.settings, SETTINGS)):
+        bad = sorted(set(names.split(",")) - set(valid))
+        if bad:  # before the version-0 evaluation, not after it
+            raise SystemExit(f"bench_habc: unknown {kind} '{bad[0]}' (valid: {', '.join(valid)})")
     ckpt = json.loads((inputs / "candidates.json").read_text())[args.base]["ckpt"]
     v0 = out / "v0_eval"
     evaluate(ckpt, v0, args.eval_episodes, 100_000)
-    for kind, names, valid in (("method", args.methods, METHODS), ("setting", args.settings, SETTINGS)):
-        bad = sorted(set(names.split(",")) - set(valid))
-        if bad:
-            raise SystemExit(f"bench_habc: unknown {kind} '{bad[0]}' (valid: {', '.join(valid)})")
     for seed in [int(s) for s in args.seeds.split(",")]:
         for setting in args.settings.split(","):
             for name in args.methods.split(","):

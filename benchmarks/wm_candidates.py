@@ -76,6 +76,10 @@ def refine_run(method: str, ckpt: str, demos: Path, run_dir: Path, log: Path, *,
     return code
 
 
+# the world model's rollouts come from these runs only: a run added later (d15long) must not change its data
+WM_RUNS = ("d100", "d15")
+
+
 def read_runs(root: Path) -> dict[str, dict[int, list[dict[str, Any]]]]:
     """Each `refine_run`'s records under root/<method>/seed<s>/records.json, by method and seed."""
     rows: dict[str, dict[int, list[dict[str, Any]]]] = {}
@@ -119,6 +123,7 @@ def main() -> None:
             sh(vla("sim", "collect", str(failed), "task=pick_place", "episodes=30", "seed_start=2000", w,
                    "noise=0.3", "skill=0.5", f"out_dir={out / 'collect_fail'}", *STATE), logs / "collect_failures.log")
             (out / "failures.done").touch()
+    wm_cands: set[str] = set()  # candidates whose rollouts go into the world model's data
     cands: dict[str, Path] = {}
     for name, (n_demos, steps) in runs.items():
         run = out / "pretrain" / name
@@ -138,6 +143,8 @@ def main() -> None:
             (run / "done").touch()
         for s in steps:
             cands[f"{name}_s{s}"] = run / "checkpoints" / f"step_{s:08d}"
+            if name in WM_RUNS:
+                wm_cands.add(f"{name}_s{s}")
     real: dict[str, float] = {}
     for name, ck in cands.items():
         ev = out / "eval" / name
@@ -146,8 +153,7 @@ def main() -> None:
                    f"record={out / 'heldout' / (name + '.zarr')}", f"out_dir={ev}", *STATE), logs / f"eval_{name}.log")
         real[name] = json.loads((ev / "summary.json").read_text())["success_rate"]
         ro = out / "rollouts" / name
-        # the world model's rollouts come from d100/d15 only: a later run must not change its data
-        if not name.startswith("d15long") and not (ro / "summary.json").exists():
+        if name in wm_cands and not (ro / "summary.json").exists():
             sh(vla("eval", str(ck), "task=pick_place", f"episodes={args.rollout_episodes}", "seed_start=5000", w,
                    f"record={out / 'rollouts.zarr'}", f"out_dir={ro}", *STATE), logs / f"rollouts_{name}.log")
         print(f"{name}: real success {real[name]:.2f}", flush=True)
