@@ -96,7 +96,10 @@ class EvalConfig:
             raise ValueError(f"unknown backend '{self.backend}'" + closest(self.backend, BACKENDS))
         if self.intervener not in INTERVENERS:
             raise ValueError(f"unknown intervener '{self.intervener}'" + closest(self.intervener, INTERVENERS))
-        if self.noise_scale is not None and not (math.isfinite(self.noise_scale) and self.noise_scale >= 0):
+        # imported here: vla.policy imports torch, which the evaluator's parent does not need
+        from vla.policy.config import valid_noise_scale
+
+        if self.noise_scale is not None and not valid_noise_scale(self.noise_scale):
             raise ValueError(f"noise_scale must be finite and >= 0 (or null: the checkpoint's), got {self.noise_scale}")
         if self.instruction and not self.instruction.strip():
             raise ValueError("instruction must be text or empty (the task's own), got only whitespace")

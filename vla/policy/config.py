@@ -87,9 +87,11 @@ class PolicyConfig:
         self.validate()
 
     def with_noise_scale(self, noise_scale: float | None) -> None:
-        """Override the inference noise scale in place (None keeps the checkpoint's)."""
+        """Override the inference noise scale in place (None keeps the checkpoint's); a bad value is
+        rejected before anything changes."""
         if noise_scale is not None:
-            dataclasses.replace(self, noise_scale=float(noise_scale))  # validates; a bad value changes nothing
+            if not valid_noise_scale(noise_scale):
+                raise ValueError(f"PolicyConfig: noise_scale must be finite and >= 0, got {noise_scale}")
             self.noise_scale = float(noise_scale)
 
     def validate(self) -> None:
@@ -108,8 +110,7 @@ class PolicyConfig:
              f"vision_tokens must be a square number, got {self.vision_tokens}")
         need(0 <= self.max_prefix < self.chunk_size, f"max_prefix must be in [0, chunk_size), got "
              f"{self.max_prefix} with chunk_size {self.chunk_size}")
-        need(math.isfinite(self.noise_scale) and self.noise_scale >= 0,
-             f"noise_scale must be finite and >= 0, got {self.noise_scale}")
+        need(valid_noise_scale(self.noise_scale), f"noise_scale must be finite and >= 0, got {self.noise_scale}")
         need(0.0 <= self.prefix_prob <= 1.0, f"prefix_prob must be in [0, 1], got {self.prefix_prob}")
         need(self.vision_backbone in VISION_BACKBONES,
              f"vision_backbone '{self.vision_backbone}' unknown (valid: {', '.join(VISION_BACKBONES)})")
@@ -147,6 +148,11 @@ class PolicyConfig:
 
     def replace(self, **changes: Any) -> PolicyConfig:
         return PolicyConfig.from_dict({**self.to_dict(), **changes})
+
+
+def valid_noise_scale(value: float) -> bool:
+    """The inference noise scale's range, for the policy's config and every override of it."""
+    return math.isfinite(value) and value >= 0
 
 
 def check_sampling_noise(policy: object, n: int, who: str) -> None:
