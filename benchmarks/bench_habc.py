@@ -20,6 +20,8 @@ evaluated on the same 50 seeds 100000+; version 0 is evaluated once.
   habc_gae (`habc.adv_lambda=0.95`: GAE advantages over each run instead of one step), habc_mc
   (`habc.adv_lambda=1.0`: the run's outcome minus V, as far from one-step as GAE goes),
   habc_chunk (`own_chunk_only`: the policy's windows supervise only the chunk it executed),
+  habc_gated (`habc.outcome_gate`: only the policy's runs that ended in a success, ranked inside
+  them by exp(A / 2) with lambda-1 advantages; beta -> infinity would be filtered BC),
   filtered_bc, pa_rl (PA-RL, arXiv 2412.06685, on the same critic in Q form); with interventions
   rac and hg_dagger (their intervention steps for the RaC / HG-DAgger ratio); in the autonomous
   setting demos_only, the equal-compute control (the same fine-tuning steps on the demos alone).
@@ -47,6 +49,9 @@ METHODS = {"habc": ("habc", ()), "sft": ("sft", ()), "habc_single": ("habc", ("h
            "habc_sampled": ("habc", ("habc.sample_by_weight=true",)), "habc_gae": ("habc", ("habc.adv_lambda=0.95",)),
            "habc_mc": ("habc", ("habc.adv_lambda=1.0",)),
            "habc_chunk": ("habc", ("own_chunk_only=true",)),
+           # outcome-gated, tempered: only the policy's successful runs, ranked by exp(A / 2) with
+           # Monte-Carlo advantages (the efficiency critic sees which successes were fast)
+           "habc_gated": ("habc", ("habc.outcome_gate=true", "habc.beta=2.0", "habc.adv_lambda=1.0")),
            "filtered_bc": ("filtered_bc", ()),
            "rac": ("rac", ()), "hg_dagger": ("hg_dagger", ()), "pa_rl": ("pa_rl", ()),
            # the equal-compute control of the autonomous setting: HG-DAgger without a person trains on
@@ -289,6 +294,7 @@ def diagnose(args: argparse.Namespace) -> None:
     from vla.config import load_config
     from vla.data.store import EpisodeStore
     from vla.policy.checkpoint import load_model
+    from vla.refine import habc_math as hm
     from vla.refine.config import RefineConfig
     from vla.refine.critics import habc_weights
     from vla.refine.loop import RefineRun
@@ -320,7 +326,7 @@ def diagnose(args: argparse.Namespace) -> None:
                                     # Kish's effective sample size over the policy steps, as a share of
                                     # them: how many steps the weights really train on (filtered BC: the
                                     # successful steps' share, uniformly)
-                                    "effective_share": float(w.sum() ** 2 / max((w**2).sum(), 1e-12) / len(w))}
+                                    "effective_share": hm.effective_share(w, np.ones(len(w), bool))}
     out["successful_steps_share"] = float((~failed).mean())
     path = ROOT / "benchmarks/results/habc_diagnosis.json"
     path.write_text(json.dumps(out, indent=1))

@@ -24,6 +24,9 @@ class HabcConfig(CriticConfig):
     # GAE(lambda) advantages over each run of policy steps instead of the one-step form (null);
     # see habc_math.lambda_advantages
     adv_lambda: float | None = None
+    # supervise only the policy's runs that ended in a success, ranked inside them by exp(A / beta)
+    # normalised to mean 1 (replaces the V(s') scaling); see habc_math.gated_weights
+    outcome_gate: bool = False
 
 
 @dataclass

@@ -40,6 +40,13 @@ or the losses. Ours (to be ablated: no gate, single critic, no intervention mask
   (`lambda_advantages`, the run's outcome as its terminal value: 1 at a success, 0 at a takeover
   or a time-out; efficiency 1 / gamma at a success) carries the outcome back into the earlier
   steps; lam = 0 gives back the one-step form.
+- Outcome-gated, tempered weights (`outcome_gate`, filled in by us): even with GAE, 13-50% of the
+  policy steps' loss mass stayed on failed episodes and the weights concentrated on about half as
+  many steps as filtered BC trains on (Kish effective share 0.07-0.09 against 0.15; filtered BC
+  beat HABC by 10 points over 5 seeds). Gated, a policy step is supervised only if its run of
+  policy steps ended in a success (the sparse outcome, known without a critic), and the critic
+  only ranks inside those: exp(A / beta) normalised to mean 1 over the kept steps, so they hold the
+  mass filtered BC gives them; beta -> infinity is filtered BC on the successful runs.
 """
 
 from __future__ import annotations
@@ -101,6 +108,47 @@ def lambda_advantages(value: np.ndarray, terminal: np.ndarray, mask: np.ndarray,
             nxt = next_index[t]
             out[t] = gamma * value[nxt] - value[t] + gamma * lam * out[nxt]
     return out
+
+
+def run_success(mask: np.ndarray, next_index: np.ndarray, done_success: np.ndarray) -> np.ndarray:
+    """True on every step of a run of labelled steps (`mask`, e.g. the policy's own) whose last step
+    ends the episode in success; a run that ends at a takeover, a failure or a time-out is False."""
+    mask = np.asarray(mask, bool)
+    last = run_ends(mask, next_index)
+    if np.any(mask & ~last & (next_index <= np.arange(len(mask)))):
+        raise ValueError("next_index must point forward inside a run of labelled steps")
+    out = np.zeros(len(mask), bool)
+    for t in np.flatnonzero(mask)[::-1]:
+        out[t] = bool(done_success[t]) if last[t] else out[next_index[t]]
+    return out
+
+
+def gated_weights(advantage: np.ndarray, keep: np.ndarray, beta: float, w_max: float) -> np.ndarray:
+    """exp(A / beta) on the `keep` steps, normalised to mean 1 over them (before the clip at
+    w_max), 0 elsewhere: the outcome gate decides which steps count, the advantage only how much
+    each counts among them."""
+    if beta <= 0 or w_max <= 0:
+        raise ValueError(f"beta and w_max must be > 0, got {beta}, {w_max}")
+    keep = np.asarray(keep, bool)
+    a = np.asarray(advantage, np.float64)
+    if a.shape != keep.shape:
+        raise ValueError(f"advantage and keep must have the same shape, got {a.shape} and {keep.shape}")
+    out = np.zeros(len(keep), np.float32)
+    if keep.any():
+        z = (a[keep] - a[keep].max()) / beta  # shifted so that exp cannot overflow; the mean absorbs it
+        w = np.exp(z)
+        out[keep] = np.minimum(w / w.mean(), w_max)
+    return out
+
+
+def effective_share(weights: np.ndarray, rows: np.ndarray) -> float:
+    """Kish's effective sample size of `weights` over `rows`, as a share of the rows:
+    (sum w)^2 / (sum w^2) / n. Equal weights on k of n rows give k / n."""
+    rows = np.asarray(rows, bool)
+    w = np.asarray(weights, np.float64)[rows]
+    if not len(w) or (w ** 2).sum() <= 0:
+        return 0.0
+    return float(w.sum() ** 2 / (w ** 2).sum() / len(w))
 
 
 def viability_loss(logits: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

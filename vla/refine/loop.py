@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from vla.data.store import EpisodeStore
+from vla.refine import habc_math as hm
 from vla.refine import weights as rw
 from vla.refine.config import RefineConfig
 from vla.refine.critics import train_critics
@@ -162,8 +163,15 @@ class RefineRun:
                                scale_rows=torch.from_numpy(labels.policy_step), adv_lambda=h.adv_lambda)
             critic_weight = out["weight"].numpy()
             pol = labels.policy_step
+            if h.outcome_gate:
+                keep = pol & hm.run_success(pol, labels.next_index, labels.done_success)
+                critic_weight = np.where(pol, hm.gated_weights(out["advantage"].numpy(), keep, h.beta, h.w_max),
+                                         critic_weight).astype(np.float32)
             info = {**losses, "policy_weight_mean": float(critic_weight[pol].mean()) if pol.any() else 0.0,
-                    "gate_mean": float(out["gate"].numpy()[pol].mean()) if pol.any() else 0.0}
+                    "gate_mean": float(out["gate"].numpy()[pol].mean()) if pol.any() else 0.0,
+                    # how many of the policy's steps the weights really train on (filtered BC: its
+                    # successful steps' share)
+                    "policy_effective_share": hm.effective_share(critic_weight, pol)}
         else:
             labels = build_step_labels(store)
             if c.method == "awr":

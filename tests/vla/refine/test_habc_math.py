@@ -119,3 +119,45 @@ def test_lambda_advantages_carry_the_outcome_back() -> None:
         hm.lambda_advantages(v, terminal, mask, np.array([1, 0, 3, 4, 5, 5]), 1.0, 0.5)
     with pytest.raises(ValueError, match="lam in"):
         hm.lambda_advantages(v, terminal, mask, nxt, 1.0, -0.1)
+
+
+def test_run_success_marks_only_the_runs_that_end_in_a_success() -> None:
+    # episode A: steps 0-5, policy 0-1, takeover 2-3, policy 4-5, success at 5;
+    # episode B: steps 6-8, policy throughout, failure (no done_success)
+    mask = np.array([1, 1, 0, 0, 1, 1, 1, 1, 1], bool)
+    nxt = np.array([1, 2, 3, 4, 5, 5, 7, 8, 8])
+    done = np.array([0, 0, 0, 0, 0, 1, 0, 0, 0], bool)
+    out = hm.run_success(mask, nxt, done)
+    # the run before the takeover failed (it ended in a takeover) even though the episode succeeded
+    np.testing.assert_array_equal(out, [0, 0, 0, 0, 1, 1, 0, 0, 0])
+    with pytest.raises(ValueError, match="forward"):
+        hm.run_success(np.ones(2, bool), np.array([1, 0]), np.zeros(2, bool))
+
+
+def test_gated_weights_keep_only_the_gated_steps_with_mean_one() -> None:
+    adv = np.array([-1.0, 0.0, 1.0, 5.0, 2.0])
+    keep = np.array([1, 1, 1, 0, 0], bool)
+    w = hm.gated_weights(adv, keep, beta=1.0, w_max=20.0)
+    assert w[~keep].tolist() == [0.0, 0.0]  # a failed run counts nothing, whatever its advantage
+    assert w[keep].mean() == pytest.approx(1.0)
+    assert w[0] < w[1] < w[2]  # the critic ranks inside the kept steps
+    # tempering: a larger beta flattens towards filtered BC's equal weights
+    w_hot = hm.gated_weights(adv, keep, beta=100.0, w_max=20.0)
+    np.testing.assert_allclose(w_hot[keep], 1.0, atol=0.02)
+    assert hm.effective_share(w_hot, keep) > hm.effective_share(w, keep)
+    # the clip applies after the normalisation, and huge advantages do not overflow
+    w_big = hm.gated_weights(np.array([0.0, 1e4]), np.ones(2, bool), beta=1.0, w_max=1.5)
+    assert np.isfinite(w_big).all() and w_big.max() == pytest.approx(1.5)
+    assert hm.gated_weights(adv, np.zeros(5, bool), 1.0, 20.0).sum() == 0.0
+    with pytest.raises(ValueError, match="beta"):
+        hm.gated_weights(adv, keep, beta=0.0, w_max=20.0)
+    with pytest.raises(ValueError, match="shape"):
+        hm.gated_weights(adv, keep[:3], beta=1.0, w_max=20.0)
+
+
+def test_effective_share_counts_the_steps_the_weights_train_on() -> None:
+    rows = np.ones(10, bool)
+    assert hm.effective_share(np.r_[np.ones(3), np.zeros(7)], rows) == pytest.approx(0.3)
+    assert hm.effective_share(np.ones(10), rows) == pytest.approx(1.0)
+    assert hm.effective_share(np.r_[10.0, np.ones(9)], rows) < 0.5  # one dominant weight
+    assert hm.effective_share(np.zeros(10), rows) == 0.0

@@ -80,6 +80,22 @@ def test_autonomous_habc_at_fixed_group_shares(tmp_path: Path, pretrained: tuple
     mass = on_loss.sample * on_loss.loss
     np.testing.assert_allclose(on_sampler.sample[policy], 0.5 * mass[policy] / mass[policy].sum(), rtol=1e-5)
     assert np.isclose(info["policy_sample_share"], 0.5)
+    # habc.outcome_gate: the policy's steps count only in runs that ended in a success, mean weight 1 there
+    run.cfg.habc.sample_by_weight, run.cfg.habc.outcome_gate = False, True
+    gated, info = run.step_weights(0, model)
+    table = EpisodeStore.open(cfg.out_dir + "/store.zarr").table()
+    own = np.zeros(len(demo), bool)
+    for e in np.flatnonzero(table.source != "demo"):
+        own[table.episode_starts[e]:table.episode_ends[e]] = True
+    won = np.zeros_like(own)
+    for e in np.flatnonzero((table.source != "demo") & np.asarray(table.success, bool)):
+        won[table.episode_starts[e]:table.episode_ends[e]] = True
+    assert (on_loss.loss[own & ~won] > 0).any()  # ungated, the failed episodes' steps carry weight
+    assert (gated.loss[own & ~won] == 0).all()
+    if won.any():
+        assert np.isclose(gated.loss[won].mean(), 1.0, rtol=1e-4)
+    np.testing.assert_array_equal(gated.loss[demo], on_loss.loss[demo])
+    assert 0.0 <= info["policy_effective_share"] <= 1.0
 
 
 def test_resume_skips_finished_work_and_continues(tmp_path: Path, pretrained: tuple[Path, Path]) -> None:
