@@ -49,7 +49,7 @@ METHODS = {"habc": ("habc", ()), "sft": ("sft", ()), "habc_single": ("habc", ("h
            "habc_sampled": ("habc", ("habc.sample_by_weight=true",)), "habc_gae": ("habc", ("habc.adv_lambda=0.95",)),
            "habc_mc": ("habc", ("habc.adv_lambda=1.0",)),
            "habc_chunk": ("habc", ("own_chunk_only=true",)),
-           # outcome-gated, tempered: only the policy's successful runs, ranked by exp(A / 2) with
+           # outcome-gated, tempered: only the policy's successful runs, ranked by exp(A / (2 std)) with
            # Monte-Carlo advantages (the efficiency critic sees which successes were fast)
            "habc_gated": ("habc", ("habc.outcome_gate=true", "habc.beta=2.0", "habc.adv_lambda=1.0")),
            "filtered_bc": ("filtered_bc", ()),
@@ -101,7 +101,8 @@ COMPARISONS = (("habc", "sft"), ("habc", "demos_only"), ("sft", "demos_only"), (
                ("habc_sampled", "demos_only"), ("habc_sampled", "habc"), ("habc_gae", "sft"),
                ("habc_gae", "demos_only"), ("habc_gae", "habc"), ("habc_mc", "sft"), ("habc_mc", "habc"),
                ("habc_mc", "filtered_bc"), ("habc_mc", "demos_only"), ("habc_chunk", "habc"),
-               ("habc_chunk", "demos_only"),
+               ("habc_chunk", "demos_only"), ("habc_gated", "sft"), ("habc_gated", "filtered_bc"),
+               ("habc_gated", "demos_only"), ("habc_gated", "habc"),
                ("pa_rl", "sft"), ("pa_rl", "demos_only"))
 
 

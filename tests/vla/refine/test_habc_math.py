@@ -149,6 +149,8 @@ def test_gated_weights_keep_only_the_gated_steps_with_mean_one() -> None:
     w_big = hm.gated_weights(np.array([0.0, 1e4]), np.ones(2, bool), beta=1.0, w_max=1.5)
     assert np.isfinite(w_big).all() and w_big.max() == pytest.approx(1.5)
     assert hm.gated_weights(adv, np.zeros(5, bool), 1.0, 20.0).sum() == 0.0
+    # beta acts on the kept steps' own spread: scaling the advantages changes nothing
+    np.testing.assert_allclose(hm.gated_weights(100 * adv, keep, 1.0, 20.0), w, rtol=1e-5)
     with pytest.raises(ValueError, match="beta"):
         hm.gated_weights(adv, keep, beta=0.0, w_max=20.0)
     with pytest.raises(ValueError, match="shape"):
