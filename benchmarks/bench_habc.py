@@ -21,7 +21,7 @@ evaluated on the same 50 seeds 100000+; version 0 is evaluated once.
   (`habc.adv_lambda=1.0`: the run's outcome minus V, as far from one-step as GAE goes),
   habc_chunk (`own_chunk_only`: the policy's windows supervise only the chunk it executed),
   habc_gated (`habc.outcome_gate`: only the policy's runs that ended in a success, ranked inside
-  them by exp(A / 2) with lambda-1 advantages; beta -> infinity would be filtered BC),
+  them by exp(A / (2 std)) with lambda-1 advantages; beta -> infinity would be filtered BC),
   filtered_bc, pa_rl (PA-RL, arXiv 2412.06685, on the same critic in Q form); with interventions
   rac and hg_dagger (their intervention steps for the RaC / HG-DAgger ratio); in the autonomous
   setting demos_only, the equal-compute control (the same fine-tuning steps on the demos alone).
