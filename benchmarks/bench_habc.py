@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> None:
         bad = sorted(set(names.split(",")) - set(valid))
         if bad:  # before the version-0 evaluation, not after it
             raise SystemExit(f"bench_habc: unknown {kind} '{bad[0]}' (valid: {', '.join(valid)})")
-    ckpt = json.loads((inputs / "candidates.json").read_text())[args.base]["ckpt"]
+    ckpt = args.base_ckpt or json.loads((inputs / "candidates.json").read_text())[args.base]["ckpt"]
     v0 = out / "v0_eval"
     evaluate(ckpt, v0, args.eval_episodes, 100_000)
     for seed in [int(s) for s in args.seeds.split(",")]:
@@ -200,7 +200,7 @@ def report(args: argparse.Namespace) -> None:
     rows = load(out, args.iterations)
     res: dict[str, Any] = {}
     lines = ["# HABC with the issue-15 protocol", "",
-             f"Base `{args.base}` (pick_place, 15 demos, state mode); {args.iterations} rounds x "
+             f"Base `{args.base_ckpt or args.base}` (pick_place, 15 demos, state mode); {args.iterations} rounds x "
              f"{args.episodes} rollouts, "
              f"{args.eval_episodes} evaluation episodes per version, sample shares fixed at demo 0.4 / correction "
              "0.3 / policy 0.3 for every method. Commands: the docstring of `benchmarks/bench_habc.py`. What the "
@@ -257,16 +257,17 @@ def report(args: argparse.Namespace) -> None:
         lines[4:4] = [f"The base scores {res['base_success']:.2f} on the evaluation seeds (version 0 of every run).",
                       ""]
     if rows:
-        plot_curves(rows, ROOT / "benchmarks/results/habc_curves.png")
-        lines.append("\nCurves (mean success per version over seeds): `habc_curves.png`; records: `habc_raw/`.")
-        raw = ROOT / "benchmarks/results/habc_raw"
+        plot_curves(rows, ROOT / f"benchmarks/results/{args.name}_curves.png")
+        lines.append(f"\nCurves (mean success per version over seeds): `{args.name}_curves.png`; records: "
+                     f"`{args.name}_raw/`.")
+        raw = ROOT / f"benchmarks/results/{args.name}_raw"
         raw.mkdir(exist_ok=True)
         for setting, by in rows.items():
             for m, runs in by.items():
                 for seed, r in runs.items():
                     (raw / f"{setting}_{m}_seed{seed}.json").write_text(json.dumps(r, indent=1))
-    (ROOT / "benchmarks/results/habc.md").write_text("\n".join(lines) + "\n")
-    (ROOT / "benchmarks/results/habc.json").write_text(json.dumps(res, indent=1))
+    (ROOT / f"benchmarks/results/{args.name}.md").write_text("\n".join(lines) + "\n")
+    (ROOT / f"benchmarks/results/{args.name}.json").write_text(json.dumps(res, indent=1))
     print("\n".join(lines))
 
 
@@ -341,6 +342,9 @@ def main() -> None:
     ap.add_argument("--inputs", default="runs/bench_wm/inputs")
     ap.add_argument("--out", default="runs/bench_habc")
     ap.add_argument("--base", default=BASE, help="the candidate (wm_candidates.py) every run starts from")
+    ap.add_argument("--base-ckpt", default="", help="a checkpoint folder to start from instead of --base "
+                    "(e.g. a refined policy; give it its own --out and --name)")
+    ap.add_argument("--name", default="habc", help="report: benchmarks/results/NAME.md, .json, _curves.png, _raw/")
     ap.add_argument("--seeds", default="0,1,2,3,4")
     ap.add_argument("--settings", default="autonomous,interventions")
     ap.add_argument("--methods", default="habc,sft,habc_single,rac,hg_dagger")
