@@ -86,3 +86,51 @@ def test_frustum_culling_changes_no_pixel() -> None:
     np.testing.assert_array_equal(m.geom_group, groups)
     culled.close()
     full.close()
+
+
+def test_cluster_faces_merges_vertices_within_a_cell_and_drops_collapsed_faces() -> None:
+    from sim.render import cluster_faces
+
+    # a 4 x 4 grid of vertices 1 cm apart on a plane, 18 triangles
+    xs, ys = np.meshgrid(np.arange(4) * 0.01, np.arange(4) * 0.01)
+    verts = np.stack([xs.ravel(), ys.ravel(), np.zeros(16)], 1)
+    faces = []
+    for i in range(3):
+        for j in range(3):
+            a, b, c, d = 4 * i + j, 4 * i + j + 1, 4 * (i + 1) + j, 4 * (i + 1) + j + 1
+            faces += [(a, b, c), (b, d, c)]
+    faces = np.array(faces)
+    same, keep = cluster_faces(verts, faces, 1e-4)  # a cell far below the spacing changes nothing
+    assert keep.all()
+    np.testing.assert_array_equal(same, faces)
+    coarse, keep = cluster_faces(verts + 0.001, faces, 0.02)  # 2 x 2 vertices per cell
+    assert 0 < keep.sum() < len(faces)
+    kept = coarse[keep]
+    assert set(kept.ravel()) <= {0, 2, 8, 10}  # one representative per cell, a vertex of the mesh
+    assert (kept[:, 0] != kept[:, 1]).all() and (kept[:, 1] != kept[:, 2]).all() and (kept[:, 0] != kept[:, 2]).all()
+    with pytest.raises(ValueError, match="cell"):
+        cluster_faces(verts, faces, 0.0)
+    with pytest.raises(ValueError, match=r"\[n, 3\]"):
+        cluster_faces(verts[:, :2], faces, 0.01)
+
+
+def test_coarse_meshes_draw_fewer_triangles_and_nearly_the_same_image() -> None:
+    pytest.importorskip("metaworld")
+    from vla.registry import TASKS
+
+    env = TASKS.make("mw_drawer_open", cameras=("corner2",), image_size=84, mesh_cell=0.0)
+    env.reset(seed=3)
+    full = env.unwrapped._obs()["images"]["corner2"]
+    r = env.unwrapped._renderer
+    assert r.mesh_faces[0] == r.mesh_faces[1]
+    env.close()
+    env = TASKS.make("mw_drawer_open", cameras=("corner2",), image_size=84, mesh_cell=0.01)
+    env.reset(seed=3)
+    coarse = env.unwrapped._obs()["images"]["corner2"]
+    r = env.unwrapped._renderer
+    assert r.mesh_faces[1] < 0.5 * r.mesh_faces[0]
+    diff = np.abs(full.astype(int) - coarse.astype(int))
+    assert diff.any() and diff.mean() < 2.0  # the coarse arm is drawn, and it still looks like the arm
+    env.close()
+    with pytest.raises(ValueError, match="mesh_cell"):
+        MultiCameraRenderer(build_model(""), ("agentview",), 32, mesh_cell=-1.0)
