@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vla.metrics import t_interval
+from vla.metrics import paired_difference
 
 ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = {"share10": ("group_shares={demo: 0.9, correction: 0.1}",),
@@ -62,18 +62,14 @@ def main() -> None:
     runs = {"job (training seed 0)": src / "iter_01/eval/summary.json",
             **{n: out / n / "iter_01/eval/summary.json" for n in VARIANTS}}
     res = {n: per_seed(p) for n, p in runs.items() if p.exists()}
-    seeds = sorted(base)
     for name, r in res.items():
-        d = np.array([r[s] - base[s] for s in seeds])
-        lo, hi = t_interval(d)
-        line = (f"{name:22s} {np.mean([r[s] for s in seeds]):.2f}  minus pretrained {d.mean():+.2f} [{lo:+.2f}, "
-                f"{hi:+.2f}]  better {int((d > 0).sum())} / worse {int((d < 0).sum())}")
+        d = paired_difference(base, r)
+        line = (f"{name:22s} {np.mean([r[s] for s in sorted(base)]):.2f}  minus pretrained {d['mean']:+.2f} "
+                f"[{d['lo']:+.2f}, {d['hi']:+.2f}]  better {d['better']} / worse {d['worse']}")
         if "control" in res and name != "control":
-            c = np.array([r[s] - res["control"][s] for s in seeds])
-            clo, chi = t_interval(c)
-            line += f"  minus control {c.mean():+.2f} [{clo:+.2f}, {chi:+.2f}]"
+            c = paired_difference(res["control"], r)
+            line += f"  minus control {c['mean']:+.2f} [{c['lo']:+.2f}, {c['hi']:+.2f}]"
         print(line)
-
 
 if __name__ == "__main__":
     main()

@@ -163,10 +163,9 @@ class RefineRun:
                                scale_rows=torch.from_numpy(labels.policy_step), adv_lambda=h.adv_lambda)
             critic_weight = out["weight"].numpy()
             pol = labels.policy_step
-            if h.outcome_gate:
+            if h.outcome_gate:  # method_weights reads the critic's weights on the policy's steps only
                 keep = pol & hm.run_success(pol, labels.next_index, labels.done_success)
-                critic_weight = np.where(pol, hm.gated_weights(out["advantage"].numpy(), keep, h.beta, h.w_max),
-                                         critic_weight).astype(np.float32)
+                critic_weight = hm.gated_weights(out["advantage"].numpy(), keep, h.beta, h.w_max)
             info = {**losses, "policy_weight_mean": float(critic_weight[pol].mean()) if pol.any() else 0.0,
                     "gate_mean": float(out["gate"].numpy()[pol].mean()) if pol.any() else 0.0,
                     # how many of the policy's steps the weights really train on (filtered BC: its
