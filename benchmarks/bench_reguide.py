@@ -1,15 +1,24 @@
 """ReGuide benchmark (issue 14): phase-conditioned guidance at test time and ReGuide-FT / -FS in
 the refinement loop, paired by seed against the matched-data ablation.
 
-  python benchmarks/bench_reguide.py sweep --out runs/bench_reguide      # guidance scale, on other seeds
-  python benchmarks/bench_reguide.py run --out runs/bench_reguide --seeds 0,1,2
-  python benchmarks/bench_reguide.py report --out runs/bench_reguide
+  python benchmarks/bench_reguide.py sweep [--space state]     # guidance scale, on other seeds
+  python benchmarks/bench_reguide.py run --seeds 0,1,2 [--space state]
+  python benchmarks/bench_reguide.py report [--space state]
+  python benchmarks/bench_reguide.py prep --task can --demos 20  # then sweep/run/report --task can
 
-Inputs: the world-model benchmark's (`benchmarks/wm_candidates.py`): the weak base policy
-`d15_s3000` (15 demos, 3000 steps; pick_place, state mode) and its 15 demos, and the pick_place
-world model of `benchmarks/bench_worldmodel.py` as the latent dynamics.
-- sweep: the guidance scale is chosen on evaluation seeds 120000+ (30 episodes each), never on the
-  seeds the figures come from (100000+);
+pick_place's inputs are the world-model benchmark's (`benchmarks/wm_candidates.py --runs d15`,
+`bench_worldmodel.py state`): the weak base policy `d15_s3000` (15 demos, 3000 steps; state mode),
+its 15 demos, and the pick_place world model as the latent dynamics. Another task's (`prep`): 100
+expert demos and 30 failed expert attempts, a base policy on the first `--demos` of them (the
+latest checkpoint in the paper's 10-40% range), 40 of its rollouts and a world model on all of them.
+- `--space latent` (the paper's: distances in the world model's latent) or `state` (ours: on
+  task-frame features of the predicted state, `STATE_FEATURES`); the guided runs of the state space
+  are named `*_state`, the unguided ablation serves both.
+- sweep: base and PCG at each `--scales` on `--sweep-episodes` (200) episodes from seed
+  `--sweep-seed` (130000), never the seeds the figures come from (100000+). With 200 episodes a
+  difference to the base is good to about +-0.10: any change of the actions makes the episodes
+  diverge chaotically (a scale of 0.01 already resamples which episodes succeed), so pairing
+  episodes by seed gains little and 30 episodes (+-0.25) can only find large effects;
 - per seed s (phase targets fitted with k-means seed s; rollouts collected from seeds
   400000 + 10000 s, the same for every method): PCG at test time only; ReGuide-FT and ReGuide-FS
   (2 iterations x `--episodes` guided rollouts); the matched-data ablation (the same rollouts
@@ -28,32 +37,97 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from wm_candidates import ROOT, evaluate, refine_run  # benchmarks/ is this script's folder
+from wm_candidates import ROOT, STATE, evaluate, refine_run, sh, vla  # benchmarks/ is this script's folder
 
 from vla.metrics import t_interval
 
-BASE = "d15_s3000"
+BASE = "d15_s3000"  # pick_place's; another task's base is chosen by `prep` (inputs/candidates.json "base")
 METHODS = {"ft": ("reguide-ft", {}), "fs": ("reguide-fs", {}), "matched": ("reguide-ft", {"guide": False}),
            # the demos never sampled below their share of the supervised steps (method_args.demo_share_mode)
            "ft_floor": ("reguide-ft", {"demo_share_mode": "floor"}),
            "fs_floor": ("reguide-fs", {"demo_share_mode": "floor"}),
            "matched_floor": ("reguide-ft", {"guide": False, "demo_share_mode": "floor"})}
 SWEEP_SCALES = (0.01, 0.03, 0.1, 0.3, 1.0)
+# --space state: distances on task-frame features, the same in every layout of the objects.
+# pick_place's state: eef 0:3, eef quat 3:7, fingers 7:9, cube 9:12, cube quat 12:16, cube - eef
+# 16:19, zone 19:22 -> the gripper-to-cube offset, the zone-to-cube offset, the fingers.
+# can's (robosuite object-state): eef 0:3, eef quat 3:7, fingers 7:9, can-to-eef pos 9:12 and quat
+# 12:16, can 16:19, can quat 19:23 -> eef - can, the can (the bins do not move), the fingers.
+STATE_FEATURES = {"pick_place": "16:19,19:22-9:12,7:9", "can": "0:3-16:19,16:19,7:9"}
+
+
+def space_args(space: str, task: str = "pick_place") -> dict[str, str]:
+    return {"space": "state", "state_features": STATE_FEATURES[task]} if space == "state" else {}
+
+
+def suffix(space: str) -> str:
+    """Folders and method names of the state-space variant: `_state` (the latent's keep their names)."""
+    return "" if space == "latent" else f"_{space}"
+
+
+def base_name(inputs: Path) -> str:
+    return str(json.loads((inputs / "candidates.json").read_text()).get("base", BASE))
 
 
 def paths(args: argparse.Namespace) -> tuple[Path, Path, str, Path]:
     inputs, out = Path(args.inputs).resolve(), Path(args.out).resolve()
     cands = json.loads((inputs / "candidates.json").read_text())
-    return inputs, out, cands[BASE]["ckpt"], Path(args.wm).resolve()
+    return inputs, out, cands[base_name(inputs)]["ckpt"], Path(args.wm).resolve()
 
 
-def phases(out: Path, inputs: Path, wm: Path, seed: int) -> Path:
+def demo_store(inputs: Path) -> Path:
+    """The base policy's demos (the first N of the expert demos): the phase targets' data."""
+    return inputs / f"demos_{base_name(inputs).split('_')[0][1:]}.zarr"
+
+
+def phases(out: Path, inputs: Path, wm: Path, seed: int, space: str = "latent", task: str = "pick_place") -> Path:
     from worldmodel.reguide import PhaseConfig, fit_phase_targets
 
-    folder = out / "phases" / f"seed{seed}"
+    folder = out / f"phases{suffix(space)}" / f"seed{seed}"
     if not (folder / "phases.json").exists():
-        fit_phase_targets(inputs / "demos_15.zarr", wm, PhaseConfig(seed=seed), task="pick_place").save(folder)
+        cfg = PhaseConfig(seed=seed, **space_args(space, task))
+        fit_phase_targets(demo_store(inputs), wm, cfg, task=task).save(folder)
     return folder
+
+
+def prep(args: argparse.Namespace) -> None:
+    """Inputs for a task other than pick_place (whose come from the world-model benchmark), the same
+    recipe: 100 expert demos (noise 0.1) and 30 failed expert attempts, a base policy trained on the
+    first `--demos` of them, its checkpoints' real success on the evaluation seeds 100000+ (the base:
+    the latest in the paper's 10-40% range), 40 base rollouts on seeds 5000+, and the world model on
+    all of them. Every step is skipped when its output exists."""
+    inputs, wm = Path(args.inputs).resolve(), Path(args.wm).resolve()
+    logs, task, n = inputs / "logs", args.task, args.demos
+    w = ["workers=2", f"task={task}"]
+    for name, eps, seed, extra in (("demos", 100, 0, ["noise=0.1"]), (f"demos_{n}", n, 0, ["noise=0.1"]),
+                                   ("expert_failures", 30, 2000, ["noise=0.3", "skill=0.5"])):
+        if not (inputs / f"{name}.done").exists():
+            sh(vla("sim", "collect", inputs / f"{name}.zarr", f"episodes={eps}", f"seed_start={seed}", *w, *extra,
+                   f"out_dir={inputs / ('collect_' + name)}", *STATE), logs / f"collect_{name}.log")
+            (inputs / f"{name}.done").touch()
+    run = inputs / "pretrain" / f"d{n}"
+    if not (run / "done").exists():
+        sh(vla("train", inputs / f"demos_{n}.zarr", "--out", run, "--policy", "tiny", "--train", "default", "--resume",
+               "train.steps=3000", "train.batch_size=64", "train.warmup_steps=100", "train.ckpt_every=1000",
+               "train.keep_checkpoints=0", "train.progress=false", "train.val_every=100000"), logs / "pretrain.log")
+        (run / "done").touch()
+    cands: dict[str, Any] = {}
+    for step in (1000, 2000, 3000):
+        ckpt = run / "checkpoints" / f"step_{step:08d}"
+        real = evaluate(str(ckpt), inputs / "eval" / f"d{n}_s{step}", args.eval_episodes, 100_000, task)["success_rate"]
+        cands[f"d{n}_s{step}"] = {"ckpt": str(ckpt), "real_success": real}
+        print(f"d{n}_s{step}: real success {real:.2f}", flush=True)
+    in_range = [k for k, v in cands.items() if 0.1 <= v["real_success"] <= 0.4]
+    base = in_range[-1] if in_range else min(cands, key=lambda k: abs(cands[k]["real_success"] - 0.25))
+    (inputs / "candidates.json").write_text(json.dumps({**cands, "base": base}, indent=1))
+    ro = inputs / "rollouts"
+    if not (ro / "summary.json").exists():
+        sh(vla("eval", cands[base]["ckpt"], f"task={task}", "episodes=40", "seed_start=5000", "workers=2",
+               f"record={inputs / 'rollouts.zarr'}", f"out_dir={ro}", *STATE), logs / "rollouts.log")
+    if not (wm / "train_summary.json").exists():
+        sh(vla("wm", "train", inputs / "demos.zarr", inputs / "expert_failures.zarr", inputs / "rollouts.zarr",
+               "--out", wm, "--resume", "train.progress=false", "train.steps=3000"), logs / "wm_train.log")
+    print(f"base {base} ({cands[base]['real_success']:.2f}); world model {wm}")
 
 
 def spec(ckpt: str, folder: Path, scale: float) -> str:
@@ -62,45 +136,53 @@ def spec(ckpt: str, folder: Path, scale: float) -> str:
 
 def sweep(args: argparse.Namespace) -> None:
     inputs, out, ckpt, wm = paths(args)
-    folder = phases(out, inputs, wm, 0)
-    res = {"base": evaluate(ckpt, out / "sweep" / "base", 30, 120_000)["success_rate"]}
-    for s in SWEEP_SCALES:
-        res[str(s)] = evaluate(spec(ckpt, folder, s), out / "sweep" / f"scale_{s}", 30, 120_000)["success_rate"]
-        print(f"[{time.strftime('%H:%M:%S')}] scale {s}: {res[str(s)]:.2f} (base {res['base']:.2f})", flush=True)
-    best = max(SWEEP_SCALES, key=lambda s: (res[str(s)], -s))
-    (out / "sweep.json").write_text(json.dumps({"success": res, "chosen_scale": best}, indent=1))
+    folder = phases(out, inputs, wm, 0, args.space, args.task)
+    n, seed0, scales = args.sweep_episodes, args.sweep_seed, [float(x) for x in args.scales.split(",")]
+    res = {"base": evaluate(ckpt, out / f"sweep_{seed0}_{n}" / "base", n, seed0, args.task)["success_rate"]}
+    for s in scales:
+        res[str(s)] = evaluate(spec(ckpt, folder, s), out / f"sweep{suffix(args.space)}_{seed0}_{n}" / f"scale_{s}", n,
+                               seed0, args.task)["success_rate"]
+        print(f"[{time.strftime('%H:%M:%S')}] scale {s}: {res[str(s)]:.3f} (base {res['base']:.3f})", flush=True)
+    best = max(scales, key=lambda s: (res[str(s)], -s))
+    (out / f"sweep{suffix(args.space)}.json").write_text(json.dumps(
+        {"success": res, "chosen_scale": best, "seed_start": seed0, "episodes": n}, indent=1))
     print(json.dumps({"chosen_scale": best, **res}))
 
 
 def run(args: argparse.Namespace) -> None:
     inputs, out, ckpt, wm = paths(args)
-    scale = args.scale if args.scale > 0 else json.loads((out / "sweep.json").read_text())["chosen_scale"]
+    sx = suffix(args.space)
+    scale = args.scale if args.scale > 0 else json.loads((out / f"sweep{sx}.json").read_text())["chosen_scale"]
     v0 = out / "v0_eval"
-    evaluate(ckpt, v0, args.eval_episodes, 100_000)
+    evaluate(ckpt, v0, args.eval_episodes, 100_000, args.task)
     for seed in [int(s) for s in args.seeds.split(",")]:
-        folder = phases(out, inputs, wm, seed)
-        evaluate(spec(ckpt, folder, scale), out / "pcg" / f"seed{seed}", args.eval_episodes, 100_000)
+        folder = phases(out, inputs, wm, seed, args.space, args.task)
+        evaluate(spec(ckpt, folder, scale), out / f"pcg{sx}" / f"seed{seed}", args.eval_episodes, 100_000, args.task)
         for name in args.methods.split(","):
             method, extra = METHODS[name]
-            run_dir = out / "runs" / name / f"seed{seed}"
+            guided = not name.startswith("matched")  # the unguided ablation is the same in either space
+            run_dir = out / "runs" / (name + (sx if guided else "")) / f"seed{seed}"
             rec = run_dir / "records.json"
             if rec.exists() and len(json.loads(rec.read_text())) == args.iterations + 1:
                 continue
             (run_dir / "iter_00" / "eval").mkdir(parents=True, exist_ok=True)
             shutil.copy(v0 / "summary.json", run_dir / "iter_00" / "eval" / "summary.json")
-            margs = {"wm": str(wm), "scale": scale, "phases": {"seed": seed}, **extra}
+            margs = {"wm": str(wm), "scale": scale, "phases": {"seed": seed, **space_args(args.space, args.task)},
+                     **extra}
             if name.startswith("fs"):
                 margs["fs_steps"] = args.fs_steps
-            refine_run(method, ckpt, inputs / "demos_15.zarr", run_dir, out / "logs" / f"{name}_seed{seed}.log",
+            refine_run(method, ckpt, demo_store(inputs), run_dir,
+                       out / "logs" / f"{run_dir.parent.name}_seed{seed}.log",
                        seed=seed, collect_seed_start=400_000 + 10_000 * seed, iterations=args.iterations,
                        episodes=args.episodes, eval_episodes=args.eval_episodes, train_steps=args.train_steps,
-                       method_args=margs)
-    (out / "base.json").write_text(json.dumps({"name": BASE, "ckpt": ckpt, "scale": scale}))
+                       method_args=margs, task=args.task)
+    (out / f"base{sx}.json").write_text(json.dumps({"name": base_name(inputs), "ckpt": ckpt, "scale": scale}))
 
 
-def diagnostics(out: Path, inputs: Path, wm: Path, seed: int) -> dict[str, Any]:
+def diagnostics(out: Path, inputs: Path, wm: Path, seed: int, space: str = "latent", task: str = "pick_place"
+                ) -> dict[str, Any]:
     """Do the phase targets tell failing rollouts from successful ones, and do phases advance?"""
-    cache = out / "phases" / f"seed{seed}" / "diagnostics.json"
+    cache = phases(out, inputs, wm, seed, space, task) / "diagnostics.json"
     if cache.exists():
         return json.loads(cache.read_text())
     from sklearn.metrics import roc_auc_score
@@ -110,7 +192,7 @@ def diagnostics(out: Path, inputs: Path, wm: Path, seed: int) -> dict[str, Any]:
     from worldmodel.reguide import PhaseGuidance, PhaseTargets, replay_phases
 
     model = load_checkpoint(wm)[0]
-    g = PhaseGuidance(model, PhaseTargets.load(phases(out, inputs, wm, seed)))
+    g = PhaseGuidance(model, PhaseTargets.load(phases(out, inputs, wm, seed, space, task)))
     table = EpisodeStore.open(inputs / "rollouts.zarr").table()
     ok = replay_phases(g, inputs / "rollouts.zarr", np.flatnonzero(table.success)[:20])
     bad = replay_phases(g, inputs / "rollouts.zarr", np.flatnonzero(~table.success)[:40], second_half=True)
@@ -125,15 +207,18 @@ def diagnostics(out: Path, inputs: Path, wm: Path, seed: int) -> dict[str, Any]:
 
 def report(args: argparse.Namespace) -> None:
     inputs, out, _, wm = paths(args)
-    base_info = json.loads((out / "base.json").read_text()) if (out / "base.json").exists() else {}
+    sx = suffix(args.space)
+    base_info = json.loads((out / f"base{sx}.json").read_text()) if (out / f"base{sx}.json").exists() else {}
     base = json.loads((out / "v0_eval" / "summary.json").read_text())["success_rate"]
     rows: dict[str, dict[int, list[dict[str, Any]]]] = {}
     for rec in sorted((out / "runs").glob("*/seed*/records.json")):
-        r = json.loads(rec.read_text())
-        if len(r) == args.iterations + 1:
-            rows.setdefault(rec.parts[-3], {})[int(rec.parts[-2][4:])] = r
+        r, name = json.loads(rec.read_text()), rec.parts[-3]
+        # this space's guided runs (under their plain names) and the unguided ablations
+        mine = name.startswith("matched") or (name.endswith(sx) if sx else not name.endswith("_state"))
+        if len(r) == args.iterations + 1 and mine:
+            rows.setdefault(name.removesuffix(sx) if sx else name, {})[int(rec.parts[-2][4:])] = r
     pcg = {int(p.parts[-2][4:]): json.loads(p.read_text())["success_rate"]
-           for p in sorted((out / "pcg").glob("seed*/summary.json"))}
+           for p in sorted((out / f"pcg{sx}").glob("seed*/summary.json"))}
     final = {m: {s: r[-1]["success_rate"] for s, r in by.items()} for m, by in rows.items()}
     seeds = sorted(set(pcg).intersection(*(set(v) for v in final.values()))) if final else sorted(pcg)
 
@@ -141,15 +226,20 @@ def report(args: argparse.Namespace) -> None:
         v = [d[s] for s in seeds if s in d]
         return float(np.mean(v)) if v else None
 
-    res: dict[str, Any] = {"task": "pick_place", "obs_mode": "state", "base": BASE, "seeds": seeds,
+    name, task = base_name(inputs), args.task
+    res: dict[str, Any] = {"task": task, "obs_mode": "state", "base": name, "space": args.space,
+                           "state_features": space_args(args.space, task).get("state_features"), "seeds": seeds,
                            "base_success": base, "pcg_success": mean(pcg), "ft_success": mean(final.get("ft", {})),
                            "fs_success": mean(final.get("fs", {})),
                            "matched_data_success": mean(final.get("matched", {})),
                            "guidance_scale": base_info.get("scale")}
-    lines = ["# ReGuide (issue 14)", "",
-             f"Base policy `{BASE}` (15 demos, 3000 steps; pick_place, state mode): {base:.2f} on 50 evaluation "
-             f"seeds 100000+. Guidance scale {base_info.get('scale')} (chosen on seeds 120000+, `sweep.json`). "
-             "Commands: the docstring of `benchmarks/bench_reguide.py`.", "",
+    lines = [f"# ReGuide (issue 14): {task}"
+             + (f", distances on task-frame features ({STATE_FEATURES[task]})" if sx else ""), "",
+             f"Base policy `{name}` ({name.split('_')[0][1:]} demos, {name.split('_s')[-1]} steps; {task}, "
+             "state mode): "
+             f"{base:.2f} on {args.eval_episodes} evaluation "
+             f"seeds 100000+. Guidance scale {base_info.get('scale')} (chosen on other seeds: below). "
+             f"Commands: the docstring of `benchmarks/bench_reguide.py`{' with `--space state`' if sx else ''}.", "",
              "| variant | seed | success per version | real episodes | guided step share (per iteration) |",
              "|---|---|---|---|---|"]
     for s in sorted(pcg):
@@ -158,7 +248,8 @@ def report(args: argparse.Namespace) -> None:
         for s, r in sorted(by.items()):
             shares = []
             for k in range(args.iterations):
-                f = out / "runs" / m / f"seed{s}" / f"iter_{k:02d}" / "reguide.json"
+                folder = out / "runs" / (m if m.startswith("matched") else m + sx) / f"seed{s}"
+                f = folder / f"iter_{k:02d}" / "reguide.json"
                 shares.append(f"{json.loads(f.read_text())['guided_step_share']:.2f}" if f.exists() else "-")
             curve = " -> ".join(f"{x['success_rate']:.2f}" for x in r)
             lines.append(f"| {m} | {s} | {curve} | "
@@ -184,9 +275,10 @@ def report(args: argparse.Namespace) -> None:
     base_eps = {e["seed"]: e["success"] for e in
                 json.loads((out / "v0_eval" / "summary.json").read_text())["episodes_detail"]}
     scales = {}
-    for f in sorted([*(out / "pcg_scale").glob("s*/summary.json"), *(out / "pcg").glob("seed0/summary.json")]):
+    for f in sorted([*(out / f"pcg_scale{sx}").glob("s*/summary.json"),
+                     *(out / f"pcg{sx}").glob("seed0/summary.json")]):
         d = json.loads(f.read_text())
-        scale = float(f.parent.name[1:]) if f.parent.parent.name == "pcg_scale" else base_info.get("scale")
+        scale = float(f.parent.name[1:]) if f.parent.parent.name == f"pcg_scale{sx}" else base_info.get("scale")
         ep = {e["seed"]: e["success"] for e in d["episodes_detail"]}
         scales[str(scale)] = {"success": d["success_rate"],
                               "base_only": sum(base_eps[k] and not ep[k] for k in ep if k in base_eps),
@@ -196,24 +288,46 @@ def report(args: argparse.Namespace) -> None:
         lines += ["", "PCG guidance scale on the evaluation seeds (phase targets of seed 0), with the episodes only "
                   "the base or only PCG solved: " + "; ".join(f"{k}: {v['success']:.2f} ({v['base_only']} base-only, "
                                                           f"{v['pcg_only']} PCG-only)" for k, v in scales.items())]
-    diag = {s: diagnostics(out, inputs, wm, s) for s in sorted(pcg)}
+    sweep_file = out / f"sweep{sx}.json"
+    if sweep_file.exists():
+        sw = json.loads(sweep_file.read_text())
+        n_sw, seed_sw = sw.get("episodes", 30), sw.get("seed_start", 120_000)
+        res["sweep"] = sw
+        sd = (2 * 0.25 / n_sw) ** 0.5
+        lines += ["", f"Guidance scale sweep (phase targets of seed 0; {n_sw} episodes from seed {seed_sw}, never "
+                  "the figures' seeds; the episodes diverge chaotically under any change of the actions, so "
+                  f"a difference to the base is about +-{1.96 * sd:.2f} at 95%): base {sw['success']['base']:.3f}; "
+                  + "; ".join(f"{k}: {v:.3f}" for k, v in sw["success"].items() if k != "base")
+                  + f"; chosen {sw['chosen_scale']}."]
+    diag = {s: diagnostics(out, inputs, wm, s, args.space, task) for s in sorted(pcg)}
     res["drift_auroc"] = [v["drift_auroc"] for v in diag.values()]
-    lines += ["", "Phase targets (world-model latent; 20 successful and 40 failed rollouts of the world-model "
+    where = "task-frame features of the predicted state" if sx else "world-model latent"
+    lines += ["", f"Phase targets ({where}; 20 successful and 40 failed rollouts of the world-model "
               "benchmark): AUROC of the phase distance, successful rollouts vs the second half of failed ones: "
               + ", ".join(f"{v['drift_auroc']:.3f}" for v in diag.values())
               + "; final phase reached by successes " + str(next(iter(diag.values()))["success_final_phase"])
               + ", by failures " + str(next(iter(diag.values()))["failure_final_phase"]) + " (seed 0)."]
-    res["rac_reference"] = {"gain_vs_sft_points": 22, "interval_points": 12, "source": "benchmarks/results/refine.md"}
-    lines += ["", "RaC for reference (benchmarks/results/refine.md, another base policy): +22 +- 12 points over SFT on "
-              "pick_place with a person's 1,130 intervention steps; ReGuide uses none.", "",
-              "What the figures mean, what limits them and what is not measured: `reguide_notes.md`."]
-    plot(out, rows, base, pcg)
-    (ROOT / "benchmarks/results/reguide.md").write_text("\n".join(lines) + "\n")
-    (ROOT / "benchmarks/results/reguide.json").write_text(json.dumps({"pick_place": res}, indent=1))
+    if task == "pick_place":
+        res["rac_reference"] = {"gain_vs_sft_points": 22, "interval_points": 12,
+                                "source": "benchmarks/results/refine.md"}
+        lines += ["", "RaC for reference (benchmarks/results/refine.md, another base policy): +22 +- 12 points over "
+                  "SFT on pick_place with a person's 1,130 intervention steps; ReGuide uses none."]
+    lines += ["", "What the figures mean, what limits them and what is not measured: `reguide_notes.md`."]
+    stem = "reguide" + ("" if task == "pick_place" else f"_{task}") + sx
+    plot(out, rows, base, pcg, ROOT / f"benchmarks/results/reguide_{task}{sx}.png")
+    (ROOT / f"benchmarks/results/{stem}.md").write_text("\n".join(lines) + "\n")
+    path = ROOT / "benchmarks/results/reguide.json"
+    table = json.loads(path.read_text()) if path.exists() else {}
+    if sx:  # beside the latent's figures, which keep the task's top-level keys
+        table.setdefault(task, {})[f"{args.space}_space"] = res
+    else:
+        table[task] = {**res, **{k: v for k, v in table.get(task, {}).items() if k.endswith("_space")}}
+    path.write_text(json.dumps(table, indent=1))
     print("\n".join(lines))
 
 
-def plot(out: Path, rows: dict[str, dict[int, list[dict[str, Any]]]], base: float, pcg: dict[int, float]) -> None:
+def plot(out: Path, rows: dict[str, dict[int, list[dict[str, Any]]]], base: float, pcg: dict[int, float],
+         png: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -233,16 +347,23 @@ def plot(out: Path, rows: dict[str, dict[int, list[dict[str, Any]]]], base: floa
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(ROOT / "benchmarks/results/reguide_pick_place.png", dpi=100)
+    fig.savefig(png, dpi=100)
     plt.close(fig)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("phase", choices=["sweep", "run", "report"])
-    ap.add_argument("--inputs", default="runs/bench_wm/inputs")
-    ap.add_argument("--wm", default="runs/bench_wm/run/wm_pick_place_state")
-    ap.add_argument("--out", default="runs/bench_reguide")
+    ap.add_argument("phase", choices=["prep", "sweep", "run", "report"])
+    ap.add_argument("--task", choices=sorted(STATE_FEATURES), default="pick_place")
+    ap.add_argument("--inputs", default=None, help="default: runs/bench_wm/inputs (pick_place), "
+                    "runs/bench_reguide_TASK/inputs (prep's)")
+    ap.add_argument("--wm", default=None, help="default: runs/bench_wm/run/wm_pick_place_state (pick_place), "
+                    "runs/bench_reguide_TASK/wm (prep's)")
+    ap.add_argument("--out", default=None, help="default: runs/bench_reguide[_TASK]")
+    ap.add_argument("--demos", type=int, default=20, help="prep: the base policy's expert demos")
+    ap.add_argument("--sweep-episodes", type=int, default=200)
+    ap.add_argument("--sweep-seed", type=int, default=130_000)
+    ap.add_argument("--scales", default=",".join(map(str, SWEEP_SCALES)))
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--methods", default="ft,matched,fs")
     ap.add_argument("--iterations", type=int, default=2)
@@ -251,8 +372,18 @@ def main() -> None:
     ap.add_argument("--train-steps", type=int, default=500)
     ap.add_argument("--fs-steps", type=int, default=3000)
     ap.add_argument("--scale", type=float, default=0.0, help="guidance scale; 0 = the sweep's choice")
+    ap.add_argument("--space", choices=["latent", "state"], default="latent",
+                    help="where phase distances are measured (PhaseConfig.space)")
     args = ap.parse_args()
-    {"sweep": sweep, "run": run, "report": report}[args.phase](args)
+    pp = args.task == "pick_place"
+    root = "runs/bench_reguide" + ("" if pp else f"_{args.task}")
+    args.inputs = args.inputs or ("runs/bench_wm/inputs" if pp else f"{root}/inputs")
+    args.wm = args.wm or ("runs/bench_wm/run/wm_pick_place_state" if pp else f"{root}/wm")
+    args.out = args.out or root
+    if pp and args.phase == "prep":
+        ap.error("prep: pick_place's inputs are the world-model benchmark's (benchmarks/wm_candidates.py, "
+                 "bench_worldmodel.py state)")
+    {"prep": prep, "sweep": sweep, "run": run, "report": report}[args.phase](args)
 
 
 if __name__ == "__main__":

@@ -44,13 +44,13 @@ def sh(cmd: list[str], log: Path) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {log.stem}: {time.time() - t:.0f} s", flush=True)
 
 
-def evaluate(policy: str, out_dir: Path, episodes: int, seed_start: int) -> dict[str, Any]:
-    """`vla eval` of a policy spec on pick_place in state mode, once: a finished summary is reused."""
+def evaluate(policy: str, out_dir: Path, episodes: int, seed_start: int, task: str = "pick_place") -> dict[str, Any]:
+    """`vla eval` of a policy spec on `task` in state mode, once: a finished summary is reused."""
     if not (out_dir / "summary.json").exists():
         log = out_dir.parent / f"{out_dir.name}.log"
         out_dir.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "w") as f:
-            subprocess.run([sys.executable, "-m", "vla.cli", "eval", policy, "task=pick_place", f"episodes={episodes}",
+            subprocess.run([sys.executable, "-m", "vla.cli", "eval", policy, f"task={task}", f"episodes={episodes}",
                             f"seed_start={seed_start}", "workers=2", "videos=0", "obs_mode=state", "cameras=[]",
                             f"out_dir={out_dir}"], check=True, env=ENV, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT)
     return json.loads((out_dir / "summary.json").read_text())

@@ -14,6 +14,11 @@ guidance gate and the phase state machine (ReGuide, arXiv 2606.28939; code tzuhs
   closer to the next phase than to the current one by `margin` and within the next phase's switch
   threshold (the released code's rule; its margin is absolute, ours is in units of the softmin
   temperature tau, so it does not depend on the latent's scale).
+- Guidance space (ours, not the paper's): distances may be measured on task-frame features of the
+  predicted state instead of the latent, a linear map of the state (`state_feature_matrix`: dims
+  and differences of dims such as gripper-to-object offsets). With few demos a latent prototype
+  is a demo of another object layout, so the latent distance pulls the arm toward where the
+  object was in that demo; offsets relative to the object are the same in every layout.
 """
 
 from __future__ import annotations
@@ -112,3 +117,41 @@ def phase_step(phase: np.ndarray, counter: np.ndarray, d_cur: np.ndarray, d_next
     phase = np.where(switch, phase + 1, phase)
     counter = np.where(switch, 0, counter)
     return phase, counter
+
+
+def state_feature_matrix(spec: str, state_dim: int) -> np.ndarray:
+    """[F, state_dim]: the linear map of a state onto the features `spec` names, comma-separated
+    terms, each a dim `i`, a slice `a:b`, or a difference of two equal-width slices or dims
+    `a:b-c:d` (state[a:b] - state[c:d]). An empty spec is every dim."""
+    if not spec.strip():
+        return np.eye(state_dim)
+
+    def dims(part: str, term: str) -> list[int]:
+        try:
+            if ":" in part:
+                a, b = (int(x) for x in part.split(":"))
+                idx = list(range(a, b))
+            else:
+                idx = [int(part)]
+        except ValueError:
+            raise ValueError(f"state_features: cannot read {term!r} (terms are i, a:b or a:b-c:d)") from None
+        if not idx:
+            raise ValueError(f"state_features: {term!r} selects no dims")
+        if min(idx) < 0 or max(idx) >= state_dim:
+            raise ValueError(f"state_features: {term!r} is outside the state's {state_dim} dims")
+        return idx
+
+    rows: list[np.ndarray] = []
+    for term in (t.strip() for t in spec.split(",")):
+        plus, _, minus = term.partition("-")
+        pos = dims(plus.strip(), term)
+        neg = dims(minus.strip(), term) if minus else []
+        if neg and len(neg) != len(pos):
+            raise ValueError(f"state_features: {term!r} subtracts {len(neg)} dims from {len(pos)}")
+        for k, i in enumerate(pos):
+            row = np.zeros(state_dim)
+            row[i] += 1.0
+            if neg:
+                row[neg[k]] -= 1.0
+            rows.append(row)
+    return np.stack(rows)

@@ -90,6 +90,45 @@ def test_guidance_is_minus_scale_times_the_distance_gradient(targets: PhaseTarge
     assert not closed(x1, 0.9).any() and not closed.guided.any()
 
 
+def test_state_space_measures_task_frame_features(pick_place_store: Path, trained_wm: Path, tmp_path: Path) -> None:
+    """space=state: prototypes are the demos' true gripper-to-cube offsets, zone-to-cube offsets and
+    fingers (standardised); the guidance is still minus the gradient of that distance."""
+    from worldmodel.reguide import standardise
+
+    cfg = replace(SMALL, space="state", state_features="16:19,19:22-9:12,7:9")
+    t = fit_phase_targets(pick_place_store, trained_wm, cfg, task="pick_place")
+    assert t.feature is not None and t.feature["map"].shape == (8, 22) and t.protos.shape[2] == 8
+    with EpisodeStore.open(pick_place_store) as s:
+        demo_states = torch.from_numpy(s.read("state", 0, int(s.table().lengths[:4].sum())).astype(np.float32))
+    truth = standardise(demo_states, t.feature)
+    protos = t.protos[t.mask]
+    nearest = torch.cdist(protos, truth, compute_mode="donot_use_mm_for_euclid_dist").min(1).values
+    assert nearest.max() < 1e-4  # every prototype is a demo frame's features
+    back = PhaseTargets.load(t.save(tmp_path / "phases"))
+    assert back.feature is not None and all(torch.equal(back.feature[k], t.feature[k]) for k in t.feature)
+    model = load_checkpoint(trained_wm)[0]
+    g = PhaseGuidance(model, band(back, -np.inf, np.inf), scale=0.5, late=0.3, num_steps=10)
+    g.begin([obs_of(pick_place_store, 10)])
+    # anchored: the state head's reading of the current latent maps back onto the true state, so a
+    # prediction is the true state plus the predicted change
+    now = torch.from_numpy(obs_of(pick_place_store, 10)["state"][None].astype(np.float32))
+    assert torch.allclose(back.embed(model, g.z, g.anchor), standardise(now, back.feature), atol=1e-4)
+    x1 = np.random.default_rng(1).uniform(-0.5, 0.5, (1, 16, 7)).astype(np.float32)
+    delta = g(x1, 0.9)
+    eps = 1e-3
+    for h, a in [(0, 0), (2, 2), (5, 6)]:
+        plus, minus = x1.copy(), x1.copy()
+        plus[0, h, a] += eps
+        minus[0, h, a] -= eps
+        with torch.no_grad():
+            fd = g.distance(torch.from_numpy(plus), g.phase)[0] - g.distance(torch.from_numpy(minus), g.phase)[0]
+        assert -delta[0, h, a] / 0.5 == pytest.approx(fd.item() / (2 * eps), rel=0.05, abs=1e-4)
+    with pytest.raises(ValueError, match="space must be one of latent, state"):
+        replace(SMALL, space="pixels").validate()
+    with pytest.raises(ValueError, match="state_features is for space=state"):
+        replace(SMALL, state_features="0:3").validate()
+
+
 def test_guidance_never_alters_a_committed_prefix(targets: PhaseTargets, trained_wm: Path, pick_place_store: Path,
                                                   tmp_path: Path) -> None:
     from tests.worldmodel.test_evaluate_rank import tiny_policy

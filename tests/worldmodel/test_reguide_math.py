@@ -92,3 +92,15 @@ def test_the_demos_share_of_the_samples() -> None:
     assert demo_share(600, 100, 0.2, "fixed") == 0.2  # the released code's expert share
     assert np.isclose(demo_share(600, 100, 0.2, "floor"), 600 / 700)  # a few successes: not oversampled
     assert demo_share(600, 9000, 0.2, "floor") == 0.2  # many: the expert share, as released
+
+
+def test_state_feature_matrix_selects_dims_and_differences() -> None:
+    s = np.arange(10.0) ** 2
+    m = rm.state_feature_matrix("7:9, 2, 4:6-0:2", 10)
+    assert m.shape == (5, 10)
+    assert np.allclose(m @ s, [49, 64, 4, 16 - 0, 25 - 1])
+    assert np.array_equal(rm.state_feature_matrix("", 4), np.eye(4))
+    for bad, msg in [("3:1", "selects no dims"), ("9:11", "outside"), ("x", "cannot read"),
+                     ("0:3-5:7", "subtracts 2 dims from 3")]:
+        with pytest.raises(ValueError, match=msg):
+            rm.state_feature_matrix(bad, 10)
