@@ -1,9 +1,9 @@
 """ReGuide benchmark (issue 14): phase-conditioned guidance at test time and ReGuide-FT / -FS in
 the refinement loop, paired by seed against the matched-data ablation.
 
-  python benchmarks/bench_reguide.py sweep [--space state]     # guidance scale, on other seeds
-  python benchmarks/bench_reguide.py run --seeds 0,1,2 [--space state]
-  python benchmarks/bench_reguide.py report [--space state]
+  python benchmarks/bench_reguide.py sweep [--space state] [--dims 0:3]   # guidance scale, on other seeds
+  python benchmarks/bench_reguide.py run --seeds 0,1,2 [--space state] [--dims 0:3]
+  python benchmarks/bench_reguide.py report [--space state] [--dims 0:3]
   python benchmarks/bench_reguide.py prep --task can --demos 20  # then sweep/run/report --task can
 
 pick_place's inputs are the world-model benchmark's (`benchmarks/wm_candidates.py --runs d15`,
@@ -13,7 +13,8 @@ expert demos and 30 failed expert attempts, a base policy on the first `--demos`
 latest checkpoint in the paper's 10-40% range), 40 of its rollouts and a world model on all of them.
 - `--space latent` (the paper's: distances in the world model's latent) or `state` (ours: on
   task-frame features of the predicted state, `STATE_FEATURES`); the guided runs of the state space
-  are named `*_state`, the unguided ablation serves both.
+  are named `*_state`, the unguided ablation serves both. `--dims 0:3`: guidance changes only the
+  arm's position actions (`*_pos`), not the rotation or the gripper.
 - sweep: base and PCG at each `--scales` on `--sweep-episodes` (200) episodes from seed
   `--sweep-seed` (130000), never the seeds the figures come from (100000+). With 200 episodes a
   difference to the base is good to about +-0.10: any change of the actions makes the episodes
@@ -60,9 +61,11 @@ def space_args(space: str, task: str = "pick_place") -> dict[str, str]:
     return {"space": "state", "state_features": STATE_FEATURES[task]} if space == "state" else {}
 
 
-def suffix(space: str) -> str:
-    """Folders and method names of the state-space variant: `_state` (the latent's keep their names)."""
-    return "" if space == "latent" else f"_{space}"
+def suffix(space: str, dims: str = "") -> str:
+    """Folders and method names of a variant: `_state` for the state space, `_pos` for guidance on the
+    arm's position actions only (dims 0:3); the latent's on every dim keep their plain names."""
+    extra = "" if not dims else "_pos" if dims == "0:3" else "_d" + dims.replace(":", "-")
+    return ("" if space == "latent" else f"_{space}") + extra
 
 
 def base_name(inputs: Path) -> str:
@@ -130,34 +133,36 @@ def prep(args: argparse.Namespace) -> None:
     print(f"base {base} ({cands[base]['real_success']:.2f}); world model {wm}")
 
 
-def spec(ckpt: str, folder: Path, scale: float) -> str:
-    return f"reguide:ckpt={ckpt},phases={folder},scale={scale},late=0.3"
+def spec(ckpt: str, folder: Path, scale: float, dims: str = "") -> str:
+    return f"reguide:ckpt={ckpt},phases={folder},scale={scale},late=0.3" + (f",dims={dims}" if dims else "")
 
 
 def sweep(args: argparse.Namespace) -> None:
     inputs, out, ckpt, wm = paths(args)
     folder = phases(out, inputs, wm, 0, args.space, args.task)
+    sx = suffix(args.space, args.dims)
     n, seed0, scales = args.sweep_episodes, args.sweep_seed, [float(x) for x in args.scales.split(",")]
     res = {"base": evaluate(ckpt, out / f"sweep_{seed0}_{n}" / "base", n, seed0, args.task)["success_rate"]}
     for s in scales:
-        res[str(s)] = evaluate(spec(ckpt, folder, s), out / f"sweep{suffix(args.space)}_{seed0}_{n}" / f"scale_{s}", n,
+        res[str(s)] = evaluate(spec(ckpt, folder, s, args.dims), out / f"sweep{sx}_{seed0}_{n}" / f"scale_{s}", n,
                                seed0, args.task)["success_rate"]
         print(f"[{time.strftime('%H:%M:%S')}] scale {s}: {res[str(s)]:.3f} (base {res['base']:.3f})", flush=True)
     best = max(scales, key=lambda s: (res[str(s)], -s))
-    (out / f"sweep{suffix(args.space)}.json").write_text(json.dumps(
+    (out / f"sweep{sx}.json").write_text(json.dumps(
         {"success": res, "chosen_scale": best, "seed_start": seed0, "episodes": n}, indent=1))
     print(json.dumps({"chosen_scale": best, **res}))
 
 
 def run(args: argparse.Namespace) -> None:
     inputs, out, ckpt, wm = paths(args)
-    sx = suffix(args.space)
+    sx = suffix(args.space, args.dims)
     scale = args.scale if args.scale > 0 else json.loads((out / f"sweep{sx}.json").read_text())["chosen_scale"]
     v0 = out / "v0_eval"
     evaluate(ckpt, v0, args.eval_episodes, 100_000, args.task)
     for seed in [int(s) for s in args.seeds.split(",")]:
         folder = phases(out, inputs, wm, seed, args.space, args.task)
-        evaluate(spec(ckpt, folder, scale), out / f"pcg{sx}" / f"seed{seed}", args.eval_episodes, 100_000, args.task)
+        evaluate(spec(ckpt, folder, scale, args.dims), out / f"pcg{sx}" / f"seed{seed}", args.eval_episodes, 100_000,
+                 args.task)
         for name in args.methods.split(","):
             method, extra = METHODS[name]
             guided = not name.startswith("matched")  # the unguided ablation is the same in either space
@@ -168,7 +173,7 @@ def run(args: argparse.Namespace) -> None:
             (run_dir / "iter_00" / "eval").mkdir(parents=True, exist_ok=True)
             shutil.copy(v0 / "summary.json", run_dir / "iter_00" / "eval" / "summary.json")
             margs = {"wm": str(wm), "scale": scale, "phases": {"seed": seed, **space_args(args.space, args.task)},
-                     **extra}
+                     **({"dims": args.dims} if args.dims else {}), **extra}
             if name.startswith("fs"):
                 margs["fs_steps"] = args.fs_steps
             refine_run(method, ckpt, demo_store(inputs), run_dir,
@@ -207,16 +212,18 @@ def diagnostics(out: Path, inputs: Path, wm: Path, seed: int, space: str = "late
 
 def report(args: argparse.Namespace) -> None:
     inputs, out, _, wm = paths(args)
-    sx = suffix(args.space)
+    sx = suffix(args.space, args.dims)
     base_info = json.loads((out / f"base{sx}.json").read_text()) if (out / f"base{sx}.json").exists() else {}
     base = json.loads((out / "v0_eval" / "summary.json").read_text())["success_rate"]
     rows: dict[str, dict[int, list[dict[str, Any]]]] = {}
     for rec in sorted((out / "runs").glob("*/seed*/records.json")):
         r, name = json.loads(rec.read_text()), rec.parts[-3]
-        # this space's guided runs (under their plain names) and the unguided ablations
-        mine = name.startswith("matched") or (name.endswith(sx) if sx else not name.endswith("_state"))
+        # this variant's guided runs (under their plain names) and the unguided ablations
+        plain = name if not sx else name.removesuffix(sx) if name.endswith(sx) else ""
+        mine = (name in METHODS and name.startswith("matched")) or (
+            plain in METHODS and not plain.startswith("matched"))
         if len(r) == args.iterations + 1 and mine:
-            rows.setdefault(name.removesuffix(sx) if sx else name, {})[int(rec.parts[-2][4:])] = r
+            rows.setdefault(plain or name, {})[int(rec.parts[-2][4:])] = r
     pcg = {int(p.parts[-2][4:]): json.loads(p.read_text())["success_rate"]
            for p in sorted((out / f"pcg{sx}").glob("seed*/summary.json"))}
     final = {m: {s: r[-1]["success_rate"] for s, r in by.items()} for m, by in rows.items()}
@@ -227,19 +234,21 @@ def report(args: argparse.Namespace) -> None:
         return float(np.mean(v)) if v else None
 
     name, task = base_name(inputs), args.task
-    res: dict[str, Any] = {"task": task, "obs_mode": "state", "base": name, "space": args.space,
+    res: dict[str, Any] = {"task": task, "obs_mode": "state", "base": name, "space": args.space, "dims": args.dims,
                            "state_features": space_args(args.space, task).get("state_features"), "seeds": seeds,
                            "base_success": base, "pcg_success": mean(pcg), "ft_success": mean(final.get("ft", {})),
                            "fs_success": mean(final.get("fs", {})),
                            "matched_data_success": mean(final.get("matched", {})),
                            "guidance_scale": base_info.get("scale")}
     lines = [f"# ReGuide (issue 14): {task}"
-             + (f", distances on task-frame features ({STATE_FEATURES[task]})" if sx else ""), "",
+             + (f", distances on task-frame features ({STATE_FEATURES[task]})" if args.space == "state" else "")
+             + (f", guidance on the action dims {args.dims} only" if args.dims else ""), "",
              f"Base policy `{name}` ({name.split('_')[0][1:]} demos, {name.split('_s')[-1]} steps; {task}, "
              "state mode): "
              f"{base:.2f} on {args.eval_episodes} evaluation "
              f"seeds 100000+. Guidance scale {base_info.get('scale')} (chosen on other seeds: below). "
-             f"Commands: the docstring of `benchmarks/bench_reguide.py`{' with `--space state`' if sx else ''}.", "",
+             f"Commands: the docstring of `benchmarks/bench_reguide.py` with `--task {task} --space {args.space}"
+             + (f" --dims {args.dims}" if args.dims else "") + "`.", "",
              "| variant | seed | success per version | real episodes | guided step share (per iteration) |",
              "|---|---|---|---|---|"]
     for s in sorted(pcg):
@@ -301,7 +310,7 @@ def report(args: argparse.Namespace) -> None:
                   + f"; chosen {sw['chosen_scale']}."]
     diag = {s: diagnostics(out, inputs, wm, s, args.space, task) for s in sorted(pcg)}
     res["drift_auroc"] = [v["drift_auroc"] for v in diag.values()]
-    where = "task-frame features of the predicted state" if sx else "world-model latent"
+    where = "task-frame features of the predicted state" if args.space == "state" else "world-model latent"
     lines += ["", f"Phase targets ({where}; 20 successful and 40 failed rollouts of the world-model "
               "benchmark): AUROC of the phase distance, successful rollouts vs the second half of failed ones: "
               + ", ".join(f"{v['drift_auroc']:.3f}" for v in diag.values())
@@ -318,10 +327,10 @@ def report(args: argparse.Namespace) -> None:
     (ROOT / f"benchmarks/results/{stem}.md").write_text("\n".join(lines) + "\n")
     path = ROOT / "benchmarks/results/reguide.json"
     table = json.loads(path.read_text()) if path.exists() else {}
-    if sx:  # beside the latent's figures, which keep the task's top-level keys
-        table.setdefault(task, {})[f"{args.space}_space"] = res
+    if sx:  # beside the paper's variant's figures, which keep the task's top-level keys
+        table.setdefault(task, {})[f"variant{sx}"] = res
     else:
-        table[task] = {**res, **{k: v for k, v in table.get(task, {}).items() if k.endswith("_space")}}
+        table[task] = {**res, **{k: v for k, v in table.get(task, {}).items() if k.startswith("variant_")}}
     path.write_text(json.dumps(table, indent=1))
     print("\n".join(lines))
 
@@ -372,6 +381,7 @@ def main() -> None:
     ap.add_argument("--train-steps", type=int, default=500)
     ap.add_argument("--fs-steps", type=int, default=3000)
     ap.add_argument("--scale", type=float, default=0.0, help="guidance scale; 0 = the sweep's choice")
+    ap.add_argument("--dims", default="", help="action dims guidance may change, a:b (0:3: the arm's position)")
     ap.add_argument("--space", choices=["latent", "state"], default="latent",
                     help="where phase distances are measured (PhaseConfig.space)")
     args = ap.parse_args()

@@ -240,10 +240,11 @@ class PhaseGuidance:
     """The guidance hook for one chunk at a time; keeps each row's phase across chunks."""
 
     def __init__(self, model: WorldModel, targets: PhaseTargets, scale: float = 0.01, late: float = 0.3,
-                 num_steps: int = 10, cfg: PhaseConfig | None = None) -> None:
+                 num_steps: int = 10, cfg: PhaseConfig | None = None, dims: slice | None = None) -> None:
         if scale < 0 or not 0 <= late <= 1:
             raise ValueError(f"scale must be >= 0 and late in [0, 1], got {scale}, {late}")
         self.model, self.targets, self.scale, self.late, self.num_steps = model, targets, scale, late, num_steps
+        self.dims = dims or slice(None)  # the action dims guidance may change (e.g. 0:3, the arm's position)
         pc = cfg or PhaseConfig(**{k: v for k, v in targets.info.get("config", {}).items()
                                    if k in PhaseConfig.__dataclass_fields__})
         self.margin, self.min_steps = pc.switch_margin, pc.switch_min_steps
@@ -298,7 +299,8 @@ class PhaseGuidance:
                 return delta
             (grad,) = torch.autograd.grad((d * torch.from_numpy(gate).float()).sum(), a)
         self.guided |= gate
-        return (-self.scale * grad).numpy().astype(np.float32)
+        delta[..., self.dims] = (-self.scale * grad).numpy()[..., self.dims]
+        return delta
 
     @torch.no_grad()
     def end(self, chunk: np.ndarray) -> None:
@@ -364,20 +366,35 @@ class GuidedPolicy:
         return chunk
 
 
-SPEC_KEYS = ("ckpt", "phases", "scale", "late")
+SPEC_KEYS = ("ckpt", "phases", "scale", "late", "dims")
 
 
 def parse_spec(args: str) -> dict[str, str]:
     return spec_args("reguide", args, SPEC_KEYS, ("ckpt", "phases"), "reguide:ckpt=P,phases=DIR,scale=0.01")
 
 
-def make_guided(policy: Any, phases: str | Path, scale: float = 0.01, late: float = 0.3) -> GuidedPolicy:
+def parse_dims(text: str) -> slice | None:
+    """`a:b` -> slice(a, b); "" -> None (every action dim)."""
+    if not text:
+        return None
+    try:
+        a, b = (int(x) for x in text.split(":"))
+    except ValueError:
+        raise ValueError(f"reguide: dims must be a slice a:b of the action dims, got {text!r}") from None
+    if not 0 <= a < b:
+        raise ValueError(f"reguide: dims {text!r} selects no action dims")
+    return slice(a, b)
+
+
+def make_guided(policy: Any, phases: str | Path, scale: float = 0.01, late: float = 0.3, dims: str = ""
+                ) -> GuidedPolicy:
     from worldmodel.checkpoint import load_checkpoint
 
     targets = PhaseTargets.load(phases)
     model = load_checkpoint(targets.wm)[0]
     num_steps = int(getattr(getattr(policy, "cfg", None), "num_steps", 10))
-    return GuidedPolicy(policy, PhaseGuidance(model, targets, scale=scale, late=late, num_steps=num_steps))
+    return GuidedPolicy(policy, PhaseGuidance(model, targets, scale=scale, late=late, num_steps=num_steps,
+                                              dims=parse_dims(dims)))
 
 
 @POLICY_SPECS.register("reguide")
@@ -386,4 +403,4 @@ def make_reguide(args: str, env: Any = None, seed: int = 0, load: Callable[[str]
     a = parse_spec(args)
     load = spec_loader(load, seed)
     return make_guided(load(a["ckpt"]), a["phases"], scale=float(a.get("scale", 0.01)),
-                       late=float(a.get("late", 0.3)))
+                       late=float(a.get("late", 0.3)), dims=a.get("dims", ""))

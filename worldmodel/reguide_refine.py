@@ -36,6 +36,7 @@ class ReGuideConfig:
     wm_steps: int = 2000
     scale: float = 0.01  # guidance step on the clean-action estimate (the released code's 0.01)
     late: float = 0.3  # guided share of the last Euler steps (the released code: last 10-30 of 100)
+    dims: str = ""  # action dims guidance may change, a:b ("" = all; 0:3 = the arm's position)
     guide: bool = True  # false: the matched-data ablation (unguided rollouts, successes absorbed alike)
     demo_share: float = 0.2  # share of sampled windows from the demos (the released code's expert weight)
     # "fixed": the demos get demo_share of the samples however few successes there are (the released
@@ -53,6 +54,9 @@ class ReGuideConfig:
             raise ValueError(f"method_args.demo_share must be in [0, 1), got {self.demo_share}")
         if self.demo_share_mode not in ("fixed", "floor"):
             raise ValueError(f"method_args.demo_share_mode must be fixed or floor, got '{self.demo_share_mode}'")
+        from worldmodel.reguide import parse_dims
+
+        parse_dims(self.dims)
         if self.fs_steps < 0 or self.wm_steps < 1:
             raise ValueError("method_args: fs_steps must be >= 0 and wm_steps >= 1")
 
@@ -95,7 +99,8 @@ class ReGuideMethod:
         if not self.cfg.guide:
             return ckpt, "rollout"
         folder = self.prepare_guidance(run)
-        return f"reguide:ckpt={ckpt},phases={folder},scale={self.cfg.scale},late={self.cfg.late}", "guided"
+        dims = f",dims={self.cfg.dims}" if self.cfg.dims else ""
+        return f"reguide:ckpt={ckpt},phases={folder},scale={self.cfg.scale},late={self.cfg.late}{dims}", "guided"
 
     def after_collect(self, run: Any, version: int) -> None:
         summary = run.out / f"iter_{version:02d}" / "collect" / "summary.json"

@@ -18,6 +18,7 @@ from worldmodel.reguide import (
     PhaseGuidance,
     PhaseTargets,
     fit_phase_targets,
+    parse_dims,
     parse_spec,
     replay_phases,
 )
@@ -81,6 +82,11 @@ def test_guidance_is_minus_scale_times_the_distance_gradient(targets: PhaseTarge
         with torch.no_grad():
             fd = (g.distance(torch.from_numpy(plus), g.phase)[row] - g.distance(torch.from_numpy(minus), g.phase)[row])
         assert -delta[row, h, a] / 0.5 == pytest.approx(fd.item() / (2 * eps), rel=0.05, abs=1e-4)
+    # dims=0:3: only the arm's position actions move, by the same amounts
+    g3 = PhaseGuidance(model, band(targets, -np.inf, np.inf), scale=0.5, late=0.3, num_steps=10, dims=slice(0, 3))
+    g3.begin([obs_of(pick_place_store, 0), obs_of(pick_place_store, 30)])
+    d3 = g3(x1, 0.9)
+    assert not d3[..., 3:].any() and np.allclose(d3[..., :3], delta[..., :3])
     # early Euler steps, a zero scale and a closed gate leave the clean estimate alone
     assert not g(x1, 0.5).any()
     g.begin([obs_of(pick_place_store, 0)] * 2)
@@ -158,6 +164,10 @@ def test_spec_errors_are_one_line() -> None:
         parse_spec("ckpt=a")
     with pytest.raises(ValueError, match="'oops' is not key=value"):
         parse_spec("ckpt=a,oops")
+    assert parse_dims("0:3") == slice(0, 3) and parse_dims("") is None
+    for bad in ("3", "3:1", "a:b"):
+        with pytest.raises(ValueError, match="reguide: dims"):
+            parse_dims(bad)
 
 
 @pytest.mark.slow
