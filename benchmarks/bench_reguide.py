@@ -163,7 +163,7 @@ def run(args: argparse.Namespace) -> None:
         folder = phases(out, inputs, wm, seed, args.space, args.task)
         evaluate(spec(ckpt, folder, scale, args.dims), out / f"pcg{sx}" / f"seed{seed}", args.eval_episodes, 100_000,
                  args.task)
-        for name in args.methods.split(","):
+        for name in [m for m in args.methods.split(",") if m]:
             method, extra = METHODS[name]
             guided = not name.startswith("matched")  # the unguided ablation is the same in either space
             run_dir = out / "runs" / (name + (sx if guided else "")) / f"seed{seed}"

@@ -96,4 +96,8 @@ def test_bad_method_args_are_clear_errors(tmp_path: Path, policy: Path, pick_pla
         config(tmp_path, policy, pick_place_store, demo_share_mode="proportional").validate()
     with pytest.raises(ValueError, match="demo_share must be in"):
         config(tmp_path, policy, pick_place_store, demo_share=1.5).validate()
+    with pytest.raises(ValueError, match="dims must be a slice a:b"):
+        config(tmp_path, policy, pick_place_store, dims="0-3").validate()
+    with pytest.raises(ValueError, match="space must be one of latent, state"):
+        config(tmp_path, policy, pick_place_store, phases={"space": "pixels"}).validate()
     assert np.isclose(config(tmp_path, policy, pick_place_store).method_args["wm_steps"], 4)
