@@ -13,7 +13,8 @@ the policy's guidance hook, on the latent dynamics of `worldmodel/` (one model, 
   where lower < d <= upper, returns -scale * grad_a d (a change of the clean estimate; the
   sampler turns it into a velocity with its pseudo-inverse weight, see vla/policy/flow.py). After
   the chunk is sampled the phase state machine advances.
-- `GuidedPolicy` (spec `reguide:ckpt=POLICY,phases=DIR[,scale=0.01,late=0.3]`): a Policy whose
+- `GuidedPolicy` (spec `reguide:ckpt=POLICY,phases=DIR[,scale=0.01,late=0.3,dims=0:3]`; dims: the action
+  dims guidance may change, all by default): a Policy whose
   `last_guided` says, per row, whether guidance acted on the last chunk; the evaluator records
   it per step (`EpisodeResult.guided_steps`).
 
