@@ -98,7 +98,8 @@ def prep(args: argparse.Namespace) -> None:
     recipe: 100 expert demos (noise 0.1) and 30 failed expert attempts, a base policy trained on the
     first `--demos` of them, its checkpoints' real success on the evaluation seeds 100000+ (the base:
     the latest in the paper's 10-40% range), 40 base rollouts on seeds 5000+, and the world model on
-    all of them. Every step is skipped when its output exists."""
+    all of them (`--wm-steps`; can's ran 1000 steps of a 3000-step schedule, then was resumed to
+    2000). Every step is skipped when its output exists."""
     inputs, wm = Path(args.inputs).resolve(), Path(args.wm).resolve()
     logs, task, n = inputs / "logs", args.task, args.demos
     w = ["workers=2", f"task={task}"]
@@ -129,12 +130,14 @@ def prep(args: argparse.Namespace) -> None:
                f"record={inputs / 'rollouts.zarr'}", f"out_dir={ro}", *STATE), logs / "rollouts.log")
     if not (wm / "train_summary.json").exists():
         sh(vla("wm", "train", inputs / "demos.zarr", inputs / "expert_failures.zarr", inputs / "rollouts.zarr",
-               "--out", wm, "--resume", "train.progress=false", "train.steps=3000"), logs / "wm_train.log")
+               "--out", wm, "--resume", "train.progress=false", f"train.steps={args.wm_steps}"), logs / "wm_train.log")
     print(f"base {base} ({cands[base]['real_success']:.2f}); world model {wm}")
 
 
 def spec(ckpt: str, folder: Path, scale: float, dims: str = "") -> str:
-    return f"reguide:ckpt={ckpt},phases={folder},scale={scale},late=0.3" + (f",dims={dims}" if dims else "")
+    from worldmodel.reguide import guided_spec
+
+    return guided_spec(ckpt, folder, scale, 0.3, dims)
 
 
 def sweep(args: argparse.Namespace) -> None:
@@ -206,12 +209,12 @@ def diagnostics(out: Path, inputs: Path, wm: Path, seed: int, space: str = "late
            "success_final_phase": np.bincount(ok["final_phase"], minlength=g.targets.n_phases).tolist(),
            "failure_final_phase": np.bincount(bad["final_phase"], minlength=g.targets.n_phases).tolist(),
            "thresholds": g.targets.thresholds.round(4).tolist(),
-           "episodes": [int(min(20, table.success.sum())), int(min(40, (~table.success).sum()))]}
+           "episodes": [len(ok["final_phase"]), len(bad["final_phase"])]}
     cache.write_text(json.dumps(res, indent=1))
     return res
 
 
-VARIANTS = {"": ("latent", ""), "_pos": ("latent", "0:3"), "_state": ("state", ""), "_state_pos": ("state", "0:3")}
+VARIANTS = {suffix(space, dims): (space, dims) for space in ("latent", "state") for dims in ("", "0:3")}
 
 
 def sweep_table(out: Path, inputs: Path, wm: Path, task: str) -> tuple[dict[str, Any], list[str]]:
@@ -435,6 +438,7 @@ def main() -> None:
                     "runs/bench_reguide_TASK/wm (prep's)")
     ap.add_argument("--out", default=None, help="default: runs/bench_reguide[_TASK]")
     ap.add_argument("--demos", type=int, default=20, help="prep: the base policy's expert demos")
+    ap.add_argument("--wm-steps", type=int, default=2000, help="prep: the world model's training steps")
     ap.add_argument("--sweep-episodes", type=int, default=200)
     ap.add_argument("--sweep-seed", type=int, default=130_000)
     ap.add_argument("--scales", default=",".join(map(str, SWEEP_SCALES)))

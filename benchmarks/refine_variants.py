@@ -71,5 +71,6 @@ def main() -> None:
             line += f"  minus control {c['mean']:+.2f} [{c['lo']:+.2f}, {c['hi']:+.2f}]"
         print(line)
 
+
 if __name__ == "__main__":
     main()

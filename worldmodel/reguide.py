@@ -374,6 +374,11 @@ def parse_spec(args: str) -> dict[str, str]:
     return spec_args("reguide", args, SPEC_KEYS, ("ckpt", "phases"), "reguide:ckpt=P,phases=DIR,scale=0.01")
 
 
+def guided_spec(ckpt: str | Path, phases: str | Path, scale: float, late: float, dims: str = "") -> str:
+    """The `reguide:` policy spec of a checkpoint guided by the phase targets in `phases`."""
+    return f"reguide:ckpt={ckpt},phases={phases},scale={scale},late={late}" + (f",dims={dims}" if dims else "")
+
+
 def parse_dims(text: str) -> slice | None:
     """`a:b` -> slice(a, b); "" -> None (every action dim)."""
     if not text:

@@ -96,11 +96,12 @@ class ReGuideMethod:
         return folder
 
     def collect_policy(self, run: Any, version: int, ckpt: str) -> tuple[str, str]:
+        from worldmodel.reguide import guided_spec
+
         if not self.cfg.guide:
             return ckpt, "rollout"
         folder = self.prepare_guidance(run)
-        dims = f",dims={self.cfg.dims}" if self.cfg.dims else ""
-        return f"reguide:ckpt={ckpt},phases={folder},scale={self.cfg.scale},late={self.cfg.late}{dims}", "guided"
+        return guided_spec(ckpt, folder, self.cfg.scale, self.cfg.late, self.cfg.dims), "guided"
 
     def after_collect(self, run: Any, version: int) -> None:
         summary = run.out / f"iter_{version:02d}" / "collect" / "summary.json"
