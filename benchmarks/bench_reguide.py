@@ -5,6 +5,7 @@ the refinement loop, paired by seed against the matched-data ablation.
   python benchmarks/bench_reguide.py run --seeds 0,1,2 [--space state] [--dims 0:3]
   python benchmarks/bench_reguide.py report [--space state] [--dims 0:3]
   python benchmarks/bench_reguide.py prep --task can --demos 20  # then sweep/run/report --task can
+  python benchmarks/bench_reguide.py prep --task square --demos 40  # likewise
 
 pick_place's inputs are the world-model benchmark's (`benchmarks/wm_candidates.py --runs d15`,
 `bench_worldmodel.py state`): the weak base policy `d15_s3000` (15 demos, 3000 steps; state mode),
@@ -23,7 +24,8 @@ latest checkpoint in the paper's 10-40% range), 40 of its rollouts and a world m
 - per seed s (phase targets fitted with k-means seed s; rollouts collected from seeds
   400000 + 10000 s, the same for every method): PCG at test time only; ReGuide-FT and ReGuide-FS
   (2 iterations x `--episodes` guided rollouts); the matched-data ablation (the same rollouts
-  without guidance, the successes absorbed alike: `reguide-ft method_args.guide=false`);
+  without guidance, the successes absorbed alike: `reguide-ft method_args.guide=false`; FS's is
+  `matched_fs`, retrained from scratch alike, so that FS is compared at equal compute);
 - drift diagnostics of the phase targets: AUROC of the phase distance between the successful and
   the failed (second half) rollouts of the world-model benchmark, and the final phase reached.
 """
@@ -47,14 +49,22 @@ METHODS = {"ft": ("reguide-ft", {}), "fs": ("reguide-fs", {}), "matched": ("regu
            # the demos never sampled below their share of the supervised steps (method_args.demo_share_mode)
            "ft_floor": ("reguide-ft", {"demo_share_mode": "floor"}),
            "fs_floor": ("reguide-fs", {"demo_share_mode": "floor"}),
-           "matched_floor": ("reguide-ft", {"guide": False, "demo_share_mode": "floor"})}
+           "matched_floor": ("reguide-ft", {"guide": False, "demo_share_mode": "floor"}),
+           # FS's own matched ablation: retrained from scratch alike on the unguided successes (equal compute;
+           # FT's ablation fine-tunes 500 steps, FS retrains `--fs-steps`)
+           "matched_fs": ("reguide-fs", {"guide": False}),
+           "matched_fs_floor": ("reguide-fs", {"guide": False, "demo_share_mode": "floor"})}
 SWEEP_SCALES = (0.01, 0.03, 0.1, 0.3, 1.0)
 # --space state: distances on task-frame features, the same in every layout of the objects.
 # pick_place's state: eef 0:3, eef quat 3:7, fingers 7:9, cube 9:12, cube quat 12:16, cube - eef
 # 16:19, zone 19:22 -> the gripper-to-cube offset, the zone-to-cube offset, the fingers.
 # can's (robosuite object-state): eef 0:3, eef quat 3:7, fingers 7:9, can-to-eef pos 9:12 and quat
 # 12:16, can 16:19, can quat 19:23 -> eef - can, the can (the bins do not move), the fingers.
-STATE_FEATURES = {"pick_place": "16:19,19:22-9:12,7:9", "can": "0:3-16:19,16:19,7:9"}
+# square's is laid out as can's with the nut for the can, and takes can's features: with the nut's
+# quaternion 19:23 added, the phase distance no longer told the base's failed rollouts from its
+# successful ones (drift AUROC 0.50 against 0.90 without it).
+STATE_FEATURES = {"pick_place": "16:19,19:22-9:12,7:9", "can": "0:3-16:19,16:19,7:9",
+                  "square": "0:3-16:19,16:19,7:9"}
 
 
 def space_args(space: str, task: str = "pick_place") -> dict[str, str]:
@@ -87,7 +97,13 @@ def phases(out: Path, inputs: Path, wm: Path, seed: int, space: str = "latent", 
     from worldmodel.reguide import PhaseConfig, fit_phase_targets
 
     folder = out / f"phases{suffix(space)}" / f"seed{seed}"
-    if not (folder / "phases.json").exists():
+    want = space_args(space, task).get("state_features")
+    if (folder / "phases.json").exists():
+        had = json.loads((folder / "phases.json").read_text())["info"]["config"].get("state_features")
+        if space == "state" and had != want:  # every evaluation cached under `out` was made with the old ones
+            raise SystemExit(f"bench_reguide: {folder} was fitted on state_features {had!r}, not {want!r}: move "
+                             f"{out} aside (its evaluations used them) or pass another --out")
+    else:
         cfg = PhaseConfig(seed=seed, **space_args(space, task))
         fit_phase_targets(demo_store(inputs), wm, cfg, task=task).save(folder)
     return folder
@@ -177,7 +193,7 @@ def run(args: argparse.Namespace) -> None:
             shutil.copy(v0 / "summary.json", run_dir / "iter_00" / "eval" / "summary.json")
             margs = {"wm": str(wm), "scale": scale, "phases": {"seed": seed, **space_args(args.space, args.task)},
                      **({"dims": args.dims} if args.dims else {}), **extra}
-            if name.startswith("fs"):
+            if method == "reguide-fs":
                 margs["fs_steps"] = args.fs_steps
             refine_run(method, ckpt, demo_store(inputs), run_dir,
                        out / "logs" / f"{run_dir.parent.name}_seed{seed}.log",
@@ -335,8 +351,12 @@ def report(args: argparse.Namespace) -> None:
             curve = " -> ".join(f"{x['success_rate']:.2f}" for x in r)
             lines.append(f"| {m} | {s} | {curve} | "
                          f"{r[-1]['env_episodes']} | {', '.join(shares)} |")
-    for m, ref in (("ft", "matched"), ("fs", "matched"), ("ft_floor", "matched_floor"), ("fs_floor", "matched_floor")):
+    for m, ref in (("ft", "matched"), ("fs", "matched_fs"), ("ft_floor", "matched_floor"),
+                   ("fs_floor", "matched_fs_floor")):
+        if m.startswith("fs") and ref not in final:  # stop 13's runs: FS against FT's ablation (less compute)
+            ref = ref.replace("_fs", "")
         if m in final and ref in final:
+            res[f"{m}_matched_by"] = ref
             both = sorted(set(final[m]) & set(final[ref]))
             d = np.array([final[m][s] - final[ref][s] for s in both])
             lo, hi = t_interval(d)
@@ -379,8 +399,9 @@ def report(args: argparse.Namespace) -> None:
     res["drift_auroc"] = [v["drift_auroc"] for v in diag.values()]
     where = "task-frame features of the predicted state" if args.space == "state" else "world-model latent"
     n_ok, n_bad = next(iter(diag.values())).get("episodes", [20, 40])
-    lines += ["", f"Phase targets ({where}; {n_ok} successful and {n_bad} failed rollouts of the world-model "
-              "benchmark): AUROC of the phase distance, successful rollouts vs the second half of failed ones: "
+    lines += ["", f"Phase targets ({where}; {n_ok} successful and {n_bad} failed rollouts of the world model's "
+              "data, `inputs/rollouts.zarr`): AUROC of the phase distance, successful rollouts vs the second half of "
+              "failed ones: "
               + ", ".join(f"{v['drift_auroc']:.3f}" for v in diag.values())
               + "; final phase reached by successes " + str(next(iter(diag.values()))["success_final_phase"])
               + ", by failures " + str(next(iter(diag.values()))["failure_final_phase"]) + " (seed 0)."]
