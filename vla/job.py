@@ -129,8 +129,11 @@ class JobConfig:
     def validate(self) -> None:
         """At load, so that a wrong value fails before a quarter of an hour of earlier stages."""
         for stage_name in self.stages:
+            # the key is named: this runs after the merge, which no longer knows the override it came from
+            if not isinstance(stage_name, str):
+                raise ConfigError(f"key 'stages': each entry must be a stage name, got {stage_name!r}")
             if stage_name not in STAGES.names():
-                raise ConfigError(f"unknown stage '{stage_name}'" + closest(stage_name, STAGES.names()))
+                raise ConfigError(f"key 'stages': unknown stage '{stage_name}'" + closest(stage_name, STAGES.names()))
         if self.demos.label not in ("noisy", "clean"):
             raise ConfigError(f"demos.label must be noisy or clean, got '{self.demos.label}'")
         if self.deploy.policy not in ("pretrained", "refined"):

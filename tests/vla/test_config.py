@@ -56,5 +56,8 @@ def test_shipped_job_presets_load() -> None:
     for name in preset_names("job"):
         cfg = load_config(JobConfig, "job", name)
         assert cfg.stages
-    with pytest.raises(ConfigError, match=r"unknown stage 'stast'.*did you mean 'stats'"):
+    with pytest.raises(ConfigError, match=r"key 'stages': unknown stage 'stast'.*did you mean 'stats'"):
         load_config(JobConfig, "job", "debug", ["stages=[demos,stast]"])
+    # a nested list (YAML's "- - x", found by the hostile-input suite) names the key, not "['x']"
+    with pytest.raises(ConfigError, match=r"key 'stages': each entry must be a stage name, got \['x'\]"):
+        load_config(JobConfig, "job", "debug", ["stages=- - x"])
