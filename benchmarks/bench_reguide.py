@@ -27,7 +27,8 @@ latest checkpoint in the paper's 10-40% range), 40 of its rollouts and a world m
   without guidance, the successes absorbed alike: `reguide-ft method_args.guide=false`; FS's is
   `matched_fs`, retrained from scratch alike, so that FS is compared at equal compute);
 - drift diagnostics of the phase targets: AUROC of the phase distance between the successful and
-  the failed (second half) rollouts of the world-model benchmark, and the final phase reached.
+  the failed (second half) rollouts in the world model's data (`inputs/rollouts.zarr`), and the
+  final phase reached.
 """
 
 from __future__ import annotations
