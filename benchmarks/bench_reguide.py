@@ -352,11 +352,11 @@ def report(args: argparse.Namespace) -> None:
             curve = " -> ".join(f"{x['success_rate']:.2f}" for x in r)
             lines.append(f"| {m} | {s} | {curve} | "
                          f"{r[-1]['env_episodes']} | {', '.join(shares)} |")
-    for m, ref in (("ft", "matched"), ("fs", "matched_fs"), ("ft_floor", "matched_floor"),
-                   ("fs_floor", "matched_fs_floor")):
-        if m.startswith("fs") and ref not in final:  # stop 13's runs: FS against FT's ablation (less compute)
-            ref = ref.replace("_fs", "")
-        if m in final and ref in final:
+    # each method's ablation, the first found; FS falls back on FT's (stop 13's runs; less compute than FS)
+    for m, refs in (("ft", ("matched",)), ("fs", ("matched_fs", "matched")), ("ft_floor", ("matched_floor",)),
+                    ("fs_floor", ("matched_fs_floor", "matched_floor"))):
+        ref = next((r for r in refs if r in final), "")
+        if m in final and ref:
             res[f"{m}_matched_by"] = ref
             both = sorted(set(final[m]) & set(final[ref]))
             d = np.array([final[m][s] - final[ref][s] for s in both])
