@@ -31,12 +31,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from wm_candidates import ROOT, evaluate, read_runs, refine_run  # benchmarks/ is this script's folder
+from wm_candidates import ROOT, evaluate, prep_base, read_runs, refine_run  # benchmarks/ is this script's folder
 
 from vla.metrics import t_interval
 
@@ -61,19 +62,46 @@ METHODS = {"habc": ("habc", ()), "sft": ("sft", ()), "habc_single": ("habc", ("h
 # set to what the fixed shares give the built-ins (0.4 + 0.3 with a person; 0.4 / 0.7 without one)
 PLUGIN_SHARES = {"pa_rl": {"interventions": "method_args={demo_share: 0.7}",
                            "autonomous": "method_args={demo_share: 0.571}"}}
+# habc.json names the settings as issue 15 does
+JSON_SETTING = {"interventions": "with_interventions"}
 CORRECTION_ONLY = ("rac", "hg_dagger")  # nothing to learn from without a person
 AUTONOMOUS_ONLY = ("demos_only",)  # with a person it would be HG-DAgger
 
 
+def base_name(args: argparse.Namespace) -> str:
+    """--base, else the base `prep` chose (candidates.json's "base"), else pick_place's BASE."""
+    if args.base:
+        return str(args.base)
+    cands = Path(args.inputs) / "candidates.json"
+    return str(json.loads(cands.read_text()).get("base", BASE)) if cands.exists() else BASE
+
+
+def n_demos(base: str) -> int:
+    """The demos a candidate was trained on: `d15_s3000` -> 15 (its store is inputs/demos_15.zarr)."""
+    m = re.match(r"d(\d+)", base)
+    if m is None:
+        raise SystemExit(f"bench_habc: base '{base}' does not start with d<demos> (as d15_s3000 does)")
+    return int(m.group(1))
+
+
+def prep(args: argparse.Namespace) -> None:
+    """A base for a task other than pick_place (whose is the world-model benchmark's): `--demos`
+    expert demos, a tiny policy on them, the latest checkpoint at 20-50% success (the issue's band)."""
+    cands = prep_base(Path(args.inputs).resolve(), args.task, args.demos, args.eval_episodes, (0.2, 0.5),
+                      tuple(int(x) for x in args.steps.split(",")))
+    print(f"base {cands['base']} ({cands[cands['base']]['real_success']:.2f})")
+
+
 def run(args: argparse.Namespace) -> None:
     inputs, out = Path(args.inputs).resolve(), Path(args.out).resolve()
+    base = base_name(args)
     for kind, names, valid in (("method", args.methods, METHODS), ("setting", args.settings, SETTINGS)):
         bad = sorted(set(names.split(",")) - set(valid))
         if bad:  # before the version-0 evaluation, not after it
             raise SystemExit(f"bench_habc: unknown {kind} '{bad[0]}' (valid: {', '.join(valid)})")
-    ckpt = args.base_ckpt or json.loads((inputs / "candidates.json").read_text())[args.base]["ckpt"]
+    ckpt = args.base_ckpt or json.loads((inputs / "candidates.json").read_text())[base]["ckpt"]
     v0 = out / "v0_eval"
-    evaluate(ckpt, v0, args.eval_episodes, 100_000)
+    evaluate(ckpt, v0, args.eval_episodes, 100_000, args.task)
     for seed in [int(s) for s in args.seeds.split(",")]:
         for setting in args.settings.split(","):
             for name in args.methods.split(","):
@@ -87,11 +115,11 @@ def run(args: argparse.Namespace) -> None:
                 shutil.copy(v0 / "summary.json", run_dir / "iter_00" / "eval" / "summary.json")
                 method, extra = METHODS[name]
                 shares = PLUGIN_SHARES.get(name, {}).get(setting, SHARES)
-                refine_run(method, ckpt, inputs / "demos_15.zarr", run_dir,
+                refine_run(method, ckpt, inputs / f"demos_{n_demos(base)}.zarr", run_dir,
                            out / "logs" / f"{setting}_{name}_seed{seed}.log", seed=seed,
                            collect_seed_start=500_000 + 10_000 * seed, iterations=args.iterations,
                            episodes=args.episodes, eval_episodes=args.eval_episodes, train_steps=args.train_steps,
-                           overrides=(shares, *SETTINGS[setting], *extra))
+                           task=args.task, overrides=(shares, *SETTINGS[setting], *extra))
 
 
 # (method, reference) pairs the report differences by seed; habc - sft is the issue's headline
@@ -103,7 +131,9 @@ COMPARISONS = (("habc", "sft"), ("habc", "demos_only"), ("sft", "demos_only"), (
                ("habc_mc", "filtered_bc"), ("habc_mc", "demos_only"), ("habc_chunk", "habc"),
                ("habc_chunk", "demos_only"), ("habc_gated", "sft"), ("habc_gated", "filtered_bc"),
                ("habc_gated", "demos_only"), ("habc_gated", "habc"),
-               ("pa_rl", "sft"), ("pa_rl", "demos_only"))
+               ("pa_rl", "sft"), ("pa_rl", "demos_only"),
+               # with a person: corrections against the methods that also learn from the policy's own steps
+               ("rac", "hg_dagger"), ("hg_dagger", "sft"), ("habc", "hg_dagger"), ("rac", "sft"))
 
 
 def seeds_of(by: dict[str, dict[int, list[dict[str, Any]]]], a: str, b: str) -> list[int]:
@@ -167,6 +197,17 @@ def intervention_ratio(by: dict[str, dict[int, list[dict[str, Any]]]]) -> float 
     return float(rac_steps[hit[0]] / hg_steps) if len(hit) and hg_steps > 0 else None
 
 
+def intervention_ratio_by_seed(by: dict[str, dict[int, list[dict[str, Any]]]]) -> dict[int, float | None]:
+    """The same ratio seed by seed (RaC against HG-DAgger's final success on that seed): how much
+    of the mean ratio one seed's noisy evaluation decides. None where RaC never reaches it."""
+    out: dict[int, float | None] = {}
+    for s in sorted(set(by.get("rac", {})) & set(by.get("hg_dagger", {}))):
+        target, hg = by["hg_dagger"][s][-1]["success_rate"], by["hg_dagger"][s][-1]["intervention_steps"]
+        hit = [x["intervention_steps"] for x in by["rac"][s] if x["success_rate"] >= target]
+        out[s] = hit[0] / hg if hit and hg > 0 else None
+    return out
+
+
 def plot_curves(rows: dict[str, dict[str, dict[int, list[dict[str, Any]]]]], path: Path) -> None:
     """Mean success per version (with the per-seed spread) and mean steps to success, one panel
     row per setting."""
@@ -200,7 +241,8 @@ def report(args: argparse.Namespace) -> None:
     rows = load(out, args.iterations)
     res: dict[str, Any] = {}
     lines = ["# HABC with the issue-15 protocol", "",
-             f"Base `{args.base_ckpt or args.base}` (pick_place, 15 demos, state mode); {args.iterations} rounds x "
+             f"Base `{args.base_ckpt or base_name(args)}` ({args.task}, {n_demos(base_name(args))} demos, state mode); "
+             f"{args.iterations} rounds x "
              f"{args.episodes} rollouts, "
              f"{args.eval_episodes} evaluation episodes per version, sample shares fixed at demo 0.4 / correction "
              "0.3 / policy 0.3 for every method. Commands: the docstring of `benchmarks/bench_habc.py`. What the "
@@ -221,7 +263,7 @@ def report(args: argparse.Namespace) -> None:
         if "habc" in by and "sft" in by:
             seeds = sorted(set(by["habc"]) & set(by["sft"]))
             d, lo, hi = paired_gain(by, "habc", "sft")
-            res.setdefault("pick_place", {})[setting] = {
+            res.setdefault(args.task, {})[JSON_SETTING.get(setting, setting)] = {
                 "seeds": seeds, "sft_success": float(np.mean([by["sft"][s][-1]["success_rate"] for s in seeds])),
                 "habc_success": float(np.mean([by["habc"][s][-1]["success_rate"] for s in seeds])),
                 "paired_gain": float(d.mean()), "paired_gain_low": lo, "paired_gain_high": hi,
@@ -235,7 +277,7 @@ def report(args: argparse.Namespace) -> None:
             d, lo, hi = paired_gain(by, a, b)
             mdd = min_detectable(d)
             key = "paired_gain" if (a, b) == ("habc", "sft") else f"{a}_minus_{b}"
-            entry = res.setdefault("pick_place", {}).setdefault(setting, {})
+            entry = res.setdefault(args.task, {}).setdefault(JSON_SETTING.get(setting, setting), {})
             if key != "paired_gain":
                 entry[key] = {"mean": float(d.mean()), "low": lo if len(d) > 1 else None,
                               "high": hi if len(d) > 1 else None, "seeds": len(d)}
@@ -249,12 +291,23 @@ def report(args: argparse.Namespace) -> None:
                           + (" - a pilot: the protocol asks for >= 5 seeds." if len(d) < 5 else "."))
     lines += paired
     ratio = intervention_ratio(rows.get("interventions", {}))
-    res["rac_vs_hg_dagger_intervention_ratio"] = ratio
-    lines.append(f"\nRaC / HG-DAgger intervention steps at HG-DAgger's final success (equal shares): {ratio}.")
+    res.setdefault(args.task, {})["rac_vs_hg_dagger_intervention_ratio"] = ratio
+    if args.task == "pick_place":  # the issue's headline key
+        res["rac_vs_hg_dagger_intervention_ratio"] = ratio
+    lines.append("\nRaC / HG-DAgger intervention steps at HG-DAgger's final mean success (equal shares): "
+                 + (f"{ratio:.2f}" if ratio is not None else "RaC never reaches it"
+                    if {"rac", "hg_dagger"} <= set(rows.get("interventions", {})) else "not run") + ".")
+    if "interventions" in rows:
+        by_seed = intervention_ratio_by_seed(rows["interventions"])
+        res[args.task]["rac_vs_hg_dagger_intervention_ratio_by_seed"] = by_seed
+        lines.append("Seed by seed (RaC against HG-DAgger's final success on that seed): "
+                     + ", ".join(f"seed {k}: {'never' if v is None else f'{v:.2f}'}" for k, v in by_seed.items())
+                     + ".")
     v0 = out / "v0_eval" / "summary.json"
     if v0.exists():
-        res["base_success"] = json.loads(v0.read_text())["success_rate"]
-        lines[4:4] = [f"The base scores {res['base_success']:.2f} on the evaluation seeds (version 0 of every run).",
+        res[args.task]["base_success"] = json.loads(v0.read_text())["success_rate"]
+        lines[4:4] = [f"The base scores {res[args.task]['base_success']:.2f} on the evaluation seeds (version 0 of "
+                      "every run).",
                       ""]
     if rows:
         plot_curves(rows, ROOT / f"benchmarks/results/{args.name}_curves.png")
@@ -267,7 +320,11 @@ def report(args: argparse.Namespace) -> None:
                 for seed, r in runs.items():
                     (raw / f"{setting}_{m}_seed{seed}.json").write_text(json.dumps(r, indent=1))
     (ROOT / f"benchmarks/results/{args.name}.md").write_text("\n".join(lines) + "\n")
-    (ROOT / f"benchmarks/results/{args.name}.json").write_text(json.dumps(res, indent=1))
+    # one file for every task: this report replaces its own task's entry and keeps the others'
+    path = ROOT / f"benchmarks/results/{args.json or args.name}.json"
+    old = json.loads(path.read_text()) if path.exists() else {}
+    old.pop("base_success", None)  # before stop 24 pick_place's base sat at the top level
+    path.write_text(json.dumps({**old, **res}, indent=1))
     print("\n".join(lines))
 
 
@@ -337,14 +394,22 @@ def diagnose(args: argparse.Namespace) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("phase", choices=["run", "report", "diagnose"])
+    ap.add_argument("phase", choices=["prep", "run", "report", "diagnose"])
+    ap.add_argument("--task", default="pick_place", help="prep/run/report: the task (pick_place's inputs come "
+                    "from wm_candidates.py; another's from `prep`)")
+    ap.add_argument("--demos", type=int, default=40, help="prep: the base's expert demos")
+    ap.add_argument("--steps", default="1000,2000,3000", help="prep: the base's candidate checkpoints")
     ap.add_argument("--run", default="autonomous/habc/seed1", help="diagnose: SETTING/METHOD/seedS")
-    ap.add_argument("--inputs", default="runs/bench_wm/inputs")
-    ap.add_argument("--out", default="runs/bench_habc")
-    ap.add_argument("--base", default=BASE, help="the candidate (wm_candidates.py) every run starts from")
+    ap.add_argument("--inputs", default=None, help="default: runs/bench_wm/inputs (pick_place), "
+                    "runs/bench_habc_TASK/inputs")
+    ap.add_argument("--out", default=None, help="default: runs/bench_habc (pick_place), runs/bench_habc_TASK")
+    ap.add_argument("--base", default="", help="the candidate every run starts from (default: the one `prep` "
+                    f"chose, else {BASE})")
     ap.add_argument("--base-ckpt", default="", help="a checkpoint folder to start from instead of --base "
                     "(e.g. a refined policy; give it its own --out and --name)")
-    ap.add_argument("--name", default="habc", help="report: benchmarks/results/NAME.md, .json, _curves.png, _raw/")
+    ap.add_argument("--name", default="habc", help="report: benchmarks/results/NAME.md, _curves.png, _raw/")
+    ap.add_argument("--json", default="", help="report: benchmarks/results/JSON.json (default NAME); the task's "
+                    "entry is replaced, other tasks' kept")
     ap.add_argument("--seeds", default="0,1,2,3,4")
     ap.add_argument("--settings", default="autonomous,interventions")
     ap.add_argument("--methods", default="habc,sft,habc_single,rac,hg_dagger")
@@ -353,7 +418,10 @@ def main() -> None:
     ap.add_argument("--eval-episodes", type=int, default=50)
     ap.add_argument("--train-steps", type=int, default=500)
     args = ap.parse_args()
-    {"run": run, "report": report, "diagnose": diagnose}[args.phase](args)
+    pp = args.task == "pick_place"
+    args.inputs = args.inputs or ("runs/bench_wm/inputs" if pp else f"runs/bench_habc_{args.task}/inputs")
+    args.out = args.out or ("runs/bench_habc" if pp else f"runs/bench_habc_{args.task}")
+    {"prep": prep, "run": run, "report": report, "diagnose": diagnose}[args.phase](args)
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from wm_candidates import ROOT, STATE, evaluate, refine_run, sh, vla  # benchmarks/ is this script's folder
+from wm_candidates import ROOT, STATE, evaluate, prep_base, refine_run, sh, vla  # benchmarks/ is this script's folder
 
 from vla.metrics import t_interval
 
@@ -120,27 +120,14 @@ def prep(args: argparse.Namespace) -> None:
     inputs, wm = Path(args.inputs).resolve(), Path(args.wm).resolve()
     logs, task, n = inputs / "logs", args.task, args.demos
     w = ["workers=2", f"task={task}"]
-    for name, eps, seed, extra in (("demos", 100, 0, ["noise=0.1"]), (f"demos_{n}", n, 0, ["noise=0.1"]),
+    for name, eps, seed, extra in (("demos", 100, 0, ["noise=0.1"]),
                                    ("expert_failures", 30, 2000, ["noise=0.3", "skill=0.5"])):
         if not (inputs / f"{name}.done").exists():
             sh(vla("sim", "collect", inputs / f"{name}.zarr", f"episodes={eps}", f"seed_start={seed}", *w, *extra,
                    f"out_dir={inputs / ('collect_' + name)}", *STATE), logs / f"collect_{name}.log")
             (inputs / f"{name}.done").touch()
-    run = inputs / "pretrain" / f"d{n}"
-    if not (run / "done").exists():
-        sh(vla("train", inputs / f"demos_{n}.zarr", "--out", run, "--policy", "tiny", "--train", "default", "--resume",
-               "train.steps=3000", "train.batch_size=64", "train.warmup_steps=100", "train.ckpt_every=1000",
-               "train.keep_checkpoints=0", "train.progress=false", "train.val_every=100000"), logs / "pretrain.log")
-        (run / "done").touch()
-    cands: dict[str, Any] = {}
-    for step in (1000, 2000, 3000):
-        ckpt = run / "checkpoints" / f"step_{step:08d}"
-        real = evaluate(str(ckpt), inputs / "eval" / f"d{n}_s{step}", args.eval_episodes, 100_000, task)["success_rate"]
-        cands[f"d{n}_s{step}"] = {"ckpt": str(ckpt), "real_success": real}
-        print(f"d{n}_s{step}: real success {real:.2f}", flush=True)
-    in_range = [k for k, v in cands.items() if 0.1 <= v["real_success"] <= 0.4]
-    base = in_range[-1] if in_range else min(cands, key=lambda k: abs(cands[k]["real_success"] - 0.25))
-    (inputs / "candidates.json").write_text(json.dumps({**cands, "base": base}, indent=1))
+    cands = prep_base(inputs, task, n, args.eval_episodes, (0.1, 0.4))
+    base = cands["base"]
     ro = inputs / "rollouts"
     if not (ro / "summary.json").exists():
         sh(vla("eval", cands[base]["ckpt"], f"task={task}", "episodes=40", "seed_start=5000", "workers=2",

@@ -76,6 +76,38 @@ def refine_run(method: str, ckpt: str, demos: Path, run_dir: Path, log: Path, *,
     return code
 
 
+def prep_base(inputs: Path, task: str, n: int, eval_episodes: int, band: tuple[float, float],
+              steps: tuple[int, ...] = (1000, 2000, 3000)) -> dict[str, Any]:
+    """A refinement benchmark's base policy on `task`, resumable: the first `n` expert demos (seeds
+    0.., noise 0.1), a tiny policy trained on them for max(steps), each of its checkpoints at `steps`
+    evaluated on the seeds 100000+. The base is the latest checkpoint whose success lies in `band`
+    (a base that starts there leaves room to improve and something to learn from), else the one
+    closest to the band's middle; `inputs/candidates.json` holds them all and names it."""
+    logs = inputs / "logs"
+    store = inputs / f"demos_{n}.zarr"
+    if not (inputs / f"demos_{n}.done").exists():
+        sh(vla("sim", "collect", store, f"episodes={n}", "seed_start=0", "workers=2", f"task={task}", "noise=0.1",
+               f"out_dir={inputs / ('collect_demos_' + str(n))}", *STATE), logs / f"collect_demos_{n}.log")
+        (inputs / f"demos_{n}.done").touch()
+    run = inputs / "pretrain" / f"d{n}"
+    if not (run / "done").exists():
+        sh(vla("train", store, "--out", run, "--policy", "tiny", "--train", "default", "--resume",
+               f"train.steps={max(steps)}", "train.batch_size=64", "train.warmup_steps=100",
+               f"train.ckpt_every={min(steps)}", "train.keep_checkpoints=0", "train.progress=false",
+               "train.val_every=100000"), logs / "pretrain.log")
+        (run / "done").touch()
+    cands: dict[str, Any] = {}
+    for step in steps:
+        ckpt = run / "checkpoints" / f"step_{step:08d}"
+        real = evaluate(str(ckpt), inputs / "eval" / f"d{n}_s{step}", eval_episodes, 100_000, task)["success_rate"]
+        cands[f"d{n}_s{step}"] = {"ckpt": str(ckpt), "real_success": real}
+        print(f"d{n}_s{step}: real success {real:.2f}", flush=True)
+    in_band = [k for k, v in cands.items() if band[0] <= v["real_success"] <= band[1]]
+    base = in_band[-1] if in_band else min(cands, key=lambda k: abs(cands[k]["real_success"] - sum(band) / 2))
+    (inputs / "candidates.json").write_text(json.dumps({**cands, "base": base}, indent=1))
+    return {**cands, "base": base}
+
+
 # the world model's rollouts come from these runs only: a run added later (d15long) must not change its data
 WM_RUNS = ("d100", "d15")
 
