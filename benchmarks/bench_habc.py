@@ -6,6 +6,7 @@ the critic's held-out AUROC per iteration, and the protocol's minimum detectable
   python benchmarks/bench_habc.py run --out runs/bench_habc --seeds 0,1,2,3,4
   python benchmarks/bench_habc.py report --out runs/bench_habc
   python benchmarks/bench_habc.py diagnose --run autonomous/habc/seed1   # why own steps hurt
+  python benchmarks/bench_habc.py prep --task stack3 --demos 150 --steps 2000,4000,6000   # another task's base
 
 Base policy: the world-model benchmark's `d15_s3000` (pick_place, 15 demos, state mode; 0.34 on
 the evaluation seeds), its demos; `--base` picks another candidate. Inputs (10 min here):
@@ -131,7 +132,7 @@ COMPARISONS = (("habc", "sft"), ("habc", "demos_only"), ("sft", "demos_only"), (
                ("habc_mc", "filtered_bc"), ("habc_mc", "demos_only"), ("habc_chunk", "habc"),
                ("habc_chunk", "demos_only"), ("habc_gated", "sft"), ("habc_gated", "filtered_bc"),
                ("habc_gated", "demos_only"), ("habc_gated", "habc"),
-               ("pa_rl", "sft"), ("pa_rl", "demos_only"),
+               ("pa_rl", "sft"), ("pa_rl", "demos_only"), ("pa_rl", "habc"), ("pa_rl", "filtered_bc"),
                # with a person: corrections against the methods that also learn from the policy's own steps
                ("rac", "hg_dagger"), ("hg_dagger", "sft"), ("habc", "hg_dagger"), ("rac", "sft"))
 
@@ -206,6 +207,22 @@ def intervention_ratio_by_seed(by: dict[str, dict[int, list[dict[str, Any]]]]) -
         hit = [x["intervention_steps"] for x in by["rac"][s] if x["success_rate"] >= target]
         out[s] = hit[0] / hg if hit and hg > 0 else None
     return out
+
+
+def final_steps_ratio(by: dict[str, dict[int, list[dict[str, Any]]]]) -> dict[str, float] | None:
+    """RaC's intervention steps over HG-DAgger's after the same rounds, with the paired difference of
+    their final success: the ratio at (nearly) equal success when that difference's interval is
+    narrow, which the first-crossing ratio above misses when RaC ends a hair below HG-DAgger."""
+    if "rac" not in by or "hg_dagger" not in by:
+        return None
+    seeds = seeds_of(by, "rac", "hg_dagger")
+    r = np.array([by["rac"][s][-1]["intervention_steps"] / max(by["hg_dagger"][s][-1]["intervention_steps"], 1)
+                  for s in seeds])
+    d, lo, hi = paired_gain(by, "rac", "hg_dagger")
+    return {"steps_ratio": float(np.mean([by["rac"][s][-1]["intervention_steps"] for s in seeds])
+                                 / max(np.mean([by["hg_dagger"][s][-1]["intervention_steps"] for s in seeds]), 1)),
+            "steps_ratio_low": float(r.min()), "steps_ratio_high": float(r.max()),
+            "success_diff": float(d.mean()), "success_diff_low": lo, "success_diff_high": hi, "seeds": len(seeds)}
 
 
 def plot_curves(rows: dict[str, dict[str, dict[int, list[dict[str, Any]]]]], path: Path) -> None:
@@ -303,6 +320,13 @@ def report(args: argparse.Namespace) -> None:
         lines.append("Seed by seed (RaC against HG-DAgger's final success on that seed): "
                      + ", ".join(f"seed {k}: {'never' if v is None else f'{v:.2f}'}" for k, v in by_seed.items())
                      + ".")
+        final = final_steps_ratio(rows["interventions"])
+        if final is not None:
+            res[args.task]["rac_vs_hg_dagger_final"] = final
+            lines.append(f"At the last version (same rounds and rollouts): RaC used {final['steps_ratio']:.2f} of "
+                         f"HG-DAgger's intervention steps (per seed {final['steps_ratio_low']:.2f}-"
+                         f"{final['steps_ratio_high']:.2f}) for a success difference of {final['success_diff']:+.3f} "
+                         f"[{final['success_diff_low']:+.3f}, {final['success_diff_high']:+.3f}] paired by seed.")
     v0 = out / "v0_eval" / "summary.json"
     if v0.exists():
         res[args.task]["base_success"] = json.loads(v0.read_text())["success_rate"]
