@@ -209,7 +209,7 @@ def intervention_ratio_by_seed(by: dict[str, dict[int, list[dict[str, Any]]]]) -
     return out
 
 
-def final_steps_ratio(by: dict[str, dict[int, list[dict[str, Any]]]]) -> dict[str, float] | None:
+def final_steps_ratio(by: dict[str, dict[int, list[dict[str, Any]]]]) -> dict[str, Any] | None:
     """RaC's intervention steps over HG-DAgger's after the same rounds, with the paired difference of
     their final success: the ratio at (nearly) equal success when that difference's interval is
     narrow, which the first-crossing ratio above misses when RaC ends a hair below HG-DAgger."""
