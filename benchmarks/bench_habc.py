@@ -134,7 +134,8 @@ COMPARISONS = (("habc", "sft"), ("habc", "demos_only"), ("sft", "demos_only"), (
                ("habc_gated", "demos_only"), ("habc_gated", "habc"),
                ("pa_rl", "sft"), ("pa_rl", "demos_only"), ("pa_rl", "habc"), ("pa_rl", "filtered_bc"),
                # with a person: corrections against the methods that also learn from the policy's own steps
-               ("rac", "hg_dagger"), ("hg_dagger", "sft"), ("habc", "hg_dagger"), ("rac", "sft"))
+               ("rac", "hg_dagger"), ("hg_dagger", "sft"), ("habc", "hg_dagger"), ("rac", "sft"),
+               ("habc_gated", "hg_dagger"))
 
 
 def seeds_of(by: dict[str, dict[int, list[dict[str, Any]]]], a: str, b: str) -> list[int]:
