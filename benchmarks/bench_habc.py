@@ -101,6 +101,7 @@ def run(args: argparse.Namespace) -> None:
         if bad:  # before the version-0 evaluation, not after it
             raise SystemExit(f"bench_habc: unknown {kind} '{bad[0]}' (valid: {', '.join(valid)})")
     ckpt = args.base_ckpt or json.loads((inputs / "candidates.json").read_text())[base]["ckpt"]
+    demos = inputs / f"demos_{n_demos(base)}.zarr"
     v0 = out / "v0_eval"
     evaluate(ckpt, v0, args.eval_episodes, 100_000, args.task)
     for seed in [int(s) for s in args.seeds.split(",")]:
@@ -116,7 +117,7 @@ def run(args: argparse.Namespace) -> None:
                 shutil.copy(v0 / "summary.json", run_dir / "iter_00" / "eval" / "summary.json")
                 method, extra = METHODS[name]
                 shares = PLUGIN_SHARES.get(name, {}).get(setting, SHARES)
-                refine_run(method, ckpt, inputs / f"demos_{n_demos(base)}.zarr", run_dir,
+                refine_run(method, ckpt, demos, run_dir,
                            out / "logs" / f"{setting}_{name}_seed{seed}.log", seed=seed,
                            collect_seed_start=500_000 + 10_000 * seed, iterations=args.iterations,
                            episodes=args.episodes, eval_episodes=args.eval_episodes, train_steps=args.train_steps,
@@ -190,24 +191,28 @@ def intervention_ratio(by: dict[str, dict[int, list[dict[str, Any]]]]) -> float 
     HG-DAgger's total (None if RaC never reaches it)."""
     if "rac" not in by or "hg_dagger" not in by:
         return None
-    seeds = sorted(set(by["rac"]) & set(by["hg_dagger"]))
-    target = np.mean([by["hg_dagger"][s][-1]["success_rate"] for s in seeds])
-    rac_curve = np.mean([[x["success_rate"] for x in by["rac"][s]] for s in seeds], 0)
-    rac_steps = np.mean([[x["intervention_steps"] for x in by["rac"][s]] for s in seeds], 0)
-    hg_steps = np.mean([by["hg_dagger"][s][-1]["intervention_steps"] for s in seeds])
-    hit = np.flatnonzero(rac_curve >= target)
-    return float(rac_steps[hit[0]] / hg_steps) if len(hit) and hg_steps > 0 else None
+    seeds = seeds_of(by, "rac", "hg_dagger")
+    return reached_at(np.mean([[x["success_rate"] for x in by["rac"][s]] for s in seeds], 0),
+                      np.mean([[x["intervention_steps"] for x in by["rac"][s]] for s in seeds], 0),
+                      float(np.mean([by["hg_dagger"][s][-1]["success_rate"] for s in seeds])),
+                      float(np.mean([by["hg_dagger"][s][-1]["intervention_steps"] for s in seeds])))
+
+
+def reached_at(success: np.ndarray, steps: np.ndarray, target: float, total: float) -> float | None:
+    """steps[k] / total at the first version k whose success reaches target; None if none does."""
+    hit = np.flatnonzero(np.asarray(success) >= target)
+    return float(steps[hit[0]] / total) if len(hit) and total > 0 else None
 
 
 def intervention_ratio_by_seed(by: dict[str, dict[int, list[dict[str, Any]]]]) -> dict[int, float | None]:
     """The same ratio seed by seed (RaC against HG-DAgger's final success on that seed): how much
     of the mean ratio one seed's noisy evaluation decides. None where RaC never reaches it."""
-    out: dict[int, float | None] = {}
-    for s in sorted(set(by.get("rac", {})) & set(by.get("hg_dagger", {}))):
-        target, hg = by["hg_dagger"][s][-1]["success_rate"], by["hg_dagger"][s][-1]["intervention_steps"]
-        hit = [x["intervention_steps"] for x in by["rac"][s] if x["success_rate"] >= target]
-        out[s] = hit[0] / hg if hit and hg > 0 else None
-    return out
+    if "rac" not in by or "hg_dagger" not in by:
+        return {}
+    return {s: reached_at(np.array([x["success_rate"] for x in by["rac"][s]]),
+                          np.array([x["intervention_steps"] for x in by["rac"][s]]),
+                          by["hg_dagger"][s][-1]["success_rate"], by["hg_dagger"][s][-1]["intervention_steps"])
+            for s in seeds_of(by, "rac", "hg_dagger")}
 
 
 def final_steps_ratio(by: dict[str, dict[int, list[dict[str, Any]]]]) -> dict[str, Any] | None:
@@ -217,11 +222,10 @@ def final_steps_ratio(by: dict[str, dict[int, list[dict[str, Any]]]]) -> dict[st
     if "rac" not in by or "hg_dagger" not in by:
         return None
     seeds = seeds_of(by, "rac", "hg_dagger")
-    r = np.array([by["rac"][s][-1]["intervention_steps"] / max(by["hg_dagger"][s][-1]["intervention_steps"], 1)
-                  for s in seeds])
+    rac, hg = (np.array([by[m][s][-1]["intervention_steps"] for s in seeds], float) for m in ("rac", "hg_dagger"))
+    r = rac / np.maximum(hg, 1)
     d, lo, hi = paired_gain(by, "rac", "hg_dagger")
-    return {"steps_ratio": float(np.mean([by["rac"][s][-1]["intervention_steps"] for s in seeds])
-                                 / max(np.mean([by["hg_dagger"][s][-1]["intervention_steps"] for s in seeds]), 1)),
+    return {"steps_ratio": float(rac.mean() / max(hg.mean(), 1)),
             "steps_ratio_low": float(r.min()), "steps_ratio_high": float(r.max()),
             "success_diff": float(d.mean()), "success_diff_low": lo, "success_diff_high": hi, "seeds": len(seeds)}
 
@@ -258,8 +262,9 @@ def report(args: argparse.Namespace) -> None:
     out = Path(args.out).resolve()
     rows = load(out, args.iterations)
     res: dict[str, Any] = {}
+    base = base_name(args)
     lines = ["# HABC with the issue-15 protocol", "",
-             f"Base `{args.base_ckpt or base_name(args)}` ({args.task}, {n_demos(base_name(args))} demos, state mode); "
+             f"Base `{args.base_ckpt or base}` ({args.task}, {n_demos(base)} demos, state mode); "
              f"{args.iterations} rounds x "
              f"{args.episodes} rollouts, "
              f"{args.eval_episodes} evaluation episodes per version, sample shares fixed at demo 0.4 / correction "

@@ -104,8 +104,9 @@ def prep_base(inputs: Path, task: str, n: int, eval_episodes: int, band: tuple[f
         print(f"d{n}_s{step}: real success {real:.2f}", flush=True)
     in_band = [k for k, v in cands.items() if band[0] <= v["real_success"] <= band[1]]
     base = in_band[-1] if in_band else min(cands, key=lambda k: abs(cands[k]["real_success"] - sum(band) / 2))
-    (inputs / "candidates.json").write_text(json.dumps({**cands, "base": base}, indent=1))
-    return {**cands, "base": base}
+    table = {**cands, "base": base}
+    (inputs / "candidates.json").write_text(json.dumps(table, indent=1))
+    return table
 
 
 # the world model's rollouts come from these runs only: a run added later (d15long) must not change its data
