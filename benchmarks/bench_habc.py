@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 from wm_candidates import ROOT, evaluate, prep_base, read_runs, refine_run  # benchmarks/ is this script's folder
 
-from vla.metrics import t_interval
+from vla.metrics import shared_success_length_ratio, t_interval
 
 # 0.34 on the evaluation seeds in stop 19's inputs (d15_s1000 0.28); stop 16's training of the same
 # recipe gave 0.18 (and 0.34): the 15-demo policy varies that much from one training to the next
@@ -54,6 +54,9 @@ METHODS = {"habc": ("habc", ()), "sft": ("sft", ()), "habc_single": ("habc", ("h
            # outcome-gated, tempered: only the policy's successful runs, ranked by exp(A / (2 std)) with
            # Monte-Carlo advantages (the efficiency critic sees which successes were fast)
            "habc_gated": ("habc", ("habc.outcome_gate=true", "habc.beta=2.0", "habc.adv_lambda=1.0")),
+           # its efficiency ablation: the same gate and ranking with the viability critic alone
+           "habc_gated_single": ("habc", ("habc.outcome_gate=true", "habc.beta=2.0", "habc.adv_lambda=1.0",
+                                          "habc.single_critic=true")),
            "filtered_bc": ("filtered_bc", ()),
            "rac": ("rac", ()), "hg_dagger": ("hg_dagger", ()), "pa_rl": ("pa_rl", ()),
            # the equal-compute control of the autonomous setting: HG-DAgger without a person trains on
@@ -132,7 +135,8 @@ COMPARISONS = (("habc", "sft"), ("habc", "demos_only"), ("sft", "demos_only"), (
                ("habc_gae", "demos_only"), ("habc_gae", "habc"), ("habc_mc", "sft"), ("habc_mc", "habc"),
                ("habc_mc", "filtered_bc"), ("habc_mc", "demos_only"), ("habc_chunk", "habc"),
                ("habc_chunk", "demos_only"), ("habc_gated", "sft"), ("habc_gated", "filtered_bc"),
-               ("habc_gated", "demos_only"), ("habc_gated", "habc"),
+               ("habc_gated", "demos_only"), ("habc_gated", "habc"), ("habc_gated", "habc_gated_single"),
+               ("habc_gated_single", "sft"),
                ("pa_rl", "sft"), ("pa_rl", "demos_only"), ("pa_rl", "habc"), ("pa_rl", "filtered_bc"),
                # with a person: corrections against the methods that also learn from the policy's own steps
                ("rac", "hg_dagger"), ("hg_dagger", "sft"), ("habc", "hg_dagger"), ("rac", "sft"),
@@ -150,6 +154,33 @@ def paired_gain(by: dict[str, dict[int, list[dict[str, Any]]]], a: str, b: str
     d = np.array([by[a][s][-1]["success_rate"] - by[b][s][-1]["success_rate"] for s in seeds])
     lo, hi = t_interval(d)
     return d, lo, hi
+
+
+def completions(out: Path, setting: str, method: str, seed: int, iterations: int) -> dict[int, int | None]:
+    """The final version's evaluation, episode by episode: {evaluation seed: steps to success, None
+    when it failed}."""
+    path = out / "runs" / setting / method / f"seed{seed}" / f"iter_{iterations:02d}" / "eval" / "summary.json"
+    detail = json.loads(path.read_text())["episodes_detail"]
+    return {e["seed"]: e["length"] if e["success"] else None for e in detail}
+
+
+def length_ratio(out: Path, setting: str, by: dict[str, dict[int, list[dict[str, Any]]]], a: str, b: str,
+                 iterations: int) -> dict[str, Any] | None:
+    """`a`'s completions over `b`'s on the evaluation episodes both completed, per seed, with the
+    mean ratio's 95% t interval over seeds: the issue's efficiency at equal success, measured on the
+    same episodes (steps to success averages each policy over its own successes)."""
+    per_seed, shared = [], []
+    for s in seeds_of(by, a, b):
+        r, n = shared_success_length_ratio(*(completions(out, setting, m, s, iterations) for m in (a, b)))
+        if n:
+            per_seed.append(r)
+            shared.append(n)
+    if not per_seed:
+        return None
+    x = np.array(per_seed)
+    lo, hi = t_interval(x)
+    return {"mean": float(x.mean()), "low": lo if len(x) > 1 else None, "high": hi if len(x) > 1 else None,
+            "per_seed": [round(v, 3) for v in per_seed], "shared_completions": shared}
 
 
 def min_detectable(d: np.ndarray, power: float = 0.8) -> float | None:
@@ -308,10 +339,15 @@ def report(args: argparse.Namespace) -> None:
                 paired.append(f"\n{setting}: {a} - {b} on seed {seeds_of(by, a, b)[0]}: {d.mean():+.3f} (one seed: no "
                               "interval).")
                 continue
+            lr = length_ratio(out, setting, by, a, b, args.iterations)
+            entry[f"{a}_over_{b}_length_shared"] = lr
+            shorter = "" if lr is None or lr["low"] is None else (
+                f" On the evaluation episodes both completed ({sum(lr['shared_completions'])}), {a}'s completions "
+                f"take {lr['mean']:.2f} of {b}'s steps [{lr['low']:.2f}, {lr['high']:.2f}].")
             paired.append(f"\n{setting}: {a} - {b} paired by seed {d.mean():+.3f} (95% t interval [{lo:+.3f}, "
                           f"{hi:+.3f}], {len(d)} seeds); minimum detectable difference at 80% power "
                           f"{'n/a' if mdd is None else f'{mdd:.3f}'}"
-                          + (" - a pilot: the protocol asks for >= 5 seeds." if len(d) < 5 else "."))
+                          + (" - a pilot: the protocol asks for >= 5 seeds." if len(d) < 5 else ".") + shorter)
     lines += paired
     ratio = intervention_ratio(rows.get("interventions", {}))
     res.setdefault(args.task, {})["rac_vs_hg_dagger_intervention_ratio"] = ratio

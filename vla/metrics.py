@@ -52,3 +52,14 @@ def paired_difference(before: dict[int, bool], after: dict[int, bool]) -> dict[s
     lo, hi = t_interval(d)
     return {"mean": float(d.mean()), "lo": lo, "hi": hi, "seeds": len(seeds),
             "better": int((d > 0).sum()), "worse": int((d < 0).sum())}
+
+
+def shared_success_length_ratio(a: dict[int, int | None], b: dict[int, int | None]) -> tuple[float, int]:
+    """Mean length of `a`'s completions over `b`'s on the evaluation seeds both completed
+    ({seed: steps to success, None when it failed}), and how many seeds that is; NaN with none.
+    Means over each policy's own successes compare different episodes: a policy that also solves
+    the hard layouts looks slower for it. On the same seeds only the way of solving differs."""
+    seeds = [s for s in sorted(set(a) & set(b)) if a[s] is not None and b[s] is not None]
+    if not seeds:
+        return float("nan"), 0
+    return float(np.mean([a[s] for s in seeds]) / np.mean([b[s] for s in seeds])), len(seeds)

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from vla.metrics import auroc, average_ranks, paired_difference, t_interval
+from vla.metrics import auroc, average_ranks, paired_difference, shared_success_length_ratio, t_interval
 
 
 def test_ranks_share_ties() -> None:
@@ -33,3 +33,13 @@ def test_paired_difference_pairs_by_seed_and_counts_each_way() -> None:
     assert (d["lo"], d["hi"]) == pytest.approx(t_interval(np.array([1.0, 1.0, -1.0, 0.0])))
     with pytest.raises(ValueError, match="no seed"):
         paired_difference({1: True}, {2: True})
+
+
+def test_shared_success_length_ratio_compares_only_the_seeds_both_completed() -> None:
+    # a also solves seed 3, slowly: over its own successes it looks slower, on the shared ones faster
+    a = {1: 40, 2: 60, 3: 150, 4: None, 8: 10}
+    b = {1: 50, 2: 70, 3: None, 4: 45, 9: 20}  # 8 and 9 are unpaired, 4 failed by a
+    ratio, n = shared_success_length_ratio(a, b)
+    assert n == 2 and ratio == pytest.approx(50 / 60)
+    ratio, n = shared_success_length_ratio({1: None}, {1: 30})
+    assert n == 0 and np.isnan(ratio)
