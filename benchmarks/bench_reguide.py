@@ -399,13 +399,14 @@ def report(args: argparse.Namespace) -> None:
         lines += ["", "RaC for reference (benchmarks/results/refine.md, another base policy): +22 +- 12 points over "
                   "SFT on pick_place with a person's 1,130 intervention steps; ReGuide uses none."]
     lines += ["", "What the figures mean, what limits them and what is not measured: `reguide_notes.md`."]
-    stem = "reguide" + ("" if task == "pick_place" else f"_{task}") + sx
-    plot(out, rows, base, pcg, ROOT / f"benchmarks/results/reguide_{task}{sx}.png")
+    page = sx + (f"_{args.label}" if args.label else "")  # names the page and the entry, not the runs' folders
+    stem = "reguide" + ("" if task == "pick_place" else f"_{task}") + page
+    plot(out, rows, base, pcg, ROOT / f"benchmarks/results/reguide_{task}{page}.png")
     (ROOT / f"benchmarks/results/{stem}.md").write_text("\n".join(lines) + "\n")
     path = ROOT / "benchmarks/results/reguide.json"
     table = json.loads(path.read_text()) if path.exists() else {}
-    if sx:  # beside the paper's variant's figures, which keep the task's top-level keys
-        table.setdefault(task, {})[f"variant{sx}"] = res
+    if page:  # beside the paper's variant's figures, which keep the task's top-level keys
+        table.setdefault(task, {})[f"variant{page}"] = res
     else:
         table[task] = {**res, **{k: v for k, v in table.get(task, {}).items() if k.startswith("variant_")}}
     path.write_text(json.dumps(table, indent=1))
@@ -462,6 +463,8 @@ def main() -> None:
     ap.add_argument("--dims", default="", help="action dims guidance may change, a:b (0:3: the arm's position)")
     ap.add_argument("--space", choices=["latent", "state"], default="latent",
                     help="where phase distances are measured (PhaseConfig.space)")
+    ap.add_argument("--label", default="", help="report: a name for this run's page and reguide.json entry, kept "
+                    "beside the task's others (e.g. d10: a base from 10 demos)")
     args = ap.parse_args()
     pp = args.task == "pick_place"
     root = "runs/bench_reguide" + ("" if pp else f"_{args.task}")
