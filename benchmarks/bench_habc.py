@@ -45,7 +45,7 @@ from vla.metrics import shared_success_length_ratio, t_interval
 # 0.34 on the evaluation seeds in stop 19's inputs (d15_s1000 0.28); stop 16's training of the same
 # recipe gave 0.18 (and 0.34): the 15-demo policy varies that much from one training to the next
 BASE = "d15_s3000"
-SHARES = "group_shares={demo: 0.4, correction: 0.3, policy: 0.3}"
+SHARES = (0.4, 0.3, 0.3)  # demo, correction, policy: every method's fixed sample shares (--shares)
 SETTINGS = {"interventions": (), "autonomous": ("intervener=",)}
 METHODS = {"habc": ("habc", ()), "sft": ("sft", ()), "habc_single": ("habc", ("habc.single_critic=true",)),
            "habc_sampled": ("habc", ("habc.sample_by_weight=true",)), "habc_gae": ("habc", ("habc.adv_lambda=0.95",)),
@@ -62,10 +62,16 @@ METHODS = {"habc": ("habc", ()), "sft": ("sft", ()), "habc_single": ("habc", ("h
            # the equal-compute control of the autonomous setting: HG-DAgger without a person trains on
            # the demos alone, for the same steps; a gain it also gets is fine-tuning's, not the method's
            "demos_only": ("hg_dagger", ())}
-# PA-RL is a plug-in with its own `demo_share` (demos + corrections against its re-ranked chunks):
-# set to what the fixed shares give the built-ins (0.4 + 0.3 with a person; 0.4 / 0.7 without one)
-PLUGIN_SHARES = {"pa_rl": {"interventions": "method_args={demo_share: 0.7}",
-                           "autonomous": "method_args={demo_share: 0.571}"}}
+def share_overrides(name: str, setting: str, shares: tuple[float, float, float]) -> str:
+    """The `vla refine` override that fixes the sample shares. PA-RL is a plug-in with its own
+    `demo_share` (demos + corrections against its re-ranked chunks): set to what the fixed shares
+    give the built-ins (demo + correction with a person; demo / (demo + policy) without one)."""
+    d, c, p = shares
+    if name == "pa_rl":
+        return f"method_args={{demo_share: {d + c if setting == 'interventions' else d / (d + p):.3f}}}"
+    return f"group_shares={{demo: {d}, correction: {c}, policy: {p}}}"
+
+
 # habc.json names the settings as issue 15 does
 JSON_SETTING = {"interventions": "with_interventions"}
 CORRECTION_ONLY = ("rac", "hg_dagger")  # nothing to learn from without a person
@@ -119,7 +125,7 @@ def run(args: argparse.Namespace) -> None:
                 (run_dir / "iter_00" / "eval").mkdir(parents=True, exist_ok=True)
                 shutil.copy(v0 / "summary.json", run_dir / "iter_00" / "eval" / "summary.json")
                 method, extra = METHODS[name]
-                shares = PLUGIN_SHARES.get(name, {}).get(setting, SHARES)
+                shares = share_overrides(name, setting, args.shares)
                 refine_run(method, ckpt, demos, run_dir,
                            out / "logs" / f"{setting}_{name}_seed{seed}.log", seed=seed,
                            collect_seed_start=500_000 + 10_000 * seed, iterations=args.iterations,
@@ -298,9 +304,9 @@ def report(args: argparse.Namespace) -> None:
              f"Base `{args.base_ckpt or base}` ({args.task}, {n_demos(base)} demos, state mode); "
              f"{args.iterations} rounds x "
              f"{args.episodes} rollouts, "
-             f"{args.eval_episodes} evaluation episodes per version, sample shares fixed at demo 0.4 / correction "
-             "0.3 / policy 0.3 for every method. Commands: the docstring of `benchmarks/bench_habc.py`. What the "
-             "figures say and why: `habc_notes.md`.", "",
+             f"{args.eval_episodes} evaluation episodes per version, sample shares fixed at demo {args.shares[0]} / "
+             f"correction {args.shares[1]} / policy {args.shares[2]} for every method. Commands: the docstring of "
+             "`benchmarks/bench_habc.py`. What the figures say and why: `habc_notes.md`.", "",
              "| setting | method | seeds | final success (mean) | per seed | steps to success "
              "| critic held-out AUROC |",
              "|---|---|---|---|---|---|---|"]
@@ -479,6 +485,8 @@ def main() -> None:
     ap.add_argument("--seeds", default="0,1,2,3,4")
     ap.add_argument("--settings", default="autonomous,interventions")
     ap.add_argument("--methods", default="habc,sft,habc_single,rac,hg_dagger")
+    ap.add_argument("--shares", default=",".join(map(str, SHARES)), help="run/report: the fixed sample shares "
+                    "demo,correction,policy (an empty group's share goes to the others in proportion)")
     ap.add_argument("--iterations", type=int, default=3)
     ap.add_argument("--episodes", type=int, default=20)
     ap.add_argument("--eval-episodes", type=int, default=50)
@@ -487,6 +495,13 @@ def main() -> None:
     pp = args.task == "pick_place"
     args.inputs = args.inputs or ("runs/bench_wm/inputs" if pp else f"runs/bench_habc_{args.task}/inputs")
     args.out = args.out or ("runs/bench_habc" if pp else f"runs/bench_habc_{args.task}")
+    raw = args.shares
+    try:
+        args.shares = tuple(float(x) for x in raw.split(","))
+    except ValueError:
+        args.shares = ()
+    if len(args.shares) != 3 or min(args.shares) < 0 or abs(sum(args.shares) - 1) > 1e-6:
+        ap.error(f"--shares: three non-negative numbers demo,correction,policy that sum to 1, got '{raw}'")
     {"prep": prep, "run": run, "report": report, "diagnose": diagnose}[args.phase](args)
 
 
