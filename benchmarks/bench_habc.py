@@ -7,6 +7,7 @@ the critic's held-out AUROC per iteration, and the protocol's minimum detectable
   python benchmarks/bench_habc.py report --out runs/bench_habc
   python benchmarks/bench_habc.py diagnose --run autonomous/habc/seed1   # why own steps hurt
   python benchmarks/bench_habc.py prep --task stack3 --demos 150 --steps 2000,4000,6000   # another task's base
+  python benchmarks/bench_habc.py run --out runs/bench_habc_p10 --shares 0.4,0.5,0.1   # other shares: own --out
 
 Base policy: the world-model benchmark's `d15_s3000` (pick_place, 15 demos, state mode; 0.34 on
 the evaluation seeds), its demos; `--base` picks another candidate. Inputs (10 min here):
@@ -62,6 +63,8 @@ METHODS = {"habc": ("habc", ()), "sft": ("sft", ()), "habc_single": ("habc", ("h
            # the equal-compute control of the autonomous setting: HG-DAgger without a person trains on
            # the demos alone, for the same steps; a gain it also gets is fine-tuning's, not the method's
            "demos_only": ("hg_dagger", ())}
+
+
 def share_overrides(name: str, setting: str, shares: tuple[float, float, float]) -> str:
     """The `vla refine` override that fixes the sample shares. PA-RL is a plug-in with its own
     `demo_share` (demos + corrections against its re-ranked chunks): set to what the fixed shares
@@ -102,6 +105,13 @@ def prep(args: argparse.Namespace) -> None:
     print(f"base {cands['base']} ({cands[cands['base']]['real_success']:.2f})")
 
 
+def shares_used(out: Path) -> tuple[float, ...] | None:
+    """The sample shares of the runs in `out` (before stop 25 they were not written: the default)."""
+    if (out / "shares.json").exists():
+        return tuple(json.loads((out / "shares.json").read_text()))
+    return SHARES if (out / "runs").exists() else None
+
+
 def run(args: argparse.Namespace) -> None:
     inputs, out = Path(args.inputs).resolve(), Path(args.out).resolve()
     base = base_name(args)
@@ -111,6 +121,12 @@ def run(args: argparse.Namespace) -> None:
             raise SystemExit(f"bench_habc: unknown {kind} '{bad[0]}' (valid: {', '.join(valid)})")
     ckpt = args.base_ckpt or json.loads((inputs / "candidates.json").read_text())[base]["ckpt"]
     demos = inputs / f"demos_{n_demos(base)}.zarr"
+    had = shares_used(out)  # a folder's runs compare at one set of shares
+    if had is not None and had != args.shares:
+        raise SystemExit(f"bench_habc: the runs in {out} used --shares {','.join(map(str, had))}, not "
+                         f"{','.join(map(str, args.shares))}: pass another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "shares.json").write_text(json.dumps(list(args.shares)))
     v0 = out / "v0_eval"
     evaluate(ckpt, v0, args.eval_episodes, 100_000, args.task)
     for seed in [int(s) for s in args.seeds.split(",")]:
@@ -299,6 +315,7 @@ def report(args: argparse.Namespace) -> None:
     out = Path(args.out).resolve()
     rows = load(out, args.iterations)
     res: dict[str, Any] = {}
+    args.shares = shares_used(out) or args.shares
     base = base_name(args)
     lines = ["# HABC with the issue-15 protocol", "",
              f"Base `{args.base_ckpt or base}` ({args.task}, {n_demos(base)} demos, state mode); "
