@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 from wm_candidates import ROOT, evaluate, prep_base, read_runs, refine_run  # benchmarks/ is this script's folder
 
+from sim.evaluate import seed_completions
 from vla.metrics import shared_success_length_ratio, t_interval
 
 # 0.34 on the evaluation seeds in stop 19's inputs (d15_s1000 0.28); stop 16's training of the same
@@ -182,8 +183,7 @@ def completions(out: Path, setting: str, method: str, seed: int, iterations: int
     """The final version's evaluation, episode by episode: {evaluation seed: steps to success, None
     when it failed}."""
     path = out / "runs" / setting / method / f"seed{seed}" / f"iter_{iterations:02d}" / "eval" / "summary.json"
-    detail = json.loads(path.read_text())["episodes_detail"]
-    return {e["seed"]: e["length"] if e["success"] else None for e in detail}
+    return seed_completions(json.loads(path.read_text()))
 
 
 def length_ratio(out: Path, setting: str, by: dict[str, dict[int, list[dict[str, Any]]]], a: str, b: str,

@@ -177,6 +177,12 @@ def seed_outcomes(summary: dict[str, Any]) -> dict[int, bool]:
     return {int(e["seed"]): bool(e["success"]) for e in summary["episodes_detail"]}
 
 
+def seed_completions(summary: dict[str, Any]) -> dict[int, int | None]:
+    """Steps to success per seed of an evaluation summary, None where the episode failed (for
+    completions compared on the seeds two policies both solved: `vla.metrics.shared_success_length_ratio`)."""
+    return {int(e["seed"]): int(e["length"]) if e["success"] else None for e in summary["episodes_detail"]}
+
+
 def read_seed_outcomes(folder: Path) -> dict[int, bool] | None:
     """`seed_outcomes` of the summary.json in `folder`; None when that evaluation has not run."""
     f = Path(folder) / "summary.json"

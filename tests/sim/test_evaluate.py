@@ -6,7 +6,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sim.evaluate import EvalConfig, read_seed_outcomes, run_evaluation, seed_outcomes, wilson_interval
+from sim.evaluate import (
+    EvalConfig,
+    read_seed_outcomes,
+    run_evaluation,
+    seed_completions,
+    seed_outcomes,
+    wilson_interval,
+)
 from vla.data.store import EpisodeStore
 from vla.policy.policy import load_policy
 from vla.registry import TASKS
@@ -235,6 +242,12 @@ def test_seed_outcomes_read_back_what_summaries_store(tmp_path: Path) -> None:
     assert read_seed_outcomes(tmp_path) is None  # not evaluated yet
     (tmp_path / "summary.json").write_text(json.dumps(summary))
     assert read_seed_outcomes(tmp_path) == {7: True, 3: False}
+
+
+def test_seed_completions_give_the_steps_of_solved_seeds_only() -> None:
+    summary = {"episodes_detail": [{"seed": 7, "success": True, "length": 42},
+                                   {"seed": 3, "success": False, "length": 200}]}
+    assert seed_completions(summary) == {7: 42, 3: None}
 
 
 def test_noise_scale_override_reaches_the_checkpoint_policy(tmp_path: Path, tiny_ckpt: Path) -> None:
