@@ -19,6 +19,8 @@ class TrainConfig:
     min_lr_ratio: float = 0.1  # cosine decays to lr * min_lr_ratio
     grad_clip: float = 1.0
     ema_decay: float = 0.999  # 0 disables EMA
+    # false: the average starts at full decay from the initial weights (fine-tuning an EMA checkpoint)
+    ema_warmup: bool = True
     seed: int = 0
     log_every: int = 50
     val_every: int = 1000

@@ -1,6 +1,11 @@
 """Exponential moving average of the weights (Polyak averaging), with the usual warm-up of the
 decay, min(decay, (1 + n) / (10 + n)), so early averages are not dominated by the initialisation.
 Buffers (normalisation statistics) are copied, not averaged.
+
+`warmup=False` averages at the full decay from the first update: for fine-tuning from weights that
+are already an average (a checkpoint's EMA), whose start is the best estimate there is, not an
+initialisation to forget. With the warm-up, the fine-tuned average forgets the start within ~10
+updates and ends as a short average of the new, noisier iterates.
 """
 
 from __future__ import annotations
@@ -10,8 +15,8 @@ from torch import nn
 
 
 class EMA:
-    def __init__(self, model: nn.Module, decay: float) -> None:
-        self.decay = decay
+    def __init__(self, model: nn.Module, decay: float, warmup: bool = True) -> None:
+        self.decay, self.warmup = decay, warmup
         self.updates = 0
         self.state = {k: v.detach().clone().float() if v.is_floating_point() else v.detach().clone()
                       for k, v in model.state_dict().items()}
@@ -20,7 +25,7 @@ class EMA:
     @torch.no_grad()
     def update(self, model: nn.Module) -> None:
         self.updates += 1
-        d = min(self.decay, (1 + self.updates) / (10 + self.updates))
+        d = min(self.decay, (1 + self.updates) / (10 + self.updates)) if self.warmup else self.decay
         for k, v in model.state_dict().items():
             if k in self._params and v.is_floating_point():
                 self.state[k].mul_(d).add_(v.detach().float(), alpha=1 - d)

@@ -89,7 +89,7 @@ class Trainer:
         # Rank 0 keeps the single-process streams, so one process reproduces a 1-rank run exactly.
         self._rank_seed = cfg.seed + 7_777 * rank
         self.opt = make_optimizer(self.model, cfg.lr, cfg.weight_decay, cfg.betas)
-        self.ema = EMA(self.model, cfg.ema_decay) if cfg.ema_decay > 0 else None
+        self.ema = EMA(self.model, cfg.ema_decay, cfg.ema_warmup) if cfg.ema_decay > 0 else None
         self.step = 0
         self._loss_fn = self.model.compute_loss
         if cfg.compile:

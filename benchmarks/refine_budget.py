@@ -1,0 +1,130 @@
+"""How large a refine round the main job needs for a gain its own evaluation can resolve (issue 17,
+item 3; `results/main_job_notes.md`).
+
+A round's paired gain on the job's seeds has two kinds of noise: which seeds a fine-tune happens to
+flip (about a quarter of them, in both directions, whatever the data: stop 21's demos-only control)
+and the number of evaluation seeds. An uncontended job takes about 12 of its 15 minutes, and an
+evaluation episode about half a second of one core at noise 0, so the job can afford more rollouts
+and more evaluation seeds than the 20 / 50 it used. Each variant below is one `vla refine` round from
+the job's pretrained checkpoint, evaluated on `--eval-episodes` seeds from 1000 (the job's), paired
+by seed with the pretrained policy and with the demos-only control of the same training seed:
+
+    python benchmarks/refine_budget.py --job runs/main26 --out runs/r17 [--only hg100_s0,control_s0]
+    python benchmarks/refine_budget.py --job runs/main26 --out runs/r17 --report
+
+Resumable: a variant with an evaluated iteration 1 is not run again; the pretrained policy's
+evaluation is run once and copied into every variant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from sim.evaluate import seed_outcomes
+from vla.metrics import paired_difference
+
+ROOT = Path(__file__).resolve().parents[1]
+# name -> (method, rollouts, overrides); every variant runs with training seeds 0 and 1 (suffix _s0/_s1)
+VARIANTS: dict[str, tuple[str, int, tuple[str, ...]]] = {
+    "control": ("hg-dagger", 20, ("group_shares={demo: 1.0}",)),  # the same steps on the demos alone
+    "hg20": ("hg-dagger", 20, ()),  # the job's round
+    # the pretrained weights are an average over ~1000 steps (ema 0.999); refine's default 0.99 keeps ~100
+    "control_ema999": ("hg-dagger", 20, ("group_shares={demo: 1.0}", "train.ema_decay=0.999")),
+    # ... and with a fresh average's warm-up (vla.train.ema) it forgets them within ~10 steps; without it
+    # the fine-tune's average starts at the pretrained weights and keeps 0.999^500 = 61% of them
+    "control_nw999": ("hg-dagger", 20, ("group_shares={demo: 1.0}", "train.ema_decay=0.999",
+                                        "train.ema_warmup=false")),
+    "hg100_nw999": ("hg-dagger", 100, ("train.ema_decay=0.999", "train.ema_warmup=false")),
+    "hg100": ("hg-dagger", 100, ()),
+    "hg100_ema999": ("hg-dagger", 100, ("train.ema_decay=0.999",)),
+    "hg100_share10": ("hg-dagger", 100, ("group_shares={demo: 0.9, correction: 0.1}",)),
+    # a smaller step: the demos-only round at lr 1e-4 loses ~6 points against the pretrained weights
+    "control_lr3e5": ("hg-dagger", 20, ("group_shares={demo: 1.0}", "train.lr=3e-5")),
+    "hg100_lr3e5": ("hg-dagger", 100, ("train.lr=3e-5",)),
+}
+
+
+def expand(names: str | None) -> list[tuple[str, str, int, tuple[str, ...], int]]:
+    out = []
+    for seed in (0, 1):  # every variant's first training seed before any second one
+        for base, (method, rollouts, ov) in VARIANTS.items():
+            name = f"{base}_s{seed}"
+            if names is None or name in names.split(","):
+                out.append((name, method, rollouts, ov, seed))
+    return out
+
+
+def run_variant(job: Path, out: Path, name: str, method: str, rollouts: int, overrides: tuple[str, ...], seed: int,
+                eval_episodes: int) -> None:
+    d = out / name
+    if (d / "iter_01/eval/summary.json").exists():
+        return
+    v0 = out / "pretrained_eval"
+    if (v0 / "summary.json").exists() and not (d / "iter_00/eval").exists():
+        (d / "iter_00").mkdir(parents=True, exist_ok=True)
+        shutil.copytree(v0, d / "iter_00/eval")
+    t = time.time()
+    cmd = [sys.executable, "-m", "vla.cli", "refine", method, "--ckpt", str(job / "train/checkpoints/step_00007000"),
+           "--demos", str(job / "demos.zarr"), "--out", str(d), "iterations=1",
+           f"episodes_per_iteration={rollouts}", f"eval_episodes={eval_episodes}", "n_action_steps=4",
+           "eval_seed_start=1000", "train.steps=500", "train.ckpt_every=500", "videos=0", f"seed={seed}", *overrides]
+    if (d / "config.json").exists():
+        cmd.insert(5, "--resume")  # an interrupted variant continues where it stopped
+    with open(out / f"{name}.log", "w") as f:
+        code = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=ROOT).returncode
+    if code == 0 and not (v0 / "summary.json").exists():
+        shutil.copytree(d / "iter_00/eval", v0)
+    print(f"[{time.strftime('%H:%M:%S')}] {name}: exit {code}, {time.time() - t:.0f} s", flush=True)
+
+
+def report(out: Path) -> dict:
+    base = seed_outcomes(json.loads((out / "pretrained_eval/summary.json").read_text()))
+    res: dict = {"pretrained": float(np.mean(list(base.values()))), "episodes": len(base), "variants": {}}
+    outcomes = {}
+    for p in sorted(out.glob("*/iter_01/eval/summary.json")):
+        outcomes[p.parents[2].name] = seed_outcomes(json.loads(p.read_text()))
+    for name, r in outcomes.items():
+        rec = json.loads((out / name / "records.json").read_text())[-1]
+        row = {"success": float(np.mean([r[s] for s in base])), "minus_pretrained": paired_difference(base, r),
+               "intervention_steps": rec.get("intervention_steps"), "env_episodes": rec.get("env_episodes")}
+        ctrl = outcomes.get("control_" + name.rsplit("_", 1)[1])
+        if ctrl is not None and not name.startswith("control"):
+            row["minus_control"] = paired_difference(ctrl, r)
+        res["variants"][name] = row
+        d = row["minus_pretrained"]
+        line = (f"{name:20s} {row['success']:.3f}  - pretrained {d['mean']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}] "
+                f"({d['better']}/{d['worse']})")
+        if "minus_control" in row:
+            c = row["minus_control"]
+            line += f"  - control {c['mean']:+.3f} [{c['lo']:+.3f}, {c['hi']:+.3f}]"
+        print(line)
+    (out / "report.json").write_text(json.dumps(res, indent=1))
+    return res
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--job", default="runs/main26")
+    ap.add_argument("--out", default="runs/r17")
+    ap.add_argument("--eval-episodes", type=int, default=200)
+    ap.add_argument("--only", default=None, help="comma-separated variant names (e.g. hg100_s0,control_s0)")
+    ap.add_argument("--report", action="store_true")
+    args = ap.parse_args()
+    out = ROOT / args.out
+    out.mkdir(parents=True, exist_ok=True)
+    if not args.report:
+        for name, method, rollouts, ov, seed in expand(args.only):
+            run_variant(ROOT / args.job, out, name, method, rollouts, ov, seed, args.eval_episodes)
+    report(out)
+
+
+if __name__ == "__main__":
+    main()
