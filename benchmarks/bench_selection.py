@@ -13,11 +13,19 @@ no executor) of the best N against N=1 is reported too.
   python benchmarks/bench_selection.py --checkpoint runs/seljob/train/checkpoints/step_00007000 \\
       --demos runs/seljob/demos.zarr --episodes 50 --ns 1,4,8,16 --by coherence
 
-Plain simulator evaluation (the evaluator, no executor), then its paired figure into the results:
-  vla eval CKPT task=pick_place episodes=50 seed_start=1000 n_action_steps=4 out_dir=runs/sel_eval/plain
-  vla eval select:ckpt=CKPT,n=8,by=coherence,executed=4 task=pick_place episodes=50 seed_start=1000 \\
-      n_action_steps=4 out_dir=runs/sel_eval/select8
-  python benchmarks/bench_selection.py --sim-eval runs/sel_eval/plain runs/sel_eval/select8
+Plain simulator evaluation (the evaluator, no executor) on 200 seeds the job never uses, at the
+learnt noise (selection needs a spread of candidates; the job's checkpoint samples at scale 0),
+against N = 1 and against the noise-free policy, then its paired figures into the results
+(`sim_eval` in realrobot.json, `selection_sim.md`; CFN fitted on the job's demos with
+`real.selection.fit_cfn(store_features(DEMOS, 8))` and `save_cfn(..., CKPT_DIR/cfn, 8)`):
+  E="task=pick_place episodes=200 seed_start=2000 n_action_steps=4 videos=0"
+  vla eval CKPT $E noise_scale=1 out_dir=runs/sel200/plain1
+  vla eval CKPT $E noise_scale=0 out_dir=runs/sel200/plain0
+  vla eval select:ckpt=CKPT,n=8,by=coherence,executed=4 $E noise_scale=1 out_dir=runs/sel200/select8
+  (likewise n=16 -> select16; by=cfn,cfn=CFN -> cfn8; by=both,cfn=CFN -> both8; noise_scale=0.5 -> plain05,
+  select8_05)
+  python benchmarks/bench_selection.py --sim-eval \\
+      runs/sel200/{plain0,plain05,plain1,select8_05,select8,select16,cfn8,both8}
 """
 
 from __future__ import annotations
@@ -68,21 +76,54 @@ def summarise(rs: list[dict[str, Any]], seconds: list[float]) -> dict[str, Any]:
             "per_seed_success": [bool(r["success"]) for r in rs]}
 
 
-def sim_eval(plain: Path, select: Path, out: Path) -> None:
-    """The evaluator's two summaries on the same seeds -> `sim_eval` in the results, paired by seed."""
-    a, b = (json.loads((d / "summary.json").read_text()) for d in (plain, select))
-    pa, pb = seed_outcomes(a), seed_outcomes(b)
+def sim_eval(folders: list[Path], out: Path) -> None:
+    """The evaluator's summaries on the same seeds -> `sim_eval` in the results and `selection_sim.md`.
+    Folders of the plain policy (N = 1) at several noise scales and of selections: each selection is
+    paired by seed with the plain policy at its own noise scale and with the plain policy at scale 0
+    (the cheaper way to a better chunk: sample no noise at all)."""
+    runs = {d.name: json.loads((d / "summary.json").read_text()) for d in folders}
+    seeds = {name: seed_outcomes(r) for name, r in runs.items()}
+    if len({frozenset(o) for o in seeds.values()}) != 1:
+        raise ValueError("--sim-eval: the evaluations were not run on the same seeds")
+    plain = {r["config"]["noise_scale"]: name for name, r in runs.items() if not r["policy"].startswith("select:")}
+    ref = plain.get(0.0)
     res = json.loads(out.read_text()) if out.exists() else {}
-    res["sim_eval"] = {"plain": a["success_rate"], "select": b["success_rate"], "select_policy": b["policy"],
-                       "episodes": a["episodes"], "select_minus_plain": paired_difference(pa, pb)}
+    old = res.get("sim_eval")
+    if old is not None and "variants" not in old:  # the first, 50-seed measurement (stop 17's seljob)
+        res["sim_eval_seljob50"] = old
+    some = next(iter(seeds.values()))
+    rec: dict[str, Any] = {"episodes": len(some), "seeds": [min(some), max(some)], "variants": {}}
+
+    def fmt(x: dict[str, Any] | None) -> str:
+        return "-" if x is None else f"{x['mean']:+.3f} [{x['lo']:+.3f}, {x['hi']:+.3f}] ({x['better']} / {x['worse']})"
+
+    lines = ["# Test-time chunk selection in plain simulator evaluation (issue 16, item 4)", "",
+             "Command: `python benchmarks/bench_selection.py --sim-eval " + " ".join(map(str, folders)) + "` "
+             "(the `vla eval` runs it reads are in the docstring of `benchmarks/bench_selection.py`)", "",
+             f"pick_place, {len(some)} seeds {min(some)}..{max(some)}, the evaluator (no executor, no delay), "
+             "re-planning every 4 steps. Paired by seed, 95% t interval, (seeds better / worse).", "",
+             "| policy | noise scale | success | minus N = 1 at the same scale | minus N = 1 at scale 0 |",
+             "|---|---|---|---|---|"]
+    for name, r in runs.items():
+        scale = r["config"]["noise_scale"]
+        same = plain.get(scale)
+        v = {"policy": r["policy"], "noise_scale": scale, "success": r["success_rate"],
+             "minus_plain_same_scale": None if same in (None, name) else paired_difference(seeds[same], seeds[name]),
+             "minus_noise0": None if ref in (None, name) else paired_difference(seeds[ref], seeds[name])}
+        v["per_seed_success"] = [bool(seeds[name][k]) for k in sorted(some)]  # seeds in order
+        rec["variants"][name] = v
+        lines.append(f"| {name} (`{r['policy']}`) | {scale} | {r['success_rate']:.3f} | "
+                     f"{fmt(v['minus_plain_same_scale'])} | {fmt(v['minus_noise0'])} |")
+    res["sim_eval"] = rec
     out.write_text(json.dumps(res, indent=1))
-    print(json.dumps(res["sim_eval"], indent=1))
+    (RESULTS / "selection_sim.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sim-eval", nargs=2, type=Path, default=None, metavar=("PLAIN", "SELECT"),
-                    help="record the evaluator's plain vs selection summaries (no episodes run)")
+    ap.add_argument("--sim-eval", nargs="+", type=Path, default=None, metavar="DIR",
+                    help="record the evaluator's summaries of plain (N = 1) and selection runs (no episodes run)")
     ap.add_argument("--checkpoint", default=None)
     ap.add_argument("--demos", default=None, help="EpisodeStore to fit the CFN on (by=cfn|both)")
     ap.add_argument("--episodes", type=int, default=50)
@@ -97,7 +138,7 @@ def main() -> None:
     ap.add_argument("--out", default=str(RESULTS / "realrobot.json"))
     args = ap.parse_args()
     if args.sim_eval:
-        return sim_eval(*args.sim_eval, Path(args.out))
+        return sim_eval(args.sim_eval, Path(args.out))
     if not args.checkpoint:
         ap.error("--checkpoint is required")
     env = TASKS.make("pick_place")
