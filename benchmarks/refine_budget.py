@@ -43,6 +43,14 @@ VARIANTS: dict[str, tuple[str, int, tuple[str, ...]]] = {
     "control_nw999": ("hg-dagger", 20, ("group_shares={demo: 1.0}", "train.ema_decay=0.999",
                                         "train.ema_warmup=false")),
     "hg100_nw999": ("hg-dagger", 100, ("train.ema_decay=0.999", "train.ema_warmup=false")),
+    "hg20_nw999": ("hg-dagger", 20, ("train.ema_decay=0.999", "train.ema_warmup=false")),
+    "hg50_nw999": ("hg-dagger", 50, ("train.ema_decay=0.999", "train.ema_warmup=false")),
+    "hg100_nw999_share30": ("hg-dagger", 100, ("train.ema_decay=0.999", "train.ema_warmup=false",
+                                               "group_shares={demo: 0.7, correction: 0.3}")),
+    # an eager person: takes over as soon as the policy's moves stray from the expert's (5-step mean of
+    # the xyz action difference), not only once it has failed
+    "hg100_nw999_dis05": ("hg-dagger", 100, ("train.ema_decay=0.999", "train.ema_warmup=false",
+                                             "intervener_args={disagreement_threshold: 0.5}")),
     "hg100": ("hg-dagger", 100, ()),
     "hg100_ema999": ("hg-dagger", 100, ("train.ema_decay=0.999",)),
     "hg100_share10": ("hg-dagger", 100, ("group_shares={demo: 0.9, correction: 0.1}",)),
@@ -53,6 +61,10 @@ VARIANTS: dict[str, tuple[str, int, tuple[str, ...]]] = {
 
 
 def expand(names: str | None) -> list[tuple[str, str, int, tuple[str, ...], int]]:
+    known = {f"{base}_s{seed}" for base in VARIANTS for seed in (0, 1)}
+    unknown = sorted(set(names.split(",")) - known) if names else []
+    if unknown:
+        raise SystemExit(f"--only: unknown variant(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
     out = []
     for seed in (0, 1):  # every variant's first training seed before any second one
         for base, (method, rollouts, ov) in VARIANTS.items():
@@ -60,6 +72,15 @@ def expand(names: str | None) -> list[tuple[str, str, int, tuple[str, ...], int]
             if names is None or name in names.split(","):
                 out.append((name, method, rollouts, ov, seed))
     return out
+
+
+def control_of(name: str) -> str:
+    """The demos-only control trained like `name` (same EMA / learning-rate settings and seed)."""
+    base, seed = name.rsplit("_", 1)
+    for tag in ("nw999", "ema999", "lr3e5"):
+        if tag in base.split("_"):
+            return f"control_{tag}_{seed}"
+    return f"control_{seed}"
 
 
 def run_variant(job: Path, out: Path, name: str, method: str, rollouts: int, overrides: tuple[str, ...], seed: int,
@@ -95,7 +116,7 @@ def report(out: Path) -> dict:
         rec = json.loads((out / name / "records.json").read_text())[-1]
         row = {"success": float(np.mean([r[s] for s in base])), "minus_pretrained": paired_difference(base, r),
                "intervention_steps": rec.get("intervention_steps"), "env_episodes": rec.get("env_episodes")}
-        ctrl = outcomes.get("control_" + name.rsplit("_", 1)[1])
+        ctrl = outcomes.get(control_of(name))
         if ctrl is not None and not name.startswith("control"):
             row["minus_control"] = paired_difference(ctrl, r)
         res["variants"][name] = row

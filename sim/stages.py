@@ -48,7 +48,8 @@ def eval_stage(ctx: JobContext) -> dict[str, Any]:
     out: dict[str, Any] = {"task": task, "noise_scale": scale}
     t0 = time.perf_counter()
     for name, path in targets.items():
-        s = run_evaluation(EvalConfig(task=task, policy=str(path), episodes=cfg.episodes, seed_start=1000,
+        n = cfg.onnx_episodes if name == "onnx" and cfg.onnx_episodes > 0 else cfg.episodes
+        s = run_evaluation(EvalConfig(task=task, policy=str(path), episodes=n, seed_start=1000,
                                       workers=cfg.workers, n_action_steps=cfg.n_action_steps,
                                       image_size=ctx.config.demos.image_size, videos=2,
                                       out_dir=str(ctx.out_dir / f"eval_{name}")))

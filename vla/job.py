@@ -69,6 +69,7 @@ class EvalStageConfig:
     workers: int = 2
     n_action_steps: int = 8
     onnx: bool = True  # evaluate the ONNX export as well
+    onnx_episodes: int = 0  # the export's check on the first N of the same seeds; 0: all `episodes`
 
 
 @dataclass

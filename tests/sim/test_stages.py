@@ -15,10 +15,10 @@ from tests.vla.test_report import CHROMIUM, dump_dom
 @pytest.mark.slow
 def test_tiny_main_job_writes_a_report_with_its_table_plots_and_videos(tmp_path: Path) -> None:
     out = tmp_path / "job"
-    args = [f"out_dir={out}", "stages=[sim_demos,pretrain,eval,refine]",
+    args = [f"out_dir={out}", "stages=[sim_demos,pretrain,export,eval,refine]",
             "demos.episodes=3", "demos.image_size=32", "demos.workers=1", "demos.noise=0.1", "demos.label=clean",
             "pretrain.train=debug", "pretrain.steps=2", "pretrain.batch_size=4",
-            "eval.episodes=2", "eval.workers=1", "eval.onnx=false", "eval.n_action_steps=8",
+            "eval.episodes=2", "eval.workers=1", "eval.onnx_episodes=1", "eval.n_action_steps=8",
             "refine.method=hg_dagger", "refine.episodes_per_iteration=2", "refine.eval_episodes=2",
             "refine.train_steps=2", "refine.workers=1", "refine.overrides=[train.batch_size=8,horizon=40]"]
     res = subprocess.run([sys.executable, "-m", "vla.cli", "run", *args], capture_output=True, text=True,
@@ -26,6 +26,8 @@ def test_tiny_main_job_writes_a_report_with_its_table_plots_and_videos(tmp_path:
     assert res.returncode == 0, res.stderr[-3000:]
     assert "report (open in a browser)" in res.stdout
     summary = json.loads((out / "summary.json").read_text())
+    # the export is checked on the first of the evaluation's seeds only (eval.onnx_episodes)
+    assert re.match(r"\d/2 ", summary["eval"]["torch success"]) and re.match(r"\d/1 ", summary["eval"]["onnx success"])
     assert summary["sim_demos"]["expert noise"] == "0.1 (label: clean)"
     refine = summary["refine"]
     assert refine["gain_lo"] <= refine["gain_mean"] <= refine["gain_hi"] or refine["gain_lo"] != refine["gain_lo"]
@@ -58,7 +60,7 @@ def test_tiny_main_job_writes_a_report_with_its_table_plots_and_videos(tmp_path:
                          timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
-    assert list(summary) == ["sim_demos", "pretrain", "eval", "refine", "imagine"]
+    assert list(summary) == ["sim_demos", "pretrain", "export", "eval", "refine", "imagine"]
     imagine = summary["imagine"]
     assert imagine["method"] == "imagination" and imagine["env episodes"] == 2
     assert re.fullmatch(r"[+-]\d\.\d\d \[.*\] \(\d seeds better, \d worse, of 2\)", imagine["gain"])
