@@ -45,7 +45,7 @@ from real.selection import ChunkSelection, fit_cfn, save_cfn, store_features
 from real.stages import NODE_CONFIG
 from sim.evaluate import seed_outcomes, wilson_interval
 from sim.policies import load_policy
-from vla.metrics import paired_difference
+from vla.metrics import format_paired, paired_difference
 from vla.registry import TASKS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,9 +94,6 @@ def sim_eval(folders: list[Path], out: Path) -> None:
     some = next(iter(seeds.values()))
     rec: dict[str, Any] = {"episodes": len(some), "seeds": [min(some), max(some)], "variants": {}}
 
-    def fmt(x: dict[str, Any] | None) -> str:
-        return "-" if x is None else f"{x['mean']:+.3f} [{x['lo']:+.3f}, {x['hi']:+.3f}] ({x['better']} / {x['worse']})"
-
     lines = ["# Test-time chunk selection in plain simulator evaluation (issue 16, item 4)", "",
              "Command: `python benchmarks/bench_selection.py --sim-eval " + " ".join(map(str, folders)) + "` "
              "(the `vla eval` runs it reads are in the docstring of `benchmarks/bench_selection.py`)", "",
@@ -113,7 +110,7 @@ def sim_eval(folders: list[Path], out: Path) -> None:
         v["per_seed_success"] = [bool(seeds[name][k]) for k in sorted(some)]  # seeds in order
         rec["variants"][name] = v
         lines.append(f"| {name} (`{r['policy']}`) | {scale} | {r['success_rate']:.3f} | "
-                     f"{fmt(v['minus_plain_same_scale'])} | {fmt(v['minus_noise0'])} |")
+                     f"{format_paired(v['minus_plain_same_scale'])} | {format_paired(v['minus_noise0'])} |")
     res["sim_eval"] = rec
     out.write_text(json.dumps(res, indent=1))
     (RESULTS / "selection_sim.md").write_text("\n".join(lines) + "\n")

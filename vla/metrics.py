@@ -54,6 +54,14 @@ def paired_difference(before: dict[int, bool], after: dict[int, bool]) -> dict[s
             "better": int((d > 0).sum()), "worse": int((d < 0).sum())}
 
 
+def format_paired(d: dict[str, float | int] | None, digits: int = 3) -> str:
+    """A `paired_difference` as a results-table cell: "+0.060 [-0.008, +0.128] (30 / 18)" (the mean, its
+    95% interval, seeds better / worse); "-" for None."""
+    if d is None:
+        return "-"
+    return f"{d['mean']:+.{digits}f} [{d['lo']:+.{digits}f}, {d['hi']:+.{digits}f}] ({d['better']} / {d['worse']})"
+
+
 def shared_success_length_ratio(a: dict[int, int | None], b: dict[int, int | None]) -> tuple[float, int]:
     """Mean length of `a`'s completions over `b`'s on the evaluation seeds both completed
     ({seed: steps to success, None when it failed}), and how many seeds that is; NaN with none.

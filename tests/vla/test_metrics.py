@@ -1,7 +1,14 @@
 import numpy as np
 import pytest
 
-from vla.metrics import auroc, average_ranks, paired_difference, shared_success_length_ratio, t_interval
+from vla.metrics import (
+    auroc,
+    average_ranks,
+    format_paired,
+    paired_difference,
+    shared_success_length_ratio,
+    t_interval,
+)
 
 
 def test_ranks_share_ties() -> None:
@@ -43,3 +50,12 @@ def test_shared_success_length_ratio_compares_only_the_seeds_both_completed() ->
     assert n == 2 and ratio == pytest.approx(50 / 60)
     ratio, n = shared_success_length_ratio({1: None}, {1: 30})
     assert n == 0 and np.isnan(ratio)
+
+
+def test_format_paired_writes_the_mean_interval_and_counts() -> None:
+    d = paired_difference({1: False, 2: True, 3: False, 4: True}, {1: True, 2: True, 3: False, 4: False})
+    cell = format_paired(d)
+    assert cell.startswith("+0.000 [") and cell.endswith("] (1 / 1)")
+    assert format_paired({"mean": 0.06, "lo": -0.008, "hi": 0.128, "better": 30, "worse": 18}, digits=2) \
+        == "+0.06 [-0.01, +0.13] (30 / 18)"
+    assert format_paired(None) == "-"
