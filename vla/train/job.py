@@ -127,6 +127,9 @@ def run_training(store_path: str | Path, out_dir: str | Path, policy_preset: str
     can_resume = last is not None
     policy_cfg, train_cfg, train_ds, val_ds, stats = build(store_path, policy_preset, train_preset,
                                                            list(overrides or []), resume_from=last)
+    import torch
+
+    torch.manual_seed(train_cfg.seed)  # the initial weights are part of the run: same seed, same run
     model = VLAModel(policy_cfg, stats)
     if policy_cfg.language_norm and not can_resume:  # a resumed run loads them with the weights
         table = train_ds.store.table()
