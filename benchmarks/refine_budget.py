@@ -10,7 +10,21 @@ the job's pretrained checkpoint, evaluated on `--eval-episodes` seeds from 1000 
 by seed with the pretrained policy and with the demos-only control of the same training seed:
 
     python benchmarks/refine_budget.py --job runs/main26 --out runs/r17 [--only hg100_s0,control_s0]
-    python benchmarks/refine_budget.py --job runs/main26 --out runs/r17 --report
+    python benchmarks/refine_budget.py --job runs/main26 --out runs/r17 --report   # refine_budget.md/.json
+
+The runs behind `refine_budget.md` (stop 26; `vla run out_dir=runs/main26` with the preset of that
+day, whose refine round was refine's defaults; every variant run with OMP_NUM_THREADS=1, two at a
+time): all variants of VARIANTS with seed 0, and control_s1, hg100_s1, control_nw999_s1,
+hg100_nw999_s1, hg20_nw999_s1. The job's own round today is `hg20_nw999`: for a fresh job,
+`refine_budget_main27.md` pairs it with its controls (the job's pretrained evaluation and refine
+folder copied in as `pretrained_eval` and `hg20_nw999_s0`):
+
+    python benchmarks/bench_main_job.py --out runs/main27
+    mkdir runs/r27 && cp -r runs/main27/eval_torch runs/r27/pretrained_eval && \
+        cp -r runs/main27/refine runs/r27/hg20_nw999_s0
+    python benchmarks/refine_budget.py --job runs/main27 --out runs/r27 \
+        --only control_nw999_s0,hg20_nw999_s1,control_nw999_s1
+    python benchmarks/refine_budget.py --out runs/r27 --report --name refine_budget_main27
 
 Resumable: a variant with an evaluated iteration 1 is not run again; the pretrained policy's
 evaluation is run once and copied into every variant.
@@ -29,9 +43,10 @@ from pathlib import Path
 import numpy as np
 
 from sim.evaluate import seed_outcomes
-from vla.metrics import paired_difference
+from vla.metrics import format_paired, paired_difference
 
 ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks/results"
 # name -> (method, rollouts, overrides); every variant runs with training seeds 0 and 1 (suffix _s0/_s1)
 VARIANTS: dict[str, tuple[str, int, tuple[str, ...]]] = {
     "control": ("hg-dagger", 20, ("group_shares={demo: 1.0}",)),  # the same steps on the demos alone
@@ -106,16 +121,29 @@ def run_variant(job: Path, out: Path, name: str, method: str, rollouts: int, ove
     print(f"[{time.strftime('%H:%M:%S')}] {name}: exit {code}, {time.time() - t:.0f} s", flush=True)
 
 
-def report(out: Path) -> dict:
+def report(out: Path, results_name: str = "refine_budget") -> dict:
     base = seed_outcomes(json.loads((out / "pretrained_eval/summary.json").read_text()))
-    res: dict = {"pretrained": float(np.mean(list(base.values()))), "episodes": len(base), "variants": {}}
+    order = sorted(base)
+    res: dict = {"pretrained": float(np.mean(list(base.values()))), "episodes": len(base),
+                 "seeds": [order[0], order[-1]], "pretrained_per_seed": [bool(base[s]) for s in order],
+                 "variants": {}}
+    lines = ["# The main job's refine round on 200 of its seeds (issue 17, item 3)", "",
+             f"Command: `python benchmarks/refine_budget.py --out {out.relative_to(ROOT)} --report --name "
+             f"{results_name}` (runs: the docstring of `benchmarks/refine_budget.py`). Pretrained policy: "
+             f"{res['pretrained']:.3f} on seeds {order[0]}..{order[-1]}. One round of 500 fine-tuning steps; "
+             "paired by seed, 95% t interval, (seeds better / worse); the control is the demos-only round "
+             "trained the same way with the same seed. `main_job_notes.md` says what it means.", "",
+             "| variant | rollouts | intervention steps | correction share | success | minus pretrained | "
+             "minus control |", "|---|---|---|---|---|---|---|"]
     outcomes = {}
     for p in sorted(out.glob("*/iter_01/eval/summary.json")):
         outcomes[p.parents[2].name] = seed_outcomes(json.loads(p.read_text()))
     for name, r in outcomes.items():
         rec = json.loads((out / name / "records.json").read_text())[-1]
         row = {"success": float(np.mean([r[s] for s in base])), "minus_pretrained": paired_difference(base, r),
-               "intervention_steps": rec.get("intervention_steps"), "env_episodes": rec.get("env_episodes")}
+               "intervention_steps": rec.get("intervention_steps"), "env_episodes": rec.get("env_episodes"),
+               "correction_sample_share": (rec.get("train") or {}).get("correction_sample_share"),
+               "per_seed": [bool(r[s]) for s in order]}
         ctrl = outcomes.get(control_of(name))
         if ctrl is not None and not name.startswith("control"):
             row["minus_control"] = paired_difference(ctrl, r)
@@ -127,7 +155,14 @@ def report(out: Path) -> dict:
             c = row["minus_control"]
             line += f"  - control {c['mean']:+.3f} [{c['lo']:+.3f}, {c['hi']:+.3f}]"
         print(line)
+
+        share = row["correction_sample_share"]
+        lines.append(f"| {name} | {row['env_episodes']} | {row['intervention_steps']} | "
+                     f"{'-' if share is None else f'{share:.3f}'} | {row['success']:.3f} | "
+                     f"{format_paired(row['minus_pretrained'])} | {format_paired(row.get('minus_control'))} |")
     (out / "report.json").write_text(json.dumps(res, indent=1))
+    (RESULTS / f"{results_name}.json").write_text(json.dumps(res, indent=1))
+    (RESULTS / f"{results_name}.md").write_text("\n".join(lines) + "\n")
     return res
 
 
@@ -138,13 +173,14 @@ def main() -> None:
     ap.add_argument("--eval-episodes", type=int, default=200)
     ap.add_argument("--only", default=None, help="comma-separated variant names (e.g. hg100_s0,control_s0)")
     ap.add_argument("--report", action="store_true")
+    ap.add_argument("--name", default="refine_budget", help="results file names: benchmarks/results/NAME.json/.md")
     args = ap.parse_args()
     out = ROOT / args.out
     out.mkdir(parents=True, exist_ok=True)
     if not args.report:
         for name, method, rollouts, ov, seed in expand(args.only):
             run_variant(ROOT / args.job, out, name, method, rollouts, ov, seed, args.eval_episodes)
-    report(out)
+    report(out, args.name)
 
 
 if __name__ == "__main__":
