@@ -141,6 +141,9 @@ class JobConfig:
             raise ConfigError(f"deploy.policy must be pretrained or refined, got '{self.deploy.policy}'")
         if self.lerobot.episodes < 0:
             raise ConfigError(f"lerobot.episodes must be >= 0 (0 = all), got {self.lerobot.episodes}")
+        if self.eval.onnx_episodes < 0:
+            raise ConfigError(f"eval.onnx_episodes must be >= 0 (0 = all of eval.episodes), "
+                              f"got {self.eval.onnx_episodes}")
         if "deploy" in self.stages and self.deploy.policy == "refined" and (
                 "refine" not in self.stages or self.stages.index("refine") > self.stages.index("deploy")):
             raise ConfigError("deploy.policy=refined needs the refine stage before deploy in stages "

@@ -61,3 +61,8 @@ def test_shipped_job_presets_load() -> None:
     # a nested list (YAML's "- - x", found by the hostile-input suite) names the key, not "['x']"
     with pytest.raises(ConfigError, match=r"key 'stages': each entry must be a stage name, got \['x'\]"):
         load_config(JobConfig, "job", "debug", ["stages=- - x"])
+    # the default job checks its ONNX export on the first 50 of its 200 evaluation seeds
+    cfg = load_config(JobConfig, "job", "default")
+    assert (cfg.eval.episodes, cfg.eval.onnx_episodes, cfg.refine.eval_episodes) == (200, 50, 200)
+    with pytest.raises(ConfigError, match=r"eval\.onnx_episodes must be >= 0 .*got -1"):
+        load_config(JobConfig, "job", "default", ["eval.onnx_episodes=-1"])
