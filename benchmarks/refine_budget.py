@@ -16,15 +16,15 @@ The runs behind `refine_budget.md` (stop 26; `vla run out_dir=runs/main26` with 
 day, whose refine round was refine's defaults; every variant run with OMP_NUM_THREADS=1, two at a
 time): all variants of VARIANTS with seed 0, and control_s1, hg100_s1, control_nw999_s1,
 hg100_nw999_s1, hg20_nw999_s1. The job's own round today is `hg20_nw999`: for a fresh job,
-`refine_budget_main27.md` pairs it with its controls (the job's pretrained evaluation and refine
-folder copied in as `pretrained_eval` and `hg20_nw999_s0`):
+`refine_budget_main28.md` pairs it with its controls (the job's pretrained evaluation and refine
+folder copied in as `pretrained_eval` and `hg20_nw999_s0`; `_main27` is the same for a job run
+before its pretraining was seeded):
 
-    python benchmarks/bench_main_job.py --out runs/main27
-    mkdir runs/r27 && cp -r runs/main27/eval_torch runs/r27/pretrained_eval && \
-        cp -r runs/main27/refine runs/r27/hg20_nw999_s0
-    python benchmarks/refine_budget.py --job runs/main27 --out runs/r27 \
-        --only control_nw999_s0,hg20_nw999_s1,control_nw999_s1
-    python benchmarks/refine_budget.py --out runs/r27 --report --name refine_budget_main27
+    python benchmarks/bench_main_job.py --out runs/main28
+    mkdir runs/r28 && cp -r runs/main28/eval_torch runs/r28/pretrained_eval && \\
+        cp -r runs/main28/refine runs/r28/hg20_nw999_s0
+    python benchmarks/refine_budget.py --job runs/main28 --out runs/r28 \\
+        --only control_nw999_s0,hg20_nw999_s1,control_nw999_s1 --name refine_budget_main28
 
 Resumable: a variant with an evaluated iteration 1 is not run again; the pretrained policy's
 evaluation is run once and copied into every variant.
