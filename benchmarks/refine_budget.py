@@ -59,7 +59,6 @@ VARIANTS: dict[str, tuple[str, int, tuple[str, ...]]] = {
                                         "train.ema_warmup=false")),
     "hg100_nw999": ("hg-dagger", 100, ("train.ema_decay=0.999", "train.ema_warmup=false")),
     "hg20_nw999": ("hg-dagger", 20, ("train.ema_decay=0.999", "train.ema_warmup=false")),
-    "hg50_nw999": ("hg-dagger", 50, ("train.ema_decay=0.999", "train.ema_warmup=false")),
     "hg100_nw999_share30": ("hg-dagger", 100, ("train.ema_decay=0.999", "train.ema_warmup=false",
                                                "group_shares={demo: 0.7, correction: 0.3}")),
     # an eager person: takes over as soon as the policy's moves stray from the expert's (5-step mean of
@@ -69,9 +68,6 @@ VARIANTS: dict[str, tuple[str, int, tuple[str, ...]]] = {
     "hg100": ("hg-dagger", 100, ()),
     "hg100_ema999": ("hg-dagger", 100, ("train.ema_decay=0.999",)),
     "hg100_share10": ("hg-dagger", 100, ("group_shares={demo: 0.9, correction: 0.1}",)),
-    # a smaller step: the demos-only round at lr 1e-4 loses ~6 points against the pretrained weights
-    "control_lr3e5": ("hg-dagger", 20, ("group_shares={demo: 1.0}", "train.lr=3e-5")),
-    "hg100_lr3e5": ("hg-dagger", 100, ("train.lr=3e-5",)),
 }
 
 
@@ -90,9 +86,9 @@ def expand(names: str | None) -> list[tuple[str, str, int, tuple[str, ...], int]
 
 
 def control_of(name: str) -> str:
-    """The demos-only control trained like `name` (same EMA / learning-rate settings and seed)."""
+    """The demos-only control trained like `name` (same EMA settings and seed)."""
     base, seed = name.rsplit("_", 1)
-    for tag in ("nw999", "ema999", "lr3e5"):
+    for tag in ("nw999", "ema999"):
         if tag in base.split("_"):
             return f"control_{tag}_{seed}"
     return f"control_{seed}"
