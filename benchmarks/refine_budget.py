@@ -14,7 +14,8 @@ by seed with the pretrained policy and with the demos-only control of the same t
 
 The runs behind `refine_budget.md` (stop 26; `vla run out_dir=runs/main26` with the preset of that
 day, whose refine round was refine's defaults; every variant run with OMP_NUM_THREADS=1, two at a
-time): all variants of VARIANTS with seed 0, and control_s1, hg100_s1, control_nw999_s1,
+time, since two torch threads per trainer beside two evaluation workers on 2 cores made a fine-tuning
+step 3.9 s instead of 0.12 s): all variants of VARIANTS with seed 0, and control_s1, hg100_s1, control_nw999_s1,
 hg100_nw999_s1, hg20_nw999_s1. The job's own round today is `hg20_nw999`: for a fresh job,
 `refine_budget_main28.md` pairs it with its controls (the job's pretrained evaluation and refine
 folder copied in as `pretrained_eval` and `hg20_nw999_s0`; `_main27` is the same for a job run
