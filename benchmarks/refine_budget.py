@@ -11,6 +11,8 @@ by seed with the pretrained policy and with the demos-only control of the same t
 
     python benchmarks/refine_budget.py --job runs/main26 --out runs/r17 [--only hg100_s0,control_s0]
     python benchmarks/refine_budget.py --job runs/main26 --out runs/r17 --report   # refine_budget.md/.json
+    python benchmarks/refine_budget.py --job runs/main26 --out runs/r17 \\
+        --losses hg100_nw999_s0,control_nw999_s0,hg100_nw999_share30_s0,hg100_s0   # window_losses
 
 The runs behind `refine_budget.md` (stop 26; `vla run out_dir=runs/main26` with the preset of that
 day, whose refine round was refine's defaults; every variant run with OMP_NUM_THREADS=1, two at a
@@ -158,8 +160,54 @@ def report(out: Path, results_name: str = "refine_budget") -> dict:
                      f"{'-' if share is None else f'{share:.3f}'} | {row['success']:.3f} | "
                      f"{format_paired(row['minus_pretrained'])} | {format_paired(row.get('minus_control'))} |")
     (out / "report.json").write_text(json.dumps(res, indent=1))
-    (RESULTS / f"{results_name}.json").write_text(json.dumps(res, indent=1))
+    old = RESULTS / f"{results_name}.json"
+    if old.exists() and "window_losses" in (kept := json.loads(old.read_text())):
+        res["window_losses"] = kept["window_losses"]  # from --losses, which a report does not rerun
+    old.write_text(json.dumps(res, indent=1))
     (RESULTS / f"{results_name}.md").write_text("\n".join(lines) + "\n")
+    return res
+
+
+def window_losses(out: Path, source: str, names: list[str], job: Path, n_demo: int = 512, reps: int = 3
+                  ) -> dict[str, dict[str, float]]:
+    """Each policy's flow-matching loss (EMA weights, fixed noise draws) on the windows that start at a
+    correction step of `source`'s store and on `n_demo` random demo windows: how far a round fitted
+    the corrections it was given."""
+    import torch
+    from torch.utils.data import DataLoader, Subset
+
+    from vla.data.dataset import WindowDataset
+    from vla.data.store import EpisodeStore
+    from vla.policy.checkpoint import load_model
+
+    store = EpisodeStore.open(out / source / "store.zarr")
+    table = store.table()
+    step_episode = np.searchsorted(table.episode_starts, np.arange(store.n_steps), side="right") - 1
+    groups = {"correction": np.where(np.asarray(store.read("is_intervention", 0, store.n_steps), bool))[0],
+              "demo": np.random.default_rng(0).choice(np.where(table.source[step_episode] == "demo")[0], n_demo,
+                                                      replace=False)}
+    ckpts = {"pretrained": job / "train/checkpoints/step_00007000",
+             **{n: out / n / "iter_01/train/checkpoints/step_00000500" for n in names}}
+    res: dict[str, dict[str, float]] = {}
+    for name, ck in ckpts.items():
+        model, _ = load_model(ck, use_ema=True)
+        model.eval()
+        data = WindowDataset(store, obs_horizon=model.cfg.n_obs_steps, action_horizon=model.cfg.chunk_size,
+                             cameras=model.cfg.cameras)
+        if len(data) != store.n_steps:
+            raise ValueError(f"{source}: expected one window per step ({store.n_steps}), got {len(data)}")
+        res[name] = {}
+        for group, idx in groups.items():
+            total = 0.0
+            for rep in range(reps):
+                gen = torch.Generator().manual_seed(rep)
+                for batch in DataLoader(Subset(data, idx.tolist()), batch_size=128):
+                    with torch.no_grad():
+                        loss, _ = model.compute_loss(batch, generator=gen)
+                    total += float(loss) * len(batch["state"])
+            res[name][group] = total / (reps * len(idx))
+        print(f"{name:24s} correction windows {res[name]['correction']:.4f}  demo windows {res[name]['demo']:.4f}",
+              flush=True)
     return res
 
 
@@ -171,9 +219,18 @@ def main() -> None:
     ap.add_argument("--only", default=None, help="comma-separated variant names (e.g. hg100_s0,control_s0)")
     ap.add_argument("--report", action="store_true")
     ap.add_argument("--name", default="refine_budget", help="results file names: benchmarks/results/NAME.json/.md")
+    ap.add_argument("--losses", default=None, metavar="VARIANTS",
+                    help="instead: flow loss of the pretrained policy and these variants on the correction and "
+                         "demo windows of the first one's store (into NAME.json as window_losses)")
     args = ap.parse_args()
     out = ROOT / args.out
     out.mkdir(parents=True, exist_ok=True)
+    if args.losses:
+        names = args.losses.split(",")
+        res = json.loads((RESULTS / f"{args.name}.json").read_text())
+        res["window_losses"] = {"store": names[0], **window_losses(out, names[0], names, ROOT / args.job)}
+        (RESULTS / f"{args.name}.json").write_text(json.dumps(res, indent=1))
+        return
     if not args.report:
         for name, method, rollouts, ov, seed in expand(args.only):
             run_variant(ROOT / args.job, out, name, method, rollouts, ov, seed, args.eval_episodes)
