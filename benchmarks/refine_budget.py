@@ -12,7 +12,8 @@ by seed with the pretrained policy and with the demos-only control of the same t
     python benchmarks/refine_budget.py --job runs/main26 --out runs/r17 [--only hg100_s0,control_s0]
     python benchmarks/refine_budget.py --job runs/main26 --out runs/r17 --report   # refine_budget.md/.json
     python benchmarks/refine_budget.py --job runs/main26 --out runs/r17 \\
-        --losses hg100_nw999_s0,control_nw999_s0,hg100_nw999_share30_s0,hg100_s0   # window_losses
+        --losses hg100_nw999_s0,control_nw999_s0,hg100_nw999_share30_s0,hg100_s0,hg100_nw999_long_s0,\\
+control_nw999_long_s0   # window_losses
 
 The runs behind `refine_budget.md` (stop 26; `vla run out_dir=runs/main26` with the preset of that
 day, whose refine round was refine's defaults; every variant run with OMP_NUM_THREADS=1, two at a
@@ -68,6 +69,11 @@ VARIANTS: dict[str, tuple[str, int, tuple[str, ...]]] = {
     # the xyz action difference), not only once it has failed
     "hg100_nw999_dis05": ("hg-dagger", 100, ("train.ema_decay=0.999", "train.ema_warmup=false",
                                              "intervener_args={disagreement_threshold: 0.5}")),
+    # three times the steps: the corrections' loss fell only a sixth of the way in 500 (window_losses)
+    "control_nw999_long": ("hg-dagger", 20, ("group_shares={demo: 1.0}", "train.ema_decay=0.999",
+                                             "train.ema_warmup=false", "train.steps=1500", "train.ckpt_every=1500")),
+    "hg100_nw999_long": ("hg-dagger", 100, ("train.ema_decay=0.999", "train.ema_warmup=false", "train.steps=1500",
+                                            "train.ckpt_every=1500")),
     "hg100": ("hg-dagger", 100, ()),
     "hg100_ema999": ("hg-dagger", 100, ("train.ema_decay=0.999",)),
     "hg100_share10": ("hg-dagger", 100, ("group_shares={demo: 0.9, correction: 0.1}",)),
@@ -91,8 +97,8 @@ def expand(names: str | None) -> list[tuple[str, str, int, tuple[str, ...], int]
 def control_of(name: str) -> str:
     """The demos-only control trained like `name` (same EMA settings and seed)."""
     base, seed = name.rsplit("_", 1)
-    for tag in ("nw999", "ema999"):
-        if tag in base.split("_"):
+    for tag in ("nw999_long", "nw999", "ema999"):
+        if base.endswith(tag) or f"_{tag}_" in base:
             return f"control_{tag}_{seed}"
     return f"control_{seed}"
 
@@ -186,8 +192,10 @@ def window_losses(out: Path, source: str, names: list[str], job: Path, n_demo: i
     groups = {"correction": np.where(np.asarray(store.read("is_intervention", 0, store.n_steps), bool))[0],
               "demo": np.random.default_rng(0).choice(np.where(table.source[step_episode] == "demo")[0], n_demo,
                                                       replace=False)}
+    from vla.train.trainer import latest_checkpoint
+
     ckpts = {"pretrained": job / "train/checkpoints/step_00007000",
-             **{n: out / n / "iter_01/train/checkpoints/step_00000500" for n in names}}
+             **{n: latest_checkpoint(out / n / "iter_01/train") for n in names}}
     res: dict[str, dict[str, float]] = {}
     for name, ck in ckpts.items():
         model, _ = load_model(ck, use_ema=True)
