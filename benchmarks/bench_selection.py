@@ -106,8 +106,8 @@ def sim_eval(folders: list[Path], out: Path) -> None:
         same = plain.get(scale)
         v = {"policy": r["policy"], "noise_scale": scale, "success": r["success_rate"],
              "minus_plain_same_scale": None if same in (None, name) else paired_difference(seeds[same], seeds[name]),
-             "minus_noise0": None if ref in (None, name) else paired_difference(seeds[ref], seeds[name])}
-        v["per_seed_success"] = [bool(seeds[name][k]) for k in sorted(some)]  # seeds in order
+             "minus_noise0": None if ref in (None, name) else paired_difference(seeds[ref], seeds[name]),
+             "per_seed_success": [bool(seeds[name][k]) for k in sorted(some)]}  # seeds in order
         rec["variants"][name] = v
         lines.append(f"| {name} (`{r['policy']}`) | {scale} | {r['success_rate']:.3f} | "
                      f"{format_paired(v['minus_plain_same_scale'])} | {format_paired(v['minus_noise0'])} |")

@@ -82,14 +82,15 @@ VARIANTS: dict[str, tuple[str, int, tuple[str, ...]]] = {
 
 def expand(names: str | None) -> list[tuple[str, str, int, tuple[str, ...], int]]:
     known = {f"{base}_s{seed}" for base in VARIANTS for seed in (0, 1)}
-    unknown = sorted(set(names.split(",")) - known) if names else []
+    unknown = sorted(set(names.split(",")) - known) if names else []  # before any run starts
     if unknown:
         raise SystemExit(f"--only: unknown variant(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+    wanted = set(names.split(",")) if names else known
     out = []
     for seed in (0, 1):  # every variant's first training seed before any second one
         for base, (method, rollouts, ov) in VARIANTS.items():
             name = f"{base}_s{seed}"
-            if names is None or name in names.split(","):
+            if name in wanted:
                 out.append((name, method, rollouts, ov, seed))
     return out
 
@@ -153,19 +154,12 @@ def report(out: Path, results_name: str = "refine_budget") -> dict:
         if ctrl is not None and not name.startswith("control"):
             row["minus_control"] = paired_difference(ctrl, r)
         res["variants"][name] = row
-        d = row["minus_pretrained"]
-        line = (f"{name:20s} {row['success']:.3f}  - pretrained {d['mean']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}] "
-                f"({d['better']}/{d['worse']})")
-        if "minus_control" in row:
-            c = row["minus_control"]
-            line += f"  - control {c['mean']:+.3f} [{c['lo']:+.3f}, {c['hi']:+.3f}]"
-        print(line)
-
+        print(f"{name:24s} {row['success']:.3f}  - pretrained {format_paired(row['minus_pretrained'])}"
+              + (f"  - control {format_paired(row['minus_control'])}" if "minus_control" in row else ""))
         share = row["correction_sample_share"]
         lines.append(f"| {name} | {row['env_episodes']} | {row['intervention_steps']} | "
                      f"{'-' if share is None else f'{share:.3f}'} | {row['success']:.3f} | "
                      f"{format_paired(row['minus_pretrained'])} | {format_paired(row.get('minus_control'))} |")
-    (out / "report.json").write_text(json.dumps(res, indent=1))
     old = RESULTS / f"{results_name}.json"
     if old.exists() and "window_losses" in (kept := json.loads(old.read_text())):
         res["window_losses"] = kept["window_losses"]  # from --losses, which a report does not rerun
@@ -184,26 +178,24 @@ def window_losses(out: Path, source: str, names: list[str], job: Path, n_demo: i
 
     from vla.data.dataset import WindowDataset
     from vla.data.store import EpisodeStore
-    from vla.policy.checkpoint import load_model
-
-    store = EpisodeStore.open(out / source / "store.zarr")
-    table = store.table()
-    step_episode = np.searchsorted(table.episode_starts, np.arange(store.n_steps), side="right") - 1
-    groups = {"correction": np.where(np.asarray(store.read("is_intervention", 0, store.n_steps), bool))[0],
-              "demo": np.random.default_rng(0).choice(np.where(table.source[step_episode] == "demo")[0], n_demo,
-                                                      replace=False)}
+    from vla.policy.checkpoint import load_config, load_model
+    from vla.refine.weights import demo_loss
     from vla.train.trainer import latest_checkpoint
 
+    store = EpisodeStore.open(out / source / "store.zarr")
+    groups = {"correction": np.flatnonzero(np.asarray(store.read("is_intervention", 0, store.n_steps), bool)),
+              "demo": np.random.default_rng(0).choice(np.flatnonzero(demo_loss(store.table())[1]), n_demo,
+                                                      replace=False)}
     ckpts = {"pretrained": job / "train/checkpoints/step_00007000",
              **{n: latest_checkpoint(out / n / "iter_01/train") for n in names}}
+    cfg = load_config(ckpts["pretrained"])  # the fine-tunes keep its architecture and inputs
+    data = WindowDataset(store, obs_horizon=cfg.n_obs_steps, action_horizon=cfg.chunk_size, cameras=cfg.cameras)
+    if len(data) != store.n_steps:
+        raise ValueError(f"{source}: expected one window per step ({store.n_steps}), got {len(data)}")
     res: dict[str, dict[str, float]] = {}
     for name, ck in ckpts.items():
         model, _ = load_model(ck, use_ema=True)
         model.eval()
-        data = WindowDataset(store, obs_horizon=model.cfg.n_obs_steps, action_horizon=model.cfg.chunk_size,
-                             cameras=model.cfg.cameras)
-        if len(data) != store.n_steps:
-            raise ValueError(f"{source}: expected one window per step ({store.n_steps}), got {len(data)}")
         res[name] = {}
         for group, idx in groups.items():
             total = 0.0
