@@ -74,6 +74,18 @@ VARIANTS: dict[str, tuple[str, int, tuple[str, ...]]] = {
                                              "train.ema_warmup=false", "train.steps=1500", "train.ckpt_every=1500")),
     "hg100_nw999_long": ("hg-dagger", 100, ("train.ema_decay=0.999", "train.ema_warmup=false", "train.steps=1500",
                                             "train.ckpt_every=1500")),
+    # the corrections' wrist tilts reach 49 normalised units (demos: 1.6) and own their windows' loss;
+    # clipped at 2, which no demo target reaches, so the nw999 controls are this variant's controls
+    "hg100_nw999_clip2": ("hg-dagger", 100, ("train.ema_decay=0.999", "train.ema_warmup=false",
+                                             "train.target_clip=2")),
+    "hg20_nw999_clip2": ("hg-dagger", 20, ("train.ema_decay=0.999", "train.ema_warmup=false",
+                                           "train.target_clip=2")),
+    # the person steps in when the policy is about to let go of the cube where the expert would still
+    # carry it (sim/intervener.py `release`), instead of re-grasping it after the drop
+    "hg100_nw999_guard": ("hg-dagger", 100, ("train.ema_decay=0.999", "train.ema_warmup=false",
+                                             "intervener_args={release_guard: 1}")),
+    "hg20_nw999_guard": ("hg-dagger", 20, ("train.ema_decay=0.999", "train.ema_warmup=false",
+                                           "intervener_args={release_guard: 1}")),
     "hg100": ("hg-dagger", 100, ()),
     "hg100_ema999": ("hg-dagger", 100, ("train.ema_decay=0.999",)),
     "hg100_share10": ("hg-dagger", 100, ("group_shares={demo: 0.9, correction: 0.1}",)),
@@ -161,18 +173,19 @@ def report(out: Path, results_name: str = "refine_budget") -> dict:
                      f"{'-' if share is None else f'{share:.3f}'} | {row['success']:.3f} | "
                      f"{format_paired(row['minus_pretrained'])} | {format_paired(row.get('minus_control'))} |")
     old = RESULTS / f"{results_name}.json"
-    if old.exists() and "window_losses" in (kept := json.loads(old.read_text())):
-        res["window_losses"] = kept["window_losses"]  # from --losses, which a report does not rerun
+    kept = json.loads(old.read_text()) if old.exists() else {}
+    res.update({k: v for k, v in kept.items() if k.startswith("window_losses")})  # --losses: not rerun here
     old.write_text(json.dumps(res, indent=1))
     (RESULTS / f"{results_name}.md").write_text("\n".join(lines) + "\n")
     return res
 
 
-def window_losses(out: Path, source: str, names: list[str], job: Path, n_demo: int = 512, reps: int = 3
-                  ) -> dict[str, dict[str, float]]:
+def window_losses(out: Path, source: str, names: list[str], job: Path, n_demo: int = 512, reps: int = 3,
+                  target_clip: float = 0.0) -> dict[str, dict[str, float]]:
     """Each policy's flow-matching loss (EMA weights, fixed noise draws) on the windows that start at a
     correction step of `source`'s store and on `n_demo` random demo windows: how far a round fitted
-    the corrections it was given."""
+    the corrections it was given (targets clipped at `target_clip` when > 0, as `train.target_clip`),
+    and each action dimension's part of it (`<group>_per_dim`, 7 numbers averaging to the loss)."""
     import torch
     from torch.utils.data import DataLoader, Subset
 
@@ -198,16 +211,18 @@ def window_losses(out: Path, source: str, names: list[str], job: Path, n_demo: i
         model.eval()
         res[name] = {}
         for group, idx in groups.items():
-            total = 0.0
+            total, dims = 0.0, np.zeros(cfg.action_dim)
             for rep in range(reps):
                 gen = torch.Generator().manual_seed(rep)
                 for batch in DataLoader(Subset(data, idx.tolist()), batch_size=128):
                     with torch.no_grad():
-                        loss, _ = model.compute_loss(batch, generator=gen)
+                        loss, m = model.compute_loss(batch, generator=gen, target_clip=target_clip, per_dim=True)
                     total += float(loss) * len(batch["state"])
+                    dims += np.array([m[f"loss_dim{i}"] for i in range(cfg.action_dim)]) * len(batch["state"])
             res[name][group] = total / (reps * len(idx))
-        print(f"{name:24s} correction windows {res[name]['correction']:.4f}  demo windows {res[name]['demo']:.4f}",
-              flush=True)
+            res[name][f"{group}_per_dim"] = [round(float(x), 4) for x in dims / (reps * len(idx))]
+        print(f"{name:24s} correction windows {res[name]['correction']:.4f}  demo windows {res[name]['demo']:.4f}"
+              f"  per dimension on the corrections {res[name]['correction_per_dim']}", flush=True)
     return res
 
 
@@ -222,13 +237,17 @@ def main() -> None:
     ap.add_argument("--losses", default=None, metavar="VARIANTS",
                     help="instead: flow loss of the pretrained policy and these variants on the correction and "
                          "demo windows of the first one's store (into NAME.json as window_losses)")
+    ap.add_argument("--loss-clip", type=float, default=0.0,
+                    help="with --losses: targets clipped as train.target_clip (into window_losses_clip<N>)")
     args = ap.parse_args()
     out = ROOT / args.out
     out.mkdir(parents=True, exist_ok=True)
     if args.losses:
         names = args.losses.split(",")
         res = json.loads((RESULTS / f"{args.name}.json").read_text())
-        res["window_losses"] = {"store": names[0], **window_losses(out, names[0], names, ROOT / args.job)}
+        key = f"window_losses_clip{args.loss_clip:g}" if args.loss_clip > 0 else "window_losses"
+        res[key] = {"store": names[0], **window_losses(out, names[0], names, ROOT / args.job,
+                                                       target_clip=args.loss_clip)}
         (RESULTS / f"{args.name}.json").write_text(json.dumps(res, indent=1))
         return
     if not args.report:

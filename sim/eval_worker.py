@@ -86,6 +86,8 @@ def run_episode(env: Any, policy: Any, seed: int, spec: dict[str, Any], record: 
                            subtasks_done=finished, seconds=time.perf_counter() - t0,
                            intervention_steps=n_intervention, recovery_steps=n_recovery,
                            takeovers=len(intervener.takeovers) if intervener is not None else 0,
+                           takeover_reasons=[f"{why}@{at}" for at, why in intervener.takeovers]
+                           if intervener is not None else [],
                            guided_steps=guided_steps, control_hz=float(env.metadata.get("render_fps", 20.0)))
     return result, builder, frames
 
@@ -106,7 +108,8 @@ def instruction_option(env: Any, seed: int, instruction: str) -> dict[str, str] 
 
 
 def intervener_args(spec: dict[str, Any]) -> dict[str, Any]:
-    """The spec's ExpertIntervener keywords (JSON numbers; the counts among them as int)."""
+    """The spec's ExpertIntervener keywords (JSON numbers; the counts among them as int, the switches
+    as bool: a typed config may hand `release_guard: true` over as 1.0)."""
     import inspect
 
     from sim.intervener import ExpertIntervener
@@ -116,7 +119,12 @@ def intervener_args(spec: dict[str, Any]) -> dict[str, Any]:
     unknown = sorted(set(args) - set(valid) - {"env", "expert", "mode"})
     if unknown:
         raise ValueError(f"unknown intervener_args {unknown} (valid: {sorted(set(valid) - {'env', 'expert', 'mode'})})")
-    return {k: int(v) if isinstance(valid[k].default, int) and float(v).is_integer() else v for k, v in args.items()}
+    def typed(k: str, v: Any) -> Any:
+        if isinstance(valid[k].default, bool):
+            return bool(v)
+        return int(v) if isinstance(valid[k].default, int) and float(v).is_integer() else v
+
+    return {k: typed(k, v) for k, v in args.items()}
 
 
 def run_worker(spec: dict[str, Any]) -> Iterator[EpisodeResult]:

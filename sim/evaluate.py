@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -122,6 +123,9 @@ class EpisodeResult:
     intervention_steps: int = 0
     recovery_steps: int = 0
     takeovers: int = 0
+    # why and when the intervener took over, one "reason@step" per takeover (sim/intervener.py's reasons:
+    # regressed, timeout, off_plan, disagreement, requested)
+    takeover_reasons: list[str] = field(default_factory=list)
     # steps whose chunk was sampled under guidance (a guided policy's `last_guided`, e.g. ReGuide)
     guided_steps: list[int] = field(default_factory=list)
     control_hz: float = 20.0  # the env's control rate: length / control_hz is the episode's robot time
@@ -167,6 +171,7 @@ def summarise(results: list[EpisodeResult], config: EvalConfig) -> dict[str, Any
         "intervention_steps": sum(r.intervention_steps for r in results),
         "recovery_steps": sum(r.recovery_steps for r in results),
         "episodes_with_takeover": sum(r.takeovers > 0 for r in results),
+        "takeover_reasons": dict(Counter(x.split("@")[0] for r in results for x in r.takeover_reasons)),
         "env_steps_per_s_per_worker": steps / seconds if seconds else None,
         "config": asdict(config), "episodes_detail": [asdict(r) for r in results],
     }

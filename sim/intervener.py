@@ -11,6 +11,12 @@ failure:
 - `off_plan`: the gripper wandered far (xy) from the corridor between the active object and its goal;
 - `disagreement`: the policy's action (put in `info["policy_action"]` by the session loop) differs
   from the expert's by more than a threshold, averaged over a short window;
+- `release` (with `release_guard`): the policy is about to open the gripper on an object it holds
+  where the expert would still carry it. A person watching sees the cube about to be let go beside
+  its goal and steps in before, not after: on the main job's camera policy 26 of 33 takeovers were
+  `regressed` a few steps after such a release at the zone's edge, and the correction that follows
+  a drop (re-grasp the cube lying there) is a behaviour no demonstration shows, where the correction
+  before it (carry on to the goal, then let go) differs from the demonstrations only in where it starts;
 - `requested`: `request_takeover()` was called (a test, or a person's button in a UI).
 
 Then, in RaC mode (arXiv 2509.07953), it first *rewinds*: drives the end effector back along the
@@ -76,7 +82,8 @@ class ExpertIntervener:
     def __init__(self, env: Any, expert: Any = None, mode: str = "rac", *,
                  subtask_timeout: int = 120, max_off_plan: float = 0.15, regress_patience: int = 8,
                  disagreement_threshold: float | None = None, disagreement_window: int = 5,
-                 min_rewind: int = 5, max_rewind_steps: int = 40, max_correction_steps: int = 200) -> None:
+                 release_guard: bool = False, min_rewind: int = 5, max_rewind_steps: int = 40,
+                 max_correction_steps: int = 200) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown intervener mode '{mode}' (valid: {', '.join(MODES)})")
         self.env = env.unwrapped
@@ -89,6 +96,7 @@ class ExpertIntervener:
         self.regress_patience = regress_patience
         self.disagreement_threshold = disagreement_threshold
         self.disagreement_window = disagreement_window
+        self.release_guard = release_guard
         self.min_rewind, self.max_rewind_steps = min_rewind, max_rewind_steps
         self.max_correction_steps = max_correction_steps
         self.reset()
@@ -185,6 +193,10 @@ class ExpertIntervener:
             return "timeout"
         if self._off_plan() > self.max_off_plan:
             return "off_plan"
+        # the gripper command is the action's last entry (-1 open, +1 close) on every task here
+        if (self.release_guard and held and "policy_action" in info
+                and float(info["policy_action"][-1]) < 0 <= float(self._expert_action_peek(obs, info)[-1])):
+            return "release"
         if self.disagreement_threshold is not None and "policy_action" in info:
             pa = np.asarray(info["policy_action"], dtype=np.float64)
             ea = self._expert_action_peek(obs, info).astype(np.float64)

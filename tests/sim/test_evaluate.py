@@ -101,6 +101,10 @@ def test_intervened_rollouts_are_flagged(tmp_path: Path, mode: str) -> None:
                         out_dir=str(tmp_path / "eval"), record=str(tmp_path / "r.zarr"), intervener=mode)
     summary = run_evaluation(config, progress=False)
     assert summary["episodes_with_takeover"] == 2
+    # why the person stepped in, per episode ("reason@step") and counted over the run
+    reasons = [r for ep in summary["episodes_detail"] for r in ep["takeover_reasons"]]
+    assert len(reasons) >= 2 and all(r.split("@")[1].isdigit() for r in reasons)
+    assert sum(summary["takeover_reasons"].values()) == len(reasons)
     store = EpisodeStore.open(tmp_path / "r.zarr")
     assert store.n_episodes == 2 and list(store.select(intervention=True)) == [0, 1]
     for i in range(2):

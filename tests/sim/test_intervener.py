@@ -206,3 +206,54 @@ def test_works_on_a_robosuite_task_with_its_expert():
     assert "R" in flags and flags.rstrip("C").endswith("R")
     # Corrected the sub-task current at takeover: the robosuite task moved past it.
     assert inter.episode_done and not inter.correction_failed and info["subtask"] != inter.target_subtask
+
+
+def test_release_guard_takes_over_before_the_policy_lets_go_of_a_held_cube(env):
+    """The policy carries the cube (the expert's moves) and opens the gripper halfway to the goal:
+    with the guard the person takes over on that very step, before the cube falls, and finishes the
+    place; without it the takeover comes later, as a regression, after the drop."""
+    def releaser():
+        expert = NativePickPlaceExpert(env)
+        expert.reset(1)
+        state = {"lifted": False, "opened_at": None}
+
+        def policy(t, obs, info):
+            a = expert.act(obs)
+            if info["subtask"] == "place_cube" and env.eef_pos()[2] > 0.08:
+                state["lifted"] = True
+            if state["lifted"]:
+                a = a.copy()
+                a[6] = -1.0
+                if state["opened_at"] is None:
+                    state["opened_at"] = t
+            return a
+        return policy, state
+
+    policy, state = releaser()
+    inter = ExpertIntervener(env, mode="hg_dagger", release_guard=True)
+    flags, info = session(env, inter, policy)
+    reason = inter.takeovers[0][1]
+    assert reason == "release" and flags[state["opened_at"]] == "C"  # the opening step never ran
+    assert inter.target_subtask == "place_cube" and info["success"]
+    policy, state = releaser()
+    inter = ExpertIntervener(env, mode="hg_dagger")
+    session(env, inter, policy)
+    assert inter.takeovers[0][1] == "regressed" and inter.takeovers[0][0] > state["opened_at"] + 1
+
+
+def test_release_guard_stays_out_of_an_expert_episode(env):
+    """The expert's own release at the goal is no takeover: it agrees with itself."""
+    expert = NativePickPlaceExpert(env)
+    expert.reset(1)
+    inter = ExpertIntervener(env, mode="hg_dagger", release_guard=True)
+    flags, info = session(env, inter, lambda t, obs, info: expert.act(obs))
+    assert info["success"] and set(flags) == {"p"} and inter.takeovers == []
+
+
+def test_intervener_args_from_a_typed_config_get_the_keywords_types() -> None:
+    from sim.eval_worker import intervener_args
+
+    args = intervener_args({"intervener_args": {"release_guard": 1.0, "subtask_timeout": 8.0,
+                                                "disagreement_threshold": 0.5}})
+    assert args == {"release_guard": True, "subtask_timeout": 8, "disagreement_threshold": 0.5}
+    assert type(args["release_guard"]) is bool and type(args["subtask_timeout"]) is int

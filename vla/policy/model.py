@@ -165,9 +165,12 @@ class VLAModel(nn.Module):
                              f"{cfg.action_dim}) (chunk_size, action_dim)")
 
     # ----------------------------------------------------------------------------- training
-    def compute_loss(self, batch: Mapping[str, Any], generator: torch.Generator | None = None
-                     ) -> tuple[torch.Tensor, dict[str, float]]:
-        """Flow-matching loss with random clean prefixes; padded and prefix positions excluded."""
+    def compute_loss(self, batch: Mapping[str, Any], generator: torch.Generator | None = None,
+                     target_clip: float = 0.0, per_dim: bool = False) -> tuple[torch.Tensor, dict[str, float]]:
+        """Flow-matching loss with random clean prefixes; padded and prefix positions excluded.
+        `target_clip` > 0 clips the normalised action targets to that bound (`flow.clip_targets`);
+        `per_dim` adds each action dimension's share of the loss as metrics `loss_dim<i>` (they average
+        to the loss)."""
         self._check_batch(batch)
         cfg = self.cfg
         device = self.action_pos.device
@@ -185,6 +188,7 @@ class VLAModel(nn.Module):
         # whatever the loader put there: repeat the last valid action (diffusion_policy's padding).
         last = torch.where(valid, torch.arange(h, device=device), -1).cummax(dim=1).values.clamp_min(0)
         x1 = torch.gather(x1, 1, last[..., None].expand_as(x1))
+        x1, was_clipped = flow.clip_targets(x1, target_clip)
         gen_device = generator.device if generator is not None else device
         x0 = torch.randn(x1.shape, generator=generator, device=gen_device).to(device)
         tau = flow.sample_tau(b, cfg.tau_beta_alpha, cfg.tau_max, generator, gen_device).to(device)
@@ -196,9 +200,16 @@ class VLAModel(nn.Module):
         weight = (valid & ~clean).float()
         if "loss_weight" in batch:  # refinement: per-action weights (HABC / AWR), 0 = unsupervised
             weight = weight * batch["loss_weight"][:, :h].to(device).float()
-        loss = flow.masked_mse(v, flow.target_velocity(x0, x1), weight)
+        target = flow.target_velocity(x0, x1)
+        loss = flow.masked_mse(v, target, weight)
         metrics = {"loss": float(loss.detach()), "prefix_len": float(d.float().mean()),
                    "valid_frac": float(weight.mean())}
+        if per_dim:
+            for i in range(target.shape[-1]):
+                metrics[f"loss_dim{i}"] = float(flow.masked_mse(v[..., i:i + 1], target[..., i:i + 1], weight).detach())
+        if target_clip > 0:  # how often the bound bites: in the logs beside the loss
+            metrics["clipped_frac"] = float(was_clipped.any(dim=-1).float().mul(weight > 0).sum()
+                                            / (weight > 0).sum().clamp_min(1))
         return loss, metrics
 
     # ----------------------------------------------------------------------------- inference

@@ -21,6 +21,9 @@ class TrainConfig:
     ema_decay: float = 0.999  # 0 disables EMA
     # false: the average starts at full decay from the initial weights (fine-tuning an EMA checkpoint)
     ema_warmup: bool = True
+    # > 0: normalised action targets clipped to [-target_clip, target_clip] in the loss
+    # (vla.policy.flow.clip_targets); 0 = off. Quantile normalisation puts the demos inside ~[-1.6, 1.6].
+    target_clip: float = 0.0
     seed: int = 0
     log_every: int = 50
     val_every: int = 1000
@@ -40,6 +43,8 @@ class TrainConfig:
         for name in ("steps", "batch_size", "log_every", "val_every", "ckpt_every"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"TrainConfig: {name} must be >= 1, got {getattr(self, name)}")
+        if not (self.target_clip == 0 or self.target_clip >= 1):  # also rejects NaN
+            raise ValueError(f"TrainConfig: target_clip must be 0 (off) or >= 1, got {self.target_clip}")
         if self.lr <= 0 or not 0 <= self.ema_decay < 1 or self.warmup_steps < 0 or self.grad_clip < 0:
             raise ValueError("TrainConfig: need lr > 0, 0 <= ema_decay < 1, warmup_steps >= 0, grad_clip >= 0")
 

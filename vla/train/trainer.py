@@ -17,6 +17,7 @@ evaluates, logs and writes checkpoints.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import shutil
@@ -91,7 +92,7 @@ class Trainer:
         self.opt = make_optimizer(self.model, cfg.lr, cfg.weight_decay, cfg.betas)
         self.ema = EMA(self.model, cfg.ema_decay, cfg.ema_warmup) if cfg.ema_decay > 0 else None
         self.step = 0
-        self._loss_fn = self.model.compute_loss
+        self._loss_fn = functools.partial(self.model.compute_loss, target_clip=cfg.target_clip)
         if cfg.compile:
             # Compile the two graphs; compute_loss keeps its Python-side checks and metrics.
             self.model.encode = torch.compile(self.model.encode)  # type: ignore[method-assign]
@@ -179,7 +180,7 @@ class Trainer:
                 if i >= self.cfg.val_batches:
                     break
                 with self._autocast():
-                    loss, _ = self.model.compute_loss(batch, gen)
+                    loss, _ = self._loss_fn(batch, gen)
                 total, n = total + float(loss), n + 1
         return total / max(n, 1)
 

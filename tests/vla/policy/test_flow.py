@@ -56,3 +56,12 @@ def test_masked_mse_ignores_zero_weight_positions() -> None:
     assert float(flow.masked_mse(pred, target, w)) == 0.0
     target[0, 0] = 2.0
     assert float(flow.masked_mse(pred, target, w)) == pytest.approx(2.0)  # 4 averaged over 2 positions
+
+
+def test_clip_targets_bounds_outliers_and_leaves_the_rest() -> None:
+    x = torch.tensor([[0.5, -3.0, 49.0, 2.0]])
+    clipped, mask = flow.clip_targets(x, 2.0)
+    assert clipped.tolist() == [[0.5, -2.0, 2.0, 2.0]]
+    assert mask.tolist() == [[False, True, True, False]]
+    same, none = flow.clip_targets(x, 0.0)  # off
+    assert torch.equal(same, x) and not none.any()

@@ -205,3 +205,30 @@ def test_state_quats_make_the_model_blind_to_the_quaternion_sign_and_survive_a_c
     assert loaded.cfg.state_quats == (3,)
     torch.testing.assert_close(loaded.encode([], flipped, batch["obs_mask"], lang)[0],
                                model.eval().encode([], batch["state"], batch["obs_mask"], lang)[0])
+
+
+def test_target_clip_bounds_an_out_of_envelope_target_and_leaves_in_range_ones() -> None:
+    """A target far outside the normalisation envelope (a person's correction on a dimension the
+    demos barely use) dominates the loss unless clipped; targets inside the bound are untouched."""
+    model, data = make()
+    batch = batch_of(data)
+    gen = lambda: torch.Generator().manual_seed(3)  # noqa: E731
+    base, _ = model.compute_loss(batch, gen())
+    inside, m_inside = model.compute_loss(batch, gen(), target_clip=50.0)
+    assert float(inside) == pytest.approx(float(base), rel=1e-6) and m_inside["clipped_frac"] == 0.0
+    far = {**batch, "action": batch["action"].clone()}
+    scale = model.normalizer.action_scale[0]
+    far["action"][0, :, 0] = model.normalizer.action_center[0] + 40.0 * scale  # 40 normalised units
+    unclipped, _ = model.compute_loss(far, gen())
+    clipped, metrics = model.compute_loss(far, gen(), target_clip=2.0)
+    assert float(unclipped) > 10 * float(base)
+    assert float(clipped) < 3 * float(base)
+    assert 0.0 < metrics["clipped_frac"] < 1.0  # the one sample of eight, on its supervised positions
+
+
+def test_per_dim_losses_average_to_the_loss() -> None:
+    model, data = make()
+    loss, metrics = model.compute_loss(batch_of(data), torch.Generator().manual_seed(3), per_dim=True)
+    dims = [metrics[f"loss_dim{i}"] for i in range(model.cfg.action_dim)]
+    assert sum(dims) / len(dims) == pytest.approx(float(loss.detach()), rel=1e-5)
+    assert "loss_dim0" not in model.compute_loss(batch_of(data), torch.Generator().manual_seed(3))[1]

@@ -97,6 +97,19 @@ def test_lr_schedule_and_config_errors() -> None:
         load_train_config("debug", stepz=3)
     with pytest.raises(FileNotFoundError, match="unknown train preset"):
         load_train_config("nope")
+    for bad in (0.5, -1.0, float("nan")):
+        with pytest.raises(ValueError, match="target_clip must be 0"):
+            load_train_config("debug", target_clip=bad)
+
+
+def test_target_clip_reaches_the_loss_and_is_logged(tmp_path: Path) -> None:
+    """train.target_clip is passed to the model's loss: its clipped_frac metric appears in the step's
+    metrics (0 here: LineDataset's targets sit inside the bound)."""
+    t = new_trainer(tmp_path, cfg(target_clip=2.0))
+    batch = next(iter(torch.utils.data.DataLoader(t.train_data, batch_size=4)))
+    metrics = t.train_step(batch)
+    assert metrics["clipped_frac"] == 0.0
+    assert "clipped_frac" not in new_trainer(tmp_path / "off", cfg()).train_step(batch)
 
 
 def test_evaluator_runs_on_ema_weights_and_restores(tmp_path: Path) -> None:
