@@ -9,7 +9,10 @@ Runs a checkpoint without a person on the given seeds and sorts every episode in
 - `never_held`: the object was never grasped;
 - `other`: held when time ran out, or lost and picked up again without finishing.
 
-It also asks the task's scripted expert, at the policy's first close command, whether it would
+At the first step the object is held it records the grasp: the object's offset from the grip site in
+the hand's frame (x along the pads' travel, z up the fingers), the yaw between hand and cube (mod 90
+degrees) and the hand's tilt from vertical, so slipped and held grasps can be compared. It also
+asks the task's scripted expert, at the policy's first close command, whether it would
 close there too (`expert_agrees_at_close`): the test of a person who steps in on a bad grasp
 rather than after the drop.
 
@@ -48,13 +51,28 @@ def classify(held: list[bool], grip_cmd: list[float], success: bool) -> tuple[st
     return ("slipped" if grip_cmd[lost - 1] > 0 else "released"), lost
 
 
+def grasp_geometry(env: Any) -> dict[str, float]:
+    """The held object's pose relative to the hand (pick_place's cube)."""
+    from sim.experts.native import _quat_yaw
+
+    u = env.unwrapped
+    r = u.eef_mat()
+    local = r.T @ (u.cube_pos() - u.eef_pos())
+    hand_yaw = float(np.arctan2(r[1, 0], r[0, 0]))
+    cube_yaw = _quat_yaw(u.data.xquat[u._cube_body])
+    yaw = abs(float(np.angle(np.exp(1j * 4 * (hand_yaw - cube_yaw))))) / 4  # a cube's yaw is mod 90 degrees
+    return {"x_mm": round(1000 * float(local[0]), 1), "y_mm": round(1000 * float(local[1]), 1),
+            "z_mm": round(1000 * float(local[2]), 1), "yaw_deg": round(float(np.degrees(yaw)), 1),
+            "tilt_deg": round(float(np.degrees(np.arccos(np.clip(-r[2, 2], -1.0, 1.0)))), 1)}
+
+
 def run_episode(env: Any, policy: Any, expert_peek: Any, seed: int, n_action_steps: int, horizon: int
                 ) -> dict[str, Any]:
     from sim.intervener import task_view
 
     obs, info = env.reset(seed=seed)
     queue: list[np.ndarray] = []
-    held, grip, first_close = [], [], None
+    held, grip, first_close, grasp = [], [], None, None
     for _ in range(horizon):
         if not queue:
             queue = list(np.asarray(policy.sample_chunk([obs]))[0][:n_action_steps])
@@ -62,6 +80,8 @@ def run_episode(env: Any, policy: Any, expert_peek: Any, seed: int, n_action_ste
         h = bool(task_view(env.unwrapped)[2])
         if first_close is None and a[-1] > 0 and not h:
             first_close = bool(expert_peek(obs, info)[-1] > 0)
+        if h and grasp is None:
+            grasp = grasp_geometry(env)
         held.append(h)
         grip.append(float(a[-1]))
         obs, _, term, trunc, info = env.step(a)
@@ -69,7 +89,17 @@ def run_episode(env: Any, policy: Any, expert_peek: Any, seed: int, n_action_ste
             break
     outcome, lost = classify([*held, bool(task_view(env.unwrapped)[2])], [*grip, 0.0], bool(info.get("success")))
     return {"seed": seed, "outcome": outcome, "lost_at": lost, "length": len(held),
-            "expert_agrees_at_close": first_close}
+            "expert_agrees_at_close": first_close, "grasp": grasp}
+
+
+def grasp_summary(episodes: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Median |offset| / angle of the first grasp per outcome."""
+    out: dict[str, dict[str, float]] = {}
+    for o in OUTCOMES:
+        g = [e["grasp"] for e in episodes if e["outcome"] == o and e["grasp"]]
+        if g:
+            out[o] = {"n": len(g), **{k: round(float(np.median([abs(x[k]) for x in g])), 1) for k in g[0]}}
+    return out
 
 
 def main() -> None:
@@ -101,6 +131,7 @@ def main() -> None:
            "outcomes": {k: counts.get(k, 0) for k in OUTCOMES},
            "expert_agrees_at_close": {f"{'agrees' if a else 'says_open' if a is False else 'no_close'}/{o}": n
                                       for (a, o), n in sorted(agree.items(), key=str)},
+           "grasp_by_outcome": grasp_summary(episodes),
            "lost_at_median": float(np.median([e["lost_at"] for e in episodes if e["lost_at"] is not None] or [np.nan])),
            "seconds": round(time.time() - t0, 1), "per_episode": episodes}
     print(json.dumps({k: v for k, v in res.items() if k != "per_episode"}, indent=1))

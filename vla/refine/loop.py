@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -265,12 +266,24 @@ class RefineRun:
                 "intervention_steps": int(table.n_intervention_steps[collected].sum()) if table is not None else 0,
                 "recovery_steps": int(table.n_recovery_steps[collected].sum()) if table is not None else 0,
                 "collected_successes": int(table.success[collected].sum()) if table is not None else 0,
+                # why the person stepped in during the rounds before this version (sim/intervener.py)
+                "takeover_reasons": self.takeover_reasons(k),
                 # imagined episodes of iteration j carry seed -(j + 1) (worldmodel.imagination)
                 "imagined_episodes": int(np.sum((table.source == "imagined") & (table.seed >= -k) & (table.seed < 0)))
                 if table is not None else 0,
                 "train": json.loads(info_file.read_text()) if info_file.exists() else None,
             })
         return rows
+
+    def takeover_reasons(self, version: int) -> dict[str, int]:
+        """Takeovers by reason over the collections of rounds 0 .. version - 1 (a real-robot round,
+        whose summary has none, adds nothing)."""
+        total: Counter[str] = Counter()
+        for j in range(version):
+            f = self.out / f"iter_{j:02d}" / "collect" / "summary.json"
+            if f.exists():
+                total.update(json.loads(f.read_text()).get("takeover_reasons", {}))
+        return dict(sorted(total.items()))
 
     def write_records(self) -> list[dict[str, Any]]:
         rows = self.records()

@@ -43,6 +43,8 @@ def test_one_iteration_collects_flags_trains_and_records(tmp_path: Path, pretrai
     recovery = np.asarray(store.read("is_recovery", 0, n))[start:]
     assert not (recovery & ~flags).any()  # recovery steps are intervention steps
     assert rows[1]["intervention_steps"] == int(flags.sum()) > 0
+    # why the person stepped in, counted over the round (none before version 1's round)
+    assert rows[0]["takeover_reasons"] == {} and sum(rows[1]["takeover_reasons"].values()) >= 1
     if method == "rac":
         assert recovery.any()  # RaC rewinds before it corrects
     info = json.loads((Path(cfg.out_dir) / "iter_01" / "train_info.json").read_text())
