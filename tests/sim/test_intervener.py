@@ -257,3 +257,41 @@ def test_intervener_args_from_a_typed_config_get_the_keywords_types() -> None:
                                                 "disagreement_threshold": 0.5}})
     assert args == {"release_guard": True, "subtask_timeout": 8, "disagreement_threshold": 0.5}
     assert type(args["release_guard"]) is bool and type(args["subtask_timeout"]) is int
+
+
+def straight_down_grasp(env):
+    """A policy that goes down onto the cube and closes without turning the hand to it."""
+    def policy(t, obs, info):
+        cube = env.unwrapped.cube_pos()
+        target = cube + np.array([0.0, 0.0, 0.008])
+        d = target - env.unwrapped.eef_pos()
+        if np.linalg.norm(d[:2]) > 0.01:
+            d[2] = max(d[2], 0.0)  # over the cube first
+        move = np.clip(d / 0.05 * 1.5, -1, 1)
+        grip = 1.0 if np.linalg.norm(d) < 0.012 else -1.0
+        return np.array([*move, 0, 0, 0, grip], np.float32)
+    return policy
+
+
+def test_grasp_yaw_guard_stops_a_crooked_grasp_and_the_expert_turns_the_hand(env):
+    from sim.intervener import grasp_yaw_error
+
+    env.reset(seed=3)
+    assert grasp_yaw_error(env.unwrapped) > 30  # this seed's cube sits far off the hand's yaw
+    inter = ExpertIntervener(env, mode="hg_dagger", grasp_yaw_guard=25.0)
+    flags, info = session(env, inter, straight_down_grasp(env), seed=3, steps=120)
+    at, reason = inter.takeovers[0]
+    assert reason == "crooked_grasp" and flags[:at - 1] == "p" * (at - 1)
+    assert "C" in flags and "pick_cube" in info["subtasks_done"]  # the expert turned and grasped
+    # without the guard the same policy closes crooked: no takeover until something else fails
+    inter = ExpertIntervener(env, mode="hg_dagger")
+    session(env, inter, straight_down_grasp(env), seed=3, steps=30)
+    assert all(r != "crooked_grasp" for _, r in inter.takeovers)
+
+
+def test_grasp_yaw_guard_leaves_an_aligned_grasp_alone(env):
+    expert = NativePickPlaceExpert(env)
+    expert.reset(3)
+    inter = ExpertIntervener(env, mode="hg_dagger", grasp_yaw_guard=25.0)
+    _, info = session(env, inter, lambda t, obs, info: expert.act(obs), seed=3)
+    assert info["success"] and inter.takeovers == []
