@@ -71,6 +71,9 @@ class EvalConfig:
     # visit the states a learner drifts to and teach the way back from them)
     label: str = "noisy"
     skill: float = 1.0  # expert only: 1 = perfect, lower = hesitant / misgrasps
+    # expert only (native tasks): cap on its rotation action, so it turns the hand over the approach
+    # (sim.experts.native.NativePickPlaceExpert); None = as fast as it translates
+    expert_rot_speed: float | None = None
     # checkpoints only: the scale of the flow's initial noise instead of the checkpoint's
     # policy.noise_scale (0: every chunk from the prior's mean); None keeps the checkpoint's
     noise_scale: float | None = None
@@ -102,6 +105,8 @@ class EvalConfig:
 
         if self.noise_scale is not None and not valid_noise_scale(self.noise_scale):
             raise ValueError(f"noise_scale must be finite and >= 0 (or null: the checkpoint's), got {self.noise_scale}")
+        if self.expert_rot_speed is not None and not 0.0 < self.expert_rot_speed <= 1.0:
+            raise ValueError(f"expert_rot_speed must be in (0, 1] (or null: no cap), got {self.expert_rot_speed}")
         if self.instruction and not self.instruction.strip():
             raise ValueError("instruction must be text or empty (the task's own), got only whitespace")
         if self.intervener_args:

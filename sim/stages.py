@@ -21,7 +21,8 @@ def sim_demos_stage(ctx: JobContext) -> dict[str, Any]:
     t0 = time.perf_counter()
     summary = run_evaluation(EvalConfig(task=cfg.task, policy="expert", episodes=cfg.episodes, seed_start=0,
                                         workers=cfg.workers, image_size=cfg.image_size, videos=1, source="demo",
-                                        noise=cfg.noise, label=cfg.label, record=str(ctx.store_path),
+                                        noise=cfg.noise, label=cfg.label, expert_rot_speed=cfg.rot_speed,
+                                        record=str(ctx.store_path),
                                         out_dir=str(ctx.out_dir / "collect")))
     store = EpisodeStore.open(ctx.store_path)
     _attach_videos(ctx, "sim_demos", summary, "scripted expert")

@@ -36,6 +36,8 @@ class DemoStageConfig:
     # show the way back from the small drifts a learned policy makes
     noise: float = 0.0
     label: str = "noisy"  # noisy | clean (see sim.evaluate.EvalConfig.label)
+    # cap on the expert's rotation action (native tasks; sim.evaluate.EvalConfig.expert_rot_speed)
+    rot_speed: float | None = None
 
 
 @dataclass

@@ -54,13 +54,22 @@ def _quat_yaw(q_wxyz: np.ndarray) -> float:
 class NativePickPlaceExpert:
     """Scripted expert for any native task whose `privileged()` names an active object and goal."""
 
-    def __init__(self, env: Any, noise: float = 0.0, skill: float = 1.0, seed: int | None = None) -> None:
+    def __init__(self, env: Any, noise: float = 0.0, skill: float = 1.0, seed: int | None = None,
+                 rot_speed: float | None = None) -> None:
+        """`rot_speed`: a cap on the rotation action (of 1), so the hand turns to the object over the
+        approach instead of within its first 2-3 steps: a policy that must read the object's yaw
+        from an image then sees that turn in every partly turned state on the way, not only in the
+        first frame (the main job's camera policy, trained on full-speed demos, turns its hand
+        uncorrelated with the object's yaw: benchmarks/results/main_job_notes.md)."""
         if not 0.0 <= skill <= 1.0:
             raise ValueError(f"skill must be in [0, 1], got {skill}")
         if noise < 0.0:
             raise ValueError(f"noise must be >= 0, got {noise}")
+        if rot_speed is not None and not 0.0 < rot_speed <= 1.0:
+            raise ValueError(f"rot_speed must be in (0, 1] (or None: as fast as translation), got {rot_speed}")
         self.env: NativeArmEnv = env.unwrapped
         self.noise, self.skill = float(noise), float(skill)
+        self.rot_speed = rot_speed
         self.reset(seed)
 
     def reset(self, seed: int | None = None) -> None:
@@ -160,7 +169,8 @@ class NativePickPlaceExpert:
         if yaw is None:
             cur_yaw = np.arctan2(r[1, 0], r[0, 0])
             yaw = cur_yaw
-        drot = np.clip(_rotvec(_rot_x_pi_then_yaw(yaw) @ r.T) / ROT_SCALE * 1.5, -speed, speed)
+        rot_speed = speed if self.rot_speed is None else min(speed, self.rot_speed)
+        drot = np.clip(_rotvec(_rot_x_pi_then_yaw(yaw) @ r.T) / ROT_SCALE * 1.5, -rot_speed, rot_speed)
         motion = np.concatenate([dpos, drot])
         self.clean_action = np.concatenate([motion, [self._grip]]).astype(np.float32)
         if self.noise > 0:

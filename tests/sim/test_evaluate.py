@@ -87,6 +87,8 @@ def test_bad_task_and_config(tmp_path: Path) -> None:
         run_evaluation(EvalConfig(task="pick_plac", out_dir=str(tmp_path)))
     with pytest.raises(ValueError, match="episodes, workers"):
         run_evaluation(EvalConfig(episodes=0, out_dir=str(tmp_path)))
+    with pytest.raises(ValueError, match=r"expert_rot_speed must be in \(0, 1\]"):
+        run_evaluation(EvalConfig(policy="expert", expert_rot_speed=0.0, out_dir=str(tmp_path)))
     with pytest.raises(FileNotFoundError, match="neither a built-in"):  # in the parent, not "worker 0 failed"
         run_evaluation(EvalConfig(policy="no/such/ckpt", episodes=1, workers=1, out_dir=str(tmp_path)),
                        progress=False)

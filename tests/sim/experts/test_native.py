@@ -52,6 +52,34 @@ def test_bad_parameters_raise():
         NativePickPlaceExpert(env, skill=1.5)
     with pytest.raises(ValueError, match="noise"):
         NativePickPlaceExpert(env, noise=-0.1)
+    for bad in (0.0, 1.5):
+        with pytest.raises(ValueError, match="rot_speed"):
+            NativePickPlaceExpert(env, rot_speed=bad)
+
+
+def test_a_rotation_cap_spreads_the_turn_over_the_approach_and_still_succeeds():
+    """With rot_speed the hand turns to the cube over several steps (the states a camera policy must
+    learn the turn from), never faster than the cap, and the episodes still succeed."""
+    env = TASKS.make("pick_place", cameras=(), obs_mode="state")
+    turning = {}
+    for cap in (None, 0.15):
+        steps = []
+        for seed in range(6):
+            obs, info = env.reset(seed=seed)
+            expert = NativePickPlaceExpert(env, rot_speed=cap)
+            expert.reset(seed)
+            n = 0
+            for _ in range(env.horizon):
+                a = expert.act(obs)
+                assert cap is None or np.abs(a[3:6]).max() <= cap + 1e-6
+                n += abs(a[5]) > 0.05
+                obs, _, term, trunc, info = env.step(a)
+                if term or trunc:
+                    break
+            assert info["success"]
+            steps.append(n)
+        turning[cap] = np.mean(steps)
+    assert turning[0.15] > 1.5 * turning[None]
 
 
 def test_unskilled_expert_misses_grasps_and_retries():

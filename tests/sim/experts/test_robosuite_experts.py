@@ -85,6 +85,10 @@ def test_bad_expert_arguments(lift: Any) -> None:
         LiftExpert(lift, noise=-0.1)
     with pytest.raises(ValueError, match="drives the 'can' task"):
         CanExpert(lift)
+    from sim.policies import make_expert
+
+    with pytest.raises(ValueError, match="expert_rot_speed is an option of the native tasks' expert"):
+        make_expert(lift, rot_speed=0.2)
 
 
 @pytest.mark.slow
