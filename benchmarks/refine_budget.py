@@ -90,6 +90,9 @@ VARIANTS: dict[str, tuple[str, int, tuple[str, ...]]] = {
     # (sim/intervener.py `crooked_grasp`): 42% of such grasps slip, 8% of the others (failure_modes.py)
     "hg100_nw999_yaw30": ("hg-dagger", 100, ("train.ema_decay=0.999", "train.ema_warmup=false",
                                              "intervener_args={grasp_yaw_guard: 30}")),
+    "hg100_nw999_yaw30_share30": ("hg-dagger", 100, ("train.ema_decay=0.999", "train.ema_warmup=false",
+                                                     "intervener_args={grasp_yaw_guard: 30}",
+                                                     "group_shares={demo: 0.7, correction: 0.3}")),
     "hg100": ("hg-dagger", 100, ()),
     "hg100_ema999": ("hg-dagger", 100, ("train.ema_decay=0.999",)),
     "hg100_share10": ("hg-dagger", 100, ("group_shares={demo: 0.9, correction: 0.1}",)),
