@@ -19,7 +19,9 @@ The runs behind `refine_budget.md` (stop 26; `vla run out_dir=runs/main26` with 
 day, whose refine round was refine's defaults; every variant run with OMP_NUM_THREADS=1, two at a
 time, since two torch threads per trainer beside two evaluation workers on 2 cores made a fine-tuning
 step 3.9 s instead of 0.12 s): all variants of VARIANTS with seed 0, and control_s1, hg100_s1, control_nw999_s1,
-hg100_nw999_s1, hg20_nw999_s1. The job's own round today is `hg20_nw999`: for a fresh job,
+hg100_nw999_s1, hg20_nw999_s1; stop 27 added hg100_nw999_clip2, _guard, _yaw30 and _yaw30_share30, each with
+seeds 0 and 1 (why they were tried: `failure_modes.py` and main_job_notes.md). The job's own round today is
+`hg20_nw999`: for a fresh job,
 `refine_budget_main28.md` pairs it with its controls (the job's pretrained evaluation and refine
 folder copied in as `pretrained_eval` and `hg20_nw999_s0`; `_main27` is the same for a job run
 before its pretraining was seeded):
