@@ -129,7 +129,7 @@ class EpisodeResult:
     recovery_steps: int = 0
     takeovers: int = 0
     # why and when the intervener took over, one "reason@step" per takeover (sim/intervener.py's reasons:
-    # regressed, timeout, off_plan, disagreement, requested)
+    # regressed, timeout, off_plan, disagreement, release, crooked_grasp, requested)
     takeover_reasons: list[str] = field(default_factory=list)
     # steps whose chunk was sampled under guidance (a guided policy's `last_guided`, e.g. ReGuide)
     guided_steps: list[int] = field(default_factory=list)
