@@ -53,16 +53,13 @@ def classify(held: list[bool], grip_cmd: list[float], success: bool) -> tuple[st
 
 def grasp_geometry(env: Any) -> dict[str, float]:
     """The held object's pose relative to the hand (pick_place's cube)."""
-    from sim.experts.native import _quat_yaw
+    from sim.intervener import grasp_yaw_error
 
     u = env.unwrapped
     r = u.eef_mat()
     local = r.T @ (u.cube_pos() - u.eef_pos())
-    hand_yaw = float(np.arctan2(r[1, 0], r[0, 0]))
-    cube_yaw = _quat_yaw(u.data.xquat[u._cube_body])
-    yaw = abs(float(np.angle(np.exp(1j * 4 * (hand_yaw - cube_yaw))))) / 4  # a cube's yaw is mod 90 degrees
     return {"x_mm": round(1000 * float(local[0]), 1), "y_mm": round(1000 * float(local[1]), 1),
-            "z_mm": round(1000 * float(local[2]), 1), "yaw_deg": round(float(np.degrees(yaw)), 1),
+            "z_mm": round(1000 * float(local[2]), 1), "yaw_deg": round(float(grasp_yaw_error(u)), 1),
             "tilt_deg": round(float(np.degrees(np.arccos(np.clip(-r[2, 2], -1.0, 1.0)))), 1)}
 
 

@@ -34,6 +34,7 @@ def ridge_r2(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, y_tes
 
 
 def first_frames(task: str, seeds: range, image_size: int) -> tuple[list[Any], np.ndarray, np.ndarray]:
+    from sim.intervener import hand_object_yaw
     from vla.registry import TASKS
 
     env = TASKS.make(task, image_size=image_size)
@@ -42,9 +43,7 @@ def first_frames(task: str, seeds: range, image_size: int) -> tuple[list[Any], n
         obs, _ = env.reset(seed=seed)
         u = env.unwrapped
         p = u.privileged()
-        w, x, y, z = p["objects"][p["active_object"]]["quat"]
-        r = u.eef_mat()
-        d = np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z)) - np.arctan2(r[1, 0], r[0, 0])
+        d = hand_object_yaw(u)
         obs_list.append(obs)
         yaw.append([np.cos(4 * d), np.sin(4 * d)])
         pos.append(p["objects"][p["active_object"]]["pos"][:2])

@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from sim.experts.native import NativePickPlaceExpert, _rotvec
+from sim.experts.native import NativePickPlaceExpert, _quat_yaw, _rotvec
 
 # robosuite OSC_POSE and the native tasks share these action scales.
 POS_SCALE, ROT_SCALE = 0.05, 0.5
@@ -80,20 +80,26 @@ def task_view(env: Any) -> tuple[np.ndarray, np.ndarray, bool]:
     return obj, goal, bool(p.get("grasped", False))
 
 
+def hand_object_yaw(env: Any) -> float | None:
+    """The active object's yaw minus the hand's (radians, wrapped to (-pi, pi]); None when the task
+    does not report the object's orientation."""
+    p = env.privileged()
+    if "active_object" in p:
+        q_wxyz = np.asarray(p["objects"][p["active_object"]]["quat"])  # native tasks: (w, x, y, z)
+    elif "object_quat" in p:
+        x, y, z, w = p["object_quat"]
+        q_wxyz = np.array([w, x, y, z])
+    else:
+        return None
+    r = quat_xyzw_to_mat(env.eef_quat())
+    return float(np.angle(np.exp(1j * (_quat_yaw(q_wxyz) - np.arctan2(r[1, 0], r[0, 0])))))
+
+
 def grasp_yaw_error(env: Any) -> float | None:
     """Degrees between the hand's yaw and the active object's, modulo the 90 degrees of a box's
     symmetry; None when the task does not report the object's orientation."""
-    p = env.privileged()
-    if "active_object" in p:
-        w, x, y, z = p["objects"][p["active_object"]]["quat"]  # native tasks: (w, x, y, z)
-    elif "object_quat" in p:
-        x, y, z, w = p["object_quat"]
-    else:
-        return None
-    obj_yaw = np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
-    r = quat_xyzw_to_mat(env.eef_quat())
-    hand_yaw = np.arctan2(r[1, 0], r[0, 0])
-    return float(np.degrees(abs(np.angle(np.exp(4j * (hand_yaw - obj_yaw)))) / 4))
+    d = hand_object_yaw(env)
+    return None if d is None else float(np.degrees(abs(np.angle(np.exp(4j * d))) / 4))
 
 
 class ExpertIntervener:

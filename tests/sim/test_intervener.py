@@ -85,20 +85,28 @@ def test_rewind_moves_back_towards_the_recorded_path(env):
     assert nearest < 0.03 and np.linalg.norm(far - env.eef_pos()) > 0.1
 
 
-def test_drop_triggers_regressed(env):
+def carry_then_open(env):
+    """The expert's moves until the cube is lifted 8 cm, then the gripper opens (the cube is let go
+    mid-air); `state["opened_at"]` is the first step it commanded open."""
     expert = NativePickPlaceExpert(env)
     expert.reset(1)
-    state = {"lifted": False}
+    state = {"lifted": False, "opened_at": None}
 
-    def drop(t, obs, info):
+    def policy(t, obs, info):
         a = expert.act(obs)
         if info["subtask"] == "place_cube" and env.eef_pos()[2] > 0.08:
             state["lifted"] = True
         if state["lifted"]:
             a = a.copy()
-            a[6] = -1.0  # let go mid-air
+            a[6] = -1.0
+            if state["opened_at"] is None:
+                state["opened_at"] = t
         return a
+    return policy, state
 
+
+def test_drop_triggers_regressed(env):
+    drop, _ = carry_then_open(env)
     inter = ExpertIntervener(env, mode="rac")
     flags, info = session(env, inter, drop)
     assert inter.takeovers[0][1] == "regressed"
@@ -212,30 +220,13 @@ def test_release_guard_takes_over_before_the_policy_lets_go_of_a_held_cube(env):
     """The policy carries the cube (the expert's moves) and opens the gripper halfway to the goal:
     with the guard the person takes over on that very step, before the cube falls, and finishes the
     place; without it the takeover comes later, as a regression, after the drop."""
-    def releaser():
-        expert = NativePickPlaceExpert(env)
-        expert.reset(1)
-        state = {"lifted": False, "opened_at": None}
-
-        def policy(t, obs, info):
-            a = expert.act(obs)
-            if info["subtask"] == "place_cube" and env.eef_pos()[2] > 0.08:
-                state["lifted"] = True
-            if state["lifted"]:
-                a = a.copy()
-                a[6] = -1.0
-                if state["opened_at"] is None:
-                    state["opened_at"] = t
-            return a
-        return policy, state
-
-    policy, state = releaser()
+    policy, state = carry_then_open(env)
     inter = ExpertIntervener(env, mode="hg_dagger", release_guard=True)
     flags, info = session(env, inter, policy)
     reason = inter.takeovers[0][1]
     assert reason == "release" and flags[state["opened_at"]] == "C"  # the opening step never ran
     assert inter.target_subtask == "place_cube" and info["success"]
-    policy, state = releaser()
+    policy, state = carry_then_open(env)
     inter = ExpertIntervener(env, mode="hg_dagger")
     session(env, inter, policy)
     assert inter.takeovers[0][1] == "regressed" and inter.takeovers[0][0] > state["opened_at"] + 1
