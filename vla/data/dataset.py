@@ -1,7 +1,8 @@
 """Training windows from an EpisodeStore: a sampler of window indices and a torch Dataset.
 
 A window at step t of an episode holds an observation history of `obs_horizon` (To) steps ending
-at t and an action chunk of `action_horizon` (H) steps starting at t. Where the history reaches
+at t, an action chunk of `action_horizon` (H) steps starting at t, and the state the chunk led to
+(`future_state`, step t + H or the episode's last; the policy's optional auxiliary target). Where the history reaches
 before the episode start it repeats the first frame, and where the chunk runs past the end it
 repeats the last action; `obs_mask` / `action_mask` say which entries are real, so padded actions
 never enter a loss. Same conventions as diffusion_policy's SequenceSampler, plus explicit masks.
@@ -167,6 +168,8 @@ class WindowDataset(Dataset):
         return {
             "images": {cam: torch.from_numpy(self._take_images(cam, obs_idx)) for cam in self.cameras},
             "state": torch.from_numpy(self._low_dim["state"][obs_idx]),
+            "future_state": torch.from_numpy(self._low_dim["state"][min(t + self.action_horizon,
+                                                                            int(self.index.end[i]) - 1)]),
             "obs_mask": torch.from_numpy(obs_mask),
             "action": torch.from_numpy(self._low_dim["action"][act_idx]),
             "action_mask": torch.from_numpy(act_mask),
@@ -196,6 +199,7 @@ class WindowDataset(Dataset):
             "images": {cam: torch.from_numpy(self._take_images(cam, obs_idx.ravel()).reshape(
                 *obs_idx.shape, *self.store.schema.step_shapes()[f"{IMAGE_PREFIX}{cam}"])) for cam in self.cameras},
             "state": torch.from_numpy(self._low_dim["state"][obs_idx]),
+            "future_state": torch.from_numpy(self._low_dim["state"][np.minimum(t + self.action_horizon, end - 1)]),
             "obs_mask": torch.from_numpy(obs >= start[:, None]),
             "action": torch.from_numpy(self._low_dim["action"][act_idx]),
             "action_mask": torch.from_numpy(act < end[:, None]),

@@ -175,6 +175,7 @@ class LeRobotWindowDataset(Dataset):
         return {
             "images": images,
             "state": torch.from_numpy(self._state[start + obs_steps]),
+            "future_state": torch.from_numpy(self._state[start + min(t + self.action_horizon, n - 1)]),
             "obs_mask": torch.from_numpy(obs_mask),
             "action": torch.from_numpy(self._action[start + act_steps]),
             "action_mask": torch.from_numpy(action_mask),

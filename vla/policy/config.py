@@ -73,6 +73,13 @@ class PolicyConfig:
     # Training-time RTC: up to this many leading actions are given clean during training.
     max_prefix: int = 6
     prefix_prob: float = 0.5  # probability that a training sample gets a prefix (d >= 1)
+    # > 0: an auxiliary head predicts, from the trunk's tokens, the state each training chunk led to
+    # (`future_state`: step t + chunk_size), and its MSE joins the flow loss at this weight. Why: the
+    # flow loss barely depends on how the demos turn the hand (a few steps per episode, ~1% of the
+    # action loss), so a camera encoder trained on it drops the cube's yaw (R^2 <= 0 on its features,
+    # benchmarks/yaw_probe.py) although the same encoder learns it from the pixels (R^2 0.83) when asked;
+    # the hand's yaw a chunk later is the cube's in every demo. Training only: no inference graph uses it.
+    future_state_weight: float = 0.0
     # Guidance: clip of the pseudo-inverse guidance weight (RTC uses 5).
     guidance_max_weight: float = 5.0
     # Normalisation modes ("mean_std" or "quantile") for state and actions.
@@ -121,6 +128,8 @@ class PolicyConfig:
         need(self.state_norm in NORM_MODES and self.action_norm in NORM_MODES,
              f"state_norm/action_norm must be one of {NORM_MODES}")
         need(self.guidance_max_weight >= 0, "guidance_max_weight must be >= 0")
+        need(math.isfinite(self.future_state_weight) and self.future_state_weight >= 0,
+             f"future_state_weight must be finite and >= 0, got {self.future_state_weight}")
         try:
             check_state_quats(self.state_quats, int(self.state_dim))
         except ValueError as e:

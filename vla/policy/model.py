@@ -66,15 +66,20 @@ class VLAModel(nn.Module):
         self.expert = nn.ModuleList(Block(d, cfg.n_heads, cfg.mlp_ratio, cfg.dropout, cross=True)
                                     for _ in range(cfg.expert_layers))
         self.action_out = nn.Sequential(nn.LayerNorm(d), nn.Linear(d, cfg.action_dim))
+        if cfg.future_state_weight > 0:  # training only (see PolicyConfig.future_state_weight)
+            self.future_head = nn.Sequential(nn.Linear(d, d), nn.SiLU(),
+                                             nn.Linear(d, features_dim(cfg.state_dim, cfg.state_quats)))
 
     # ----------------------------------------------------------------------------- graphs
     def encode(self, images: list[torch.Tensor], state: torch.Tensor, obs_mask: torch.Tensor,
-               lang: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+               lang: torch.Tensor,
+               camera_tokens: list[torch.Tensor] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Raw inputs -> trunk tokens [B, L, d] and their validity mask bool [B, L].
 
         images: per camera in config order (empty in state-only mode), uint8 or float [B, To, H, W, 3]
         in pixel units (resized to `image_size` when they differ); state [B, To, D] raw; obs_mask
-        bool [B, To]; lang [B, 384].
+        bool [B, To]; lang [B, 384]. A `camera_tokens` list receives each camera's tokens
+        [B, To, T, d] before the trunk (the future-state head reads them).
         """
         cfg = self.cfg
         b, to = state.shape[:2]
@@ -95,6 +100,8 @@ class VLAModel(nn.Module):
             cond = None if film is None else film.repeat_interleave(to, dim=0)  # one per image
             t = self.vision[cam](self.normalizer.image(x, i), cond)  # [B*To, T, d]
             t = t.view(b, to, -1, t.shape[-1]) + step[:, :, None] + self.type_emb[2 + i]
+            if camera_tokens is not None:
+                camera_tokens.append(t)
             tokens.append(t.flatten(1, 2))
             masks.append(obs_mask[:, :, None].expand(b, to, t.shape[2]).flatten(1))
         x = torch.cat(tokens, dim=1)
@@ -179,7 +186,8 @@ class VLAModel(nn.Module):
         obs_mask = batch["obs_mask"].to(device).bool()
         images = self.stack_images(batch.get("images", {}), b, to)
         lang = batch["lang"].to(device) if "lang" in batch else self.language_embedding(batch["instruction"])
-        context, cmask = self.encode(images, state, obs_mask, lang)
+        cams: list[torch.Tensor] | None = [] if cfg.future_state_weight > 0 and cfg.cameras else None
+        context, cmask = self.encode(images, state, obs_mask, lang, cams)
 
         h = cfg.chunk_size
         x1 = self.normalizer.action(batch["action"][:, :h].to(device).float())
@@ -204,6 +212,16 @@ class VLAModel(nn.Module):
         loss = flow.masked_mse(v, target, weight)
         metrics = {"loss": float(loss.detach()), "prefix_len": float(d.float().mean()),
                    "valid_frac": float(weight.mean())}
+        if cfg.future_state_weight > 0:
+            if cams:  # [B, To, T, d] per camera -> [B, To * T_all, d], each frame's mask once per token
+                tokens = torch.cat(cams, 2)
+                mask = obs_mask.repeat_interleave(tokens.shape[2], 1)
+                aux = self.future_state_loss(tokens.flatten(1, 2), mask, batch)
+            else:
+                aux = self.future_state_loss(context, cmask, batch)
+            metrics.update(flow_loss=metrics["loss"], future_state_loss=float(aux.detach()))
+            loss = loss + cfg.future_state_weight * aux
+            metrics["loss"] = float(loss.detach())
         if per_dim:
             for i in range(target.shape[-1]):
                 metrics[f"loss_dim{i}"] = float(flow.masked_mse(v[..., i:i + 1], target[..., i:i + 1], weight).detach())
@@ -211,6 +229,24 @@ class VLAModel(nn.Module):
             metrics["clipped_frac"] = float(was_clipped.any(dim=-1).float().mul(weight > 0).sum()
                                             / (weight > 0).sum().clamp_min(1))
         return loss, metrics
+
+    def future_state_loss(self, tokens: torch.Tensor, mask: torch.Tensor, batch: Mapping[str, Any]) -> torch.Tensor:
+        """MSE between the head's prediction from the mean of the valid `tokens` [B, L, d] and the
+        normalised state features (quaternions as 6D rotation features) of `batch["future_state"]`
+        [B, D]. compute_loss gives it the camera tokens before the trunk where there are cameras:
+        from the trunk's output, the head could copy the hand's orientation from the proprio token
+        (after the demos' first turn it no longer changes), and the encoder would again learn no yaw."""
+        if "future_state" not in batch:
+            raise KeyError("training batch lacks key 'future_state' (the policy's future_state_weight > 0 needs "
+                           "the state each chunk led to; WindowDataset and LeRobotWindowDataset give it)")
+        raw = batch["future_state"].to(tokens.device).float()
+        if raw.shape != (tokens.shape[0], self.cfg.state_dim):
+            raise ValueError(f"batch['future_state'] has shape {tuple(raw.shape)}, expected "
+                             f"({tokens.shape[0]}, {self.cfg.state_dim})")
+        m = mask.float()[..., None]
+        pooled = (tokens * m).sum(1) / m.sum(1).clamp_min(1)
+        target = replace_quats(raw, self.normalizer.state(raw), self.cfg.state_quats)
+        return F.mse_loss(self.future_head(pooled), target)
 
     # ----------------------------------------------------------------------------- inference
     @torch.no_grad()

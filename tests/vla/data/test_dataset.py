@@ -48,6 +48,8 @@ def test_windows_match_the_episodes(store: EpisodeStore, cache: str) -> None:
             np.testing.assert_array_equal(item["images"]["agentview"][j].numpy(), ep.steps["images/agentview"][src])
             np.testing.assert_array_equal(item["state"][j].numpy(), ep.steps["state"][src])
             assert bool(item["obs_mask"][j]) == (t + offset >= 0)
+        # the state the chunk led to: 16 steps on, or the episode's last near its end
+        np.testing.assert_array_equal(item["future_state"].numpy(), ep.steps["state"][min(t + 16, n - 1)])
         assert item["instruction"] == ep.instruction and item["task"] == ep.task
 
 
@@ -57,7 +59,8 @@ def test_batched_fetch_equals_stacked_items(store: EpisodeStore, cache: str) -> 
     idx = [0, 5, len(ds) - 1, 17, 17]
     batch = ds.get_batch(idx)
     stacked = default_collate([ds[i] for i in idx])
-    for key in ("state", "obs_mask", "action", "action_mask", "is_intervention", "episode_index", "step_index"):
+    for key in ("state", "future_state", "obs_mask", "action", "action_mask", "is_intervention", "episode_index",
+                "step_index"):
         assert torch.equal(batch[key], stacked[key]), key
     for cam in SCHEMA.cameras:
         assert torch.equal(batch["images"][cam], stacked["images"][cam])

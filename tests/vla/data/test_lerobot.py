@@ -450,7 +450,7 @@ def test_window_dataset_matches_store_windows(store: EpisodeStore, export: Path)
     for i in rng.permutation(picks):  # random order: every item seeks on its own
         a, b = ref[int(i)], lr[int(i)]
         assert set(a) == set(b)
-        for key in ("state", "obs_mask", "action", "action_mask", "is_intervention"):
+        for key in ("state", "future_state", "obs_mask", "action", "action_mask", "is_intervention"):
             assert a[key].dtype == b[key].dtype and torch.equal(a[key], b[key]), key
         for key in ("instruction", "task", "episode_index", "step_index"):
             assert a[key] == b[key], key

@@ -49,6 +49,12 @@ class LineDataset(Dataset):
             s[self.quat_at:self.quat_at + 4] = self.quats[i]
         return s
 
+    def future_state(self, i: int) -> np.ndarray:
+        """Where the chunk ends: the state the chunk led to, which depends on the hidden sign."""
+        s = self.state(i)
+        s[:2] = self.actions(i)[-1]
+        return s
+
     def __getitem__(self, i: int) -> dict:
         mask = np.ones(self.chunk, bool)
         if i % 5 == 0:  # some chunks run past the episode end
@@ -56,6 +62,7 @@ class LineDataset(Dataset):
         return {
             "images": {c: torch.from_numpy(np.repeat(self.pixels[i][None], self.to, 0)) for c in self.cameras},
             "state": torch.from_numpy(np.repeat(self.state(i)[None], self.to, 0)),
+            "future_state": torch.from_numpy(self.future_state(i)),
             "obs_mask": torch.ones(self.to, dtype=torch.bool),
             "action": torch.from_numpy(self.actions(i)),
             "action_mask": torch.from_numpy(mask),

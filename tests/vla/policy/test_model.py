@@ -232,3 +232,50 @@ def test_per_dim_losses_average_to_the_loss() -> None:
     dims = [metrics[f"loss_dim{i}"] for i in range(model.cfg.action_dim)]
     assert sum(dims) / len(dims) == pytest.approx(float(loss.detach()), rel=1e-5)
     assert "loss_dim0" not in model.compute_loss(batch_of(data), torch.Generator().manual_seed(3))[1]
+
+
+def test_future_state_head_adds_its_weighted_loss_and_trains_the_encoders(tmp_path) -> None:
+    """`future_state_weight` > 0: the loss is the flow loss plus the weight times the head's MSE on
+    the state the chunk led to, whose gradient reaches the camera encoder; 0 builds no head, so
+    plain checkpoints keep their layout, and the head survives a checkpoint."""
+    from vla.policy.checkpoint import load_model, save_checkpoint
+
+    cams = ("agentview",)
+    plain, data = make(cams)
+    torch.manual_seed(0)
+    aux, _ = make(cams, future_state_weight=0.5)
+    assert not any(k.startswith("future_head") for k in plain.state_dict())
+    assert {k for k in aux.state_dict() if not k.startswith("future_head")} == set(plain.state_dict())
+    batch = batch_of(data)
+    loss, metrics = aux.compute_loss(batch, torch.Generator().manual_seed(3))
+    assert metrics["loss"] == pytest.approx(metrics["flow_loss"] + 0.5 * metrics["future_state_loss"], rel=1e-5)
+    assert metrics["future_state_loss"] > 0
+    loss.backward()
+    assert aux.vision["agentview"].proj.weight.grad.abs().sum() > 0  # the aux target shapes the encoder
+    assert aux.future_head[-1].weight.grad.abs().sum() > 0
+    # the head reads the camera tokens before the trunk, so the trunk gets only the flow loss's gradient
+    aux.zero_grad()
+    kept: list = []
+    aux.encode([batch["images"]["agentview"]], batch["state"], batch["obs_mask"],
+               aux.language_embedding(batch["instruction"]), kept)
+    tokens, mask = torch.cat(kept, 2).flatten(1, 2), batch["obs_mask"].repeat_interleave(4, dim=1)
+    aux.future_state_loss(tokens, mask, batch).backward()
+    assert aux.vision["agentview"].proj.weight.grad.abs().sum() > 0
+    assert all(p.grad is None for n, p in aux.named_parameters() if n.startswith(("trunk", "proprio")))
+    # the target is the future state: moving it changes the loss
+    moved = {**batch, "future_state": batch["future_state"] + 1.0}
+    with torch.no_grad():
+        assert float(aux.future_state_loss(tokens, mask, moved)) > float(aux.future_state_loss(tokens, mask, batch))
+    with pytest.raises(KeyError, match="lacks key 'future_state'"):
+        aux.compute_loss({k: v for k, v in batch.items() if k != "future_state"})
+    with pytest.raises(ValueError, match=r"batch\['future_state'\] has shape \(8, 2\)"):
+        aux.compute_loss({**batch, "future_state": batch["future_state"][:, :2]})
+    with pytest.raises(ValueError, match="future_state_weight must be finite and >= 0"):
+        small_config(cams, future_state_weight=-1.0)
+    loaded = load_model(save_checkpoint(tmp_path / "ck", aux, data.stats()), use_ema=False)[0]
+    torch.testing.assert_close(loaded.future_head[-1].weight, aux.future_head[-1].weight)
+    assert "future_state_loss" not in plain.compute_loss(batch)[1]
+    state_only, data = make(future_state_weight=1.0)  # no cameras: the head reads the trunk's tokens
+    loss, metrics = state_only.compute_loss(batch_of(data))
+    loss.backward()
+    assert metrics["future_state_loss"] > 0 and state_only.trunk[0].parameters().__next__().grad is not None
