@@ -32,6 +32,28 @@ def sim_demos_stage(ctx: JobContext) -> dict[str, Any]:
             "MB on disk": round(store.nbytes_on_disk() / 1e6, 1), "seconds": round(time.perf_counter() - t0, 1)}
 
 
+@stage("vision_pretrain")
+def vision_pretrain_stage(ctx: JobContext) -> dict[str, Any]:
+    """The pretrain stage's camera encoders, first trained on the task's privileged object pose and goal
+    (sim/vision_pretrain.py); `pretrain` then starts from them (train.init_weights)."""
+    from sim.vision_pretrain import run
+
+    cfg, pre = ctx.config.vision, ctx.config.pretrain
+    out = ctx.out_dir / "vision" / "vision.safetensors"
+    cameras = None
+    if ctx.store_path.exists():  # the encoders the policy will have: the store's cameras
+        from vla.data.store import EpisodeStore
+
+        cameras = list(EpisodeStore.open(ctx.store_path).schema.cameras)
+    policy_overrides = [o.split(".", 1)[1] for o in pre.overrides if o.startswith("policy.")]
+    report = run(ctx.config.demos.task, cfg.episodes, out, pre.policy, policy_overrides, cameras=cameras,
+                 image_size=ctx.config.demos.image_size, every=cfg.every, steps=cfg.steps)
+    r2 = report["val_r2"]
+    return {"weights": str(out), "frames": report["frames"], "steps": cfg.steps,
+            "held-out R^2": ", ".join(f"{k} {v:.2f}" for k, v in r2.items() if k.startswith(("object_", "hand_"))),
+            "seconds": round(report["collect_s"] + report["train_s"], 1)}
+
+
 @stage("eval")
 def eval_stage(ctx: JobContext) -> dict[str, Any]:
     """The pretrained policy (torch, and its ONNX export when present) on held-out seeds."""

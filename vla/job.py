@@ -57,6 +57,16 @@ class LoaderStageConfig:
 
 
 @dataclass
+class VisionStageConfig:
+    """Stage `vision_pretrain` (sim/vision_pretrain.py): the camera encoders first learn the task's
+    object pose and goal from the simulator's privileged state, and `pretrain` starts from them."""
+
+    episodes: int = 1000  # expert episodes from seed 500000 (apart from the demos' and evaluation's)
+    every: int = 4  # every N-th frame of an episode
+    steps: int = 3000
+
+
+@dataclass
 class PretrainStageConfig:
     policy: str = "tiny"
     train: str = "default"
@@ -123,6 +133,7 @@ class JobConfig:
     demos: DemoStageConfig = field(default_factory=DemoStageConfig)
     lerobot: LerobotStageConfig = field(default_factory=LerobotStageConfig)
     loader: LoaderStageConfig = field(default_factory=LoaderStageConfig)
+    vision: VisionStageConfig = field(default_factory=VisionStageConfig)
     pretrain: PretrainStageConfig = field(default_factory=PretrainStageConfig)
     eval: EvalStageConfig = field(default_factory=EvalStageConfig)
     refine: RefineStageConfig = field(default_factory=RefineStageConfig)
@@ -272,6 +283,9 @@ def pretrain_stage(ctx: JobContext) -> dict[str, Any]:
     t0 = time.perf_counter()
     overrides = [f"train.steps={cfg.steps}", f"train.batch_size={cfg.batch_size}",
                  f"train.ckpt_every={cfg.steps}", f"train.val_every={max(cfg.steps // 4, 1)}", *cfg.overrides]
+    vision = ctx.results.get("vision_pretrain", {}).get("weights")
+    if vision and not any(o.startswith("train.init_weights=") for o in cfg.overrides):
+        overrides.insert(0, f"train.init_weights={vision}")
     out = ctx.out_dir / "train"
     result = run_training(ctx.store_path, out, cfg.policy, cfg.train, overrides)
     from vla.policy.checkpoint import load_model
@@ -358,7 +372,8 @@ def load_job(out_dir: Path) -> tuple[dict[str, dict[str, Any]], dict[str, list[M
 
 # the config section each stage reads (a stage not named here reads none of its own)
 STAGE_SECTION = {"demos": "demos", "sim_demos": "demos", "lerobot": "lerobot", "loader": "loader",
-                 "pretrain": "pretrain", "eval": "eval", "refine": "refine", "imagine": "imagine", "deploy": "deploy"}
+                 "vision_pretrain": "vision", "pretrain": "pretrain", "eval": "eval", "refine": "refine",
+                 "imagine": "imagine", "deploy": "deploy"}
 
 
 def adopt_recorded(config: JobConfig, out_dir: Path, done: list[str]) -> list[str]:

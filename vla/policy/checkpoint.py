@@ -225,6 +225,28 @@ def load_state_into(model: torch.nn.Module, tensors: dict[str, torch.Tensor], so
     model.load_state_dict(tensors, strict=True)
 
 
+def load_partial_weights(model: torch.nn.Module, path: str | Path) -> int:
+    """Initialise the tensors named in a safetensors file (e.g. `vision.<camera>.*` from a perception
+    pretraining) and leave the rest as they are; every tensor in the file must exist in the model
+    with the same shape. Returns how many were loaded. `train.init_weights` uses it."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"init_weights file not found: {path} (a .safetensors file)")
+    tensors = load_tensors(path)
+    own = model.state_dict()
+    unexpected = [k for k in tensors if k not in own]
+    if unexpected:
+        raise CheckpointError(f"{path}: tensor '{unexpected[0]}' is not in the model ({len(unexpected)} such in all)")
+    wrong = [(k, tuple(v.shape), tuple(own[k].shape)) for k, v in tensors.items() if v.shape != own[k].shape]
+    if wrong:
+        k, got, want = wrong[0]
+        raise CheckpointError(f"{path}: tensor '{k}' has shape {got}, the model needs {want}")
+    if not tensors:
+        raise CheckpointError(f"{path}: holds no tensors")
+    model.load_state_dict(tensors, strict=False)
+    return len(tensors)
+
+
 def weights_file(folder: Path, use_ema: bool = True) -> Path:
     """The weight file `load_model` loads, after checking that no weight file is damaged or
     missing: EMA weights when the checkpoint has them and `use_ema`, else model weights."""

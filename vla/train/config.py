@@ -25,6 +25,9 @@ class TrainConfig:
     # (vla.policy.flow.clip_targets); 0 = off. Quantile normalisation puts the demos inside ~[-1.6, 1.6].
     target_clip: float = 0.0
     seed: int = 0
+    # a safetensors file whose tensors initialise those of the same name (e.g. `vision.<camera>.*` from
+    # `python -m sim.vision_pretrain`); the rest keep their seeded initial values. Not on resume.
+    init_weights: str = ""
     log_every: int = 50
     val_every: int = 1000
     val_batches: int = 8

@@ -131,6 +131,11 @@ def run_training(store_path: str | Path, out_dir: str | Path, policy_preset: str
 
     torch.manual_seed(train_cfg.seed)  # the initial weights are part of the run: same seed, same run
     model = VLAModel(policy_cfg, stats)
+    if train_cfg.init_weights and not can_resume:  # a resumed run has its own weights
+        from vla.policy.checkpoint import load_partial_weights
+
+        n = load_partial_weights(model, train_cfg.init_weights)
+        print(f"initialised {n} tensors from {train_cfg.init_weights}", flush=True)
     if policy_cfg.language_norm and not can_resume:  # a resumed run loads them with the weights
         table = train_ds.store.table()
         stored = [str(table.instruction[e]) for e in train_ds.episodes]

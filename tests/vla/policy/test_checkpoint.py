@@ -99,3 +99,32 @@ def test_unknown_camera_after_loading(saved: tuple[Path, VLAModel, LineDataset])
     obs = data.observation(0)
     with pytest.raises(KeyError, match="camera 'left' is not known to this policy"):
         policy.sample_chunk([{**obs, "images": {"left": obs["images"]["agentview"]}}])
+
+
+def test_partial_weights_initialise_only_their_tensors_and_name_what_does_not_fit(tmp_path: Path) -> None:
+    """`train.init_weights`: a file of some tensors (a camera encoder pretrained elsewhere) overwrites
+    those and no others; a tensor the model lacks or of another shape is named, and nothing loads."""
+    from safetensors.torch import save_file
+
+    from vla.policy.checkpoint import load_partial_weights
+
+    torch.manual_seed(0)
+    source = VLAModel(small_config(("agentview",)))
+    torch.manual_seed(1)
+    target = VLAModel(small_config(("agentview",)))
+    before = {k: v.clone() for k, v in target.state_dict().items()}
+    vision = {k: v for k, v in source.state_dict().items() if k.startswith("vision.")}
+    save_file(vision, str(tmp_path / "v.safetensors"))
+    assert load_partial_weights(target, tmp_path / "v.safetensors") == len(vision)
+    for k, v in target.state_dict().items():
+        assert torch.equal(v, vision[k] if k in vision else before[k]), k
+    save_file({"vision.wrist.proj.weight": torch.zeros(2, 2)}, str(tmp_path / "bad.safetensors"))
+    with pytest.raises(CheckpointError, match="tensor 'vision.wrist.proj.weight' is not in the model"):
+        load_partial_weights(target, tmp_path / "bad.safetensors")
+    save_file({"vision.agentview.proj.weight": torch.zeros(2, 2)}, str(tmp_path / "shape.safetensors"))
+    with pytest.raises(CheckpointError, match=r"'vision.agentview.proj.weight' has shape \(2, 2\), the model needs"):
+        load_partial_weights(target, tmp_path / "shape.safetensors")
+    with pytest.raises(FileNotFoundError, match="init_weights file not found"):
+        load_partial_weights(target, tmp_path / "none.safetensors")
+    for k, v in target.state_dict().items():  # the failed loads changed nothing
+        assert torch.equal(v, vision[k] if k in vision else before[k]), k
