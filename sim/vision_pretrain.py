@@ -107,8 +107,9 @@ def pretrain_encoders(policy_cfg: Any, images: dict[str, np.ndarray], targets: n
     n_val = max(1, round(float(episode.max()) * val_fraction))
     val = episode > episode.max() - n_val
     train_idx, val_idx = np.flatnonzero(~val), np.flatnonzero(val)
-    mu, sd = targets[train_idx].mean(0), targets[train_idx].std(0) + 1e-6
-    y = torch.from_numpy((targets - mu) / sd).float()
+    mu, sd = targets[train_idx].mean(0), targets[train_idx].std(0)
+    varies = sd > 1e-6  # a target constant in the task (the goal's height) is left out, not scaled up
+    y = torch.from_numpy((targets - mu) / np.where(varies, sd, 1.0)).float()
     # the policy normalises each camera by its data's per-channel mean and std (PolicyNormalizer.image)
     norm = {c: (torch.tensor(images[c][train_idx].reshape(-1, 3).mean(0), dtype=torch.float32),
                 torch.tensor(images[c][train_idx].reshape(-1, 3).std(0) + 1e-6, dtype=torch.float32)) for c in cams}
@@ -131,7 +132,7 @@ def pretrain_encoders(policy_cfg: Any, images: dict[str, np.ndarray], targets: n
     losses = []
     for _ in tqdm(range(steps), desc="vision pretrain", disable=not progress):
         idx = rng.choice(train_idx, batch_size)
-        loss = F.mse_loss(forward(idx), y[idx])
+        loss = F.mse_loss(forward(idx)[:, varies], y[idx][:, varies])
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -143,7 +144,7 @@ def pretrain_encoders(policy_cfg: Any, images: dict[str, np.ndarray], targets: n
     tensors = {f"vision.{c}.{k}": v.detach().clone() for c in cams for k, v in encoders[c].state_dict().items()}
     report = {"frames": len(targets), "episodes": int(episode.max() + 1), "val_frames": len(val_idx),
               "steps": steps, "loss_first_last": [round(losses[0], 4), round(float(np.mean(losses[-50:])), 4)],
-              "val_r2": {name: round(float(v), 3) for name, v in zip(TARGETS, r2, strict=True)}}
+              "val_r2": {name: round(float(v), 3) for name, v, ok in zip(TARGETS, r2, varies, strict=True) if ok}}
     return tensors, report
 
 

@@ -58,7 +58,8 @@ def test_weights_fit_the_policy_they_were_made_for(tmp_path: Path) -> None:
     assert set(episode) == {0, 1} and images["agentview"].shape[1:] == (32, 32, 3)
     report = run("pick_place", 3, tmp_path / "v.safetensors", "tiny", ["d_model=32", "vision_channels=[8,16]"],
                  image_size=32, every=10, steps=2, progress=False)
-    assert set(report["val_r2"]) == set(TARGETS) and report["steps"] == 2
+    # the goal's height is the same in every scene: no target, no score
+    assert set(report["val_r2"]) == set(TARGETS) - {"goal_z"} and report["steps"] == 2
     assert json.loads((tmp_path / "v.json").read_text())["weights"] == str(tmp_path / "v.safetensors")
     model = VLAModel(load_policy_config("tiny", cameras=report["cameras"], d_model=32, vision_channels=[8, 16]))
     n = load_partial_weights(model, tmp_path / "v.safetensors")
