@@ -35,7 +35,8 @@ def sim_demos_stage(ctx: JobContext) -> dict[str, Any]:
 @stage("vision_pretrain")
 def vision_pretrain_stage(ctx: JobContext) -> dict[str, Any]:
     """The pretrain stage's camera encoders, first trained on the task's privileged object pose and goal
-    (sim/vision_pretrain.py); `pretrain` then starts from them (train.init_weights)."""
+    (sim/vision_pretrain.py); `pretrain` then starts from them and co-trains on the same labelled frames
+    (train.init_weights, train.perception_frames)."""
     from sim.vision_pretrain import run
 
     cfg, pre = ctx.config.vision, ctx.config.pretrain
@@ -49,7 +50,7 @@ def vision_pretrain_stage(ctx: JobContext) -> dict[str, Any]:
     report = run(ctx.config.demos.task, cfg.episodes, out, pre.policy, policy_overrides, cameras=cameras,
                  image_size=ctx.config.demos.image_size, every=cfg.every, steps=cfg.steps)
     r2 = report["val_r2"]
-    return {"weights": str(out), "frames": report["frames"], "steps": cfg.steps,
+    return {"weights": str(out), "frames file": report["frames_file"], "frames": report["frames"], "steps": cfg.steps,
             "held-out R^2": ", ".join(f"{k} {v:.2f}" for k, v in r2.items() if k.startswith(("object_", "hand_"))),
             "seconds": round(report["collect_s"] + report["train_s"], 1)}
 

@@ -14,7 +14,9 @@ backbone a real robot would load, which `policy.vision_backbone` also takes), an
 respect the cube's symmetry: its yaw enters as (cos 4y, sin 4y), the same for every face.
 
     python -m sim.vision_pretrain --task pick_place --episodes 1000 --steps 3000 \\
-        --out runs/vision/vision.safetensors          # then train.init_weights=runs/vision/vision.safetensors
+        --out runs/vision/vision.safetensors
+    vla train DEMOS train.init_weights=runs/vision/vision.safetensors \
+        train.perception_frames=runs/vision/vision.npz     # co-training: the encoders keep the yaw
 """
 
 from __future__ import annotations
@@ -88,10 +90,12 @@ def r2_per_target(pred: np.ndarray, target: np.ndarray) -> np.ndarray:
 
 def pretrain_encoders(policy_cfg: Any, images: dict[str, np.ndarray], targets: np.ndarray, episode: np.ndarray,
                       steps: int = 3000, batch_size: int = 64, lr: float = 1e-3, seed: int = 0,
-                      val_fraction: float = 0.1, progress: bool = True) -> tuple[dict[str, Any], dict[str, Any]]:
+                      val_fraction: float = 0.1,
+                      progress: bool = True) -> tuple[dict[str, Any], dict[str, Any], np.ndarray]:
     """The policy config's camera encoders plus a linear head trained to regress the standardised
-    targets from their tokens; returns (`vision.<camera>.*` tensors, report with held-out R^2 per
-    target, on the last `val_fraction` of the episodes)."""
+    targets that vary from their tokens; returns (`vision.<camera>.*` and `perception_head.*` tensors,
+    report with held-out R^2 per target on the last `val_fraction` of the episodes, the standardised
+    targets [N, K] the head was trained on)."""
     import torch
     import torch.nn.functional as F
     from torch import nn
@@ -109,12 +113,13 @@ def pretrain_encoders(policy_cfg: Any, images: dict[str, np.ndarray], targets: n
     train_idx, val_idx = np.flatnonzero(~val), np.flatnonzero(val)
     mu, sd = targets[train_idx].mean(0), targets[train_idx].std(0)
     varies = sd > 1e-6  # a target constant in the task (the goal's height) is left out, not scaled up
-    y = torch.from_numpy((targets - mu) / np.where(varies, sd, 1.0)).float()
+    y = torch.from_numpy(((targets - mu) / np.where(varies, sd, 1.0))[:, varies]).float()
     # the policy normalises each camera by its data's per-channel mean and std (PolicyNormalizer.image)
     norm = {c: (torch.tensor(images[c][train_idx].reshape(-1, 3).mean(0), dtype=torch.float32),
                 torch.tensor(images[c][train_idx].reshape(-1, 3).std(0) + 1e-6, dtype=torch.float32)) for c in cams}
     encoders = nn.ModuleDict({c: VisionEncoder(policy_cfg) for c in cams})
-    head = nn.Linear(len(cams) * policy_cfg.vision_tokens * policy_cfg.d_model, targets.shape[1])
+    # the policy's perception head (VLAModel.perception_head): the same layer, so co-training starts from it
+    head = nn.Linear(len(cams) * policy_cfg.vision_tokens * policy_cfg.d_model, int(varies.sum()))
     opt = torch.optim.AdamW([*encoders.parameters(), *head.parameters()], lr=lr, weight_decay=1e-4)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.05)
 
@@ -132,7 +137,7 @@ def pretrain_encoders(policy_cfg: Any, images: dict[str, np.ndarray], targets: n
     losses = []
     for _ in tqdm(range(steps), desc="vision pretrain", disable=not progress):
         idx = rng.choice(train_idx, batch_size)
-        loss = F.mse_loss(forward(idx)[:, varies], y[idx][:, varies])
+        loss = F.mse_loss(forward(idx), y[idx])
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -142,16 +147,19 @@ def pretrain_encoders(policy_cfg: Any, images: dict[str, np.ndarray], targets: n
         pred = torch.cat([forward(val_idx[i:i + 256]) for i in range(0, len(val_idx), 256)]).numpy()
     r2 = r2_per_target(pred, y[val_idx].numpy())
     tensors = {f"vision.{c}.{k}": v.detach().clone() for c in cams for k, v in encoders[c].state_dict().items()}
+    tensors.update({f"perception_head.{k}": v.detach().clone() for k, v in head.state_dict().items()})
     report = {"frames": len(targets), "episodes": int(episode.max() + 1), "val_frames": len(val_idx),
               "steps": steps, "loss_first_last": [round(losses[0], 4), round(float(np.mean(losses[-50:])), 4)],
-              "val_r2": {name: round(float(v), 3) for name, v, ok in zip(TARGETS, r2, varies, strict=True) if ok}}
-    return tensors, report
+              "val_r2": {name: round(float(v), 3) for name, v in zip(np.array(TARGETS)[varies], r2, strict=True)},
+              "targets": [t for t, ok in zip(TARGETS, varies, strict=True) if ok]}
+    return tensors, report, y.numpy()
 
 
 def run(task: str, episodes: int, out: str | Path, policy: str = "tiny", policy_overrides: list[str] | None = None,
         cameras: list[str] | None = None, image_size: int = 84, every: int = 4, steps: int = 3000,
         seed_start: int = 500_000, seed: int = 0, progress: bool = True) -> dict[str, Any]:
-    """Collect, pretrain, write `out` (safetensors) and `out` with .json (the report); returns the report.
+    """Collect, pretrain, write `out` (safetensors: the encoders and the perception head), `out` with .npz
+    (the labelled frames) and with .json (the report); returns the report.
     Seeds from 500000 on: apart from the job's demos (0..) and evaluation (1000..)."""
     from safetensors.torch import save_file
 
@@ -164,10 +172,15 @@ def run(task: str, episodes: int, out: str | Path, policy: str = "tiny", policy_
     cfg = load_config(PolicyConfig, "policy", policy, list(policy_overrides or []),
                       values={"cameras": list(cameras or sorted(images))})
     t1 = time.perf_counter()
-    tensors, report = pretrain_encoders(cfg, images, targets, episode, steps=steps, seed=seed, progress=progress)
+    tensors, report, standardised = pretrain_encoders(cfg, images, targets, episode, steps=steps, seed=seed,
+                                                      progress=progress)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     save_file({k: v.contiguous() for k, v in tensors.items()}, str(out))
+    # the labelled frames, for co-training the policy's perception head (train.perception_frames)
+    np.savez(out.with_suffix(".npz"), targets=standardised,
+             **{f"images/{c}": images[c] for c in cfg.cameras})
+    report["frames_file"] = str(out.with_suffix(".npz"))
     report.update(task=task, cameras=cfg.cameras, image_size=list(cfg.image_size), weights=str(out),
                   collect_s=round(t1 - t0, 1), train_s=round(time.perf_counter() - t1, 1))
     out.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")

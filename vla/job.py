@@ -59,7 +59,8 @@ class LoaderStageConfig:
 @dataclass
 class VisionStageConfig:
     """Stage `vision_pretrain` (sim/vision_pretrain.py): the camera encoders first learn the task's
-    object pose and goal from the simulator's privileged state, and `pretrain` starts from them."""
+    object pose and goal from the simulator's privileged state; `pretrain` starts from them and keeps
+    learning those labelled frames beside the demos (train.init_weights, train.perception_frames)."""
 
     episodes: int = 1000  # expert episodes from seed 500000 (apart from the demos' and evaluation's)
     every: int = 4  # every N-th frame of an episode
@@ -283,9 +284,10 @@ def pretrain_stage(ctx: JobContext) -> dict[str, Any]:
     t0 = time.perf_counter()
     overrides = [f"train.steps={cfg.steps}", f"train.batch_size={cfg.batch_size}",
                  f"train.ckpt_every={cfg.steps}", f"train.val_every={max(cfg.steps // 4, 1)}", *cfg.overrides]
-    vision = ctx.results.get("vision_pretrain", {}).get("weights")
-    if vision and not any(o.startswith("train.init_weights=") for o in cfg.overrides):
-        overrides.insert(0, f"train.init_weights={vision}")
+    vision = ctx.results.get("vision_pretrain", {})
+    for key, value in (("init_weights", vision.get("weights")), ("perception_frames", vision.get("frames file"))):
+        if value and not any(o.startswith(f"train.{key}=") for o in cfg.overrides):
+            overrides.insert(0, f"train.{key}={value}")
     out = ctx.out_dir / "train"
     result = run_training(ctx.store_path, out, cfg.policy, cfg.train, overrides)
     from vla.policy.checkpoint import load_model

@@ -61,10 +61,15 @@ def test_weights_fit_the_policy_they_were_made_for(tmp_path: Path) -> None:
     # the goal's height is the same in every scene: no target, no score
     assert set(report["val_r2"]) == set(TARGETS) - {"goal_z"} and report["steps"] == 2
     assert json.loads((tmp_path / "v.json").read_text())["weights"] == str(tmp_path / "v.safetensors")
-    model = VLAModel(load_policy_config("tiny", cameras=report["cameras"], d_model=32, vision_channels=[8, 16]))
+    frames = np.load(tmp_path / "v.npz")
+    k = len(TARGETS) - 1
+    assert frames["targets"].shape == (len(frames["images/agentview"]), k)  # standardised, the constant one left out
+    model = VLAModel(load_policy_config("tiny", cameras=report["cameras"], d_model=32, vision_channels=[8, 16],
+                                        perception_dim=k))
     n = load_partial_weights(model, tmp_path / "v.safetensors")
-    assert n == sum(1 for k in model.state_dict() if k.startswith("vision."))
-    wrong = VLAModel(load_policy_config("tiny", cameras=report["cameras"]))  # d_model 128: does not fit
+    assert n == sum(1 for k in model.state_dict() if k.startswith(("vision.", "perception_head.")))
+    # d_model 128: does not fit
+    wrong = VLAModel(load_policy_config("tiny", cameras=report["cameras"], perception_dim=k))
     with pytest.raises(Exception, match="has shape"):
         load_partial_weights(wrong, tmp_path / "v.safetensors")
     assert torch.isfinite(model.vision["agentview"].proj.weight).all()
@@ -83,4 +88,8 @@ def test_job_pretrains_from_the_vision_stage(tmp_path: Path) -> None:
     weights = summary["vision_pretrain"]["weights"]
     assert Path(weights).is_file() and "object_cos4yaw" in summary["vision_pretrain"]["held-out R^2"]
     # each camera's encoder: 2 blocks of (conv, norm, conv, norm) weights and biases, its projection and positions
-    assert f"initialised {2 * (16 + 3)} tensors from {weights}" in res.stdout
+    assert f"initialised {2 * (16 + 3) + 2} tensors from {weights}" in res.stdout  # + the perception head's 2
+    from vla.policy.checkpoint import load_config
+
+    k = np.load(summary["vision_pretrain"]["frames file"])["targets"].shape[1]  # those that vary in 2 episodes
+    assert 0 < k < len(TARGETS) and load_config(summary["pretrain"]["checkpoint"]).perception_dim == k

@@ -80,6 +80,11 @@ class PolicyConfig:
     # benchmarks/yaw_probe.py) although the same encoder learns it from the pixels (R^2 0.83) when asked;
     # the hand's yaw a chunk later is the cube's in every demo. Training only: no inference graph uses it.
     future_state_weight: float = 0.0
+    # > 0: a linear perception head maps the camera tokens (every camera's, flattened in config order)
+    # to this many targets of labelled frames from outside the demos (`train.perception_frames`, e.g.
+    # the simulator's object poses from sim/vision_pretrain.py) and training adds its MSE; `vla train`
+    # sets it from the frames file. Training only: no inference graph uses it.
+    perception_dim: int = 0
     # Guidance: clip of the pseudo-inverse guidance weight (RTC uses 5).
     guidance_max_weight: float = 5.0
     # Normalisation modes ("mean_std" or "quantile") for state and actions.
@@ -128,6 +133,7 @@ class PolicyConfig:
         need(self.state_norm in NORM_MODES and self.action_norm in NORM_MODES,
              f"state_norm/action_norm must be one of {NORM_MODES}")
         need(self.guidance_max_weight >= 0, "guidance_max_weight must be >= 0")
+        need(int(self.perception_dim) >= 0, f"perception_dim must be >= 0, got {self.perception_dim}")
         need(math.isfinite(self.future_state_weight) and self.future_state_weight >= 0,
              f"future_state_weight must be finite and >= 0, got {self.future_state_weight}")
         try:

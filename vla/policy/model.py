@@ -66,6 +66,8 @@ class VLAModel(nn.Module):
         self.expert = nn.ModuleList(Block(d, cfg.n_heads, cfg.mlp_ratio, cfg.dropout, cross=True)
                                     for _ in range(cfg.expert_layers))
         self.action_out = nn.Sequential(nn.LayerNorm(d), nn.Linear(d, cfg.action_dim))
+        if cfg.perception_dim > 0 and cfg.cameras:  # training only (see PolicyConfig.perception_dim)
+            self.perception_head = nn.Linear(len(cfg.cameras) * cfg.vision_tokens * d, cfg.perception_dim)
         if cfg.future_state_weight > 0:  # training only (see PolicyConfig.future_state_weight)
             self.future_head = nn.Sequential(nn.Linear(d, d), nn.SiLU(),
                                              nn.Linear(d, features_dim(cfg.state_dim, cfg.state_quats)))
@@ -247,6 +249,24 @@ class VLAModel(nn.Module):
         pooled = (tokens * m).sum(1) / m.sum(1).clamp_min(1)
         target = replace_quats(raw, self.normalizer.state(raw), self.cfg.state_quats)
         return F.mse_loss(self.future_head(pooled), target)
+
+    def perception_loss(self, images: Mapping[str, torch.Tensor], targets: torch.Tensor) -> torch.Tensor:
+        """MSE of the perception head on labelled single frames: images per camera uint8 [N, H, W, 3],
+        targets [N, perception_dim] (standardised). The frames go through the same camera encoders and
+        image normalisation as the policy's observations, so what the targets need stays in them."""
+        cfg = self.cfg
+        if not hasattr(self, "perception_head"):
+            raise ValueError("perception_loss needs a policy with cameras and perception_dim > 0")
+        if targets.dim() != 2 or targets.shape[1] != cfg.perception_dim:
+            raise ValueError(f"perception targets have shape {tuple(targets.shape)}, expected "
+                             f"(N, {cfg.perception_dim})")
+        feats = []
+        for i, x in enumerate(self.stack_images({c: v[:, None] for c, v in images.items()}, len(targets), 1)):
+            x = x[:, 0].permute(0, 3, 1, 2).float()
+            if tuple(x.shape[-2:]) != cfg.image_size:
+                x = F.interpolate(x, size=cfg.image_size, mode="bilinear", align_corners=False)
+            feats.append(self.vision[cfg.cameras[i]](self.normalizer.image(x, i)).flatten(1))
+        return F.mse_loss(self.perception_head(torch.cat(feats, 1)), targets.to(feats[0]))
 
     # ----------------------------------------------------------------------------- inference
     @torch.no_grad()

@@ -28,6 +28,10 @@ class TrainConfig:
     # a safetensors file whose tensors initialise those of the same name (e.g. `vision.<camera>.*` from
     # `python -m sim.vision_pretrain`); the rest keep their seeded initial values. Not on resume.
     init_weights: str = ""
+    # a .npz of labelled frames (vla/train/perception.py): each step adds perception_weight x the policy's
+    # perception-head loss on a batch of them; the policy's perception_dim is set from the file
+    perception_frames: str = ""
+    perception_weight: float = 1.0
     log_every: int = 50
     val_every: int = 1000
     val_batches: int = 8
@@ -48,6 +52,8 @@ class TrainConfig:
                 raise ValueError(f"TrainConfig: {name} must be >= 1, got {getattr(self, name)}")
         if not (self.target_clip == 0 or self.target_clip >= 1):  # also rejects NaN
             raise ValueError(f"TrainConfig: target_clip must be 0 (off) or >= 1, got {self.target_clip}")
+        if not self.perception_weight >= 0:
+            raise ValueError(f"TrainConfig: perception_weight must be >= 0, got {self.perception_weight}")
         if self.lr <= 0 or not 0 <= self.ema_decay < 1 or self.warmup_steps < 0 or self.grad_clip < 0:
             raise ValueError("TrainConfig: need lr > 0, 0 <= ema_decay < 1, warmup_steps >= 0, grad_clip >= 0")
 

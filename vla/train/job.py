@@ -84,8 +84,12 @@ def build(store_path: str | Path, policy_preset: str, train_preset: str, overrid
         interface["state_dim"] = schema.state_dim
     if "action_dim" not in explicit:
         interface["action_dim"] = schema.action_dim
-    policy_cfg = load_config(PolicyConfig, "policy", policy_preset, routed["policy"], values=interface)
     train_cfg = load_config(TrainConfig, "train", train_preset, routed["train"])
+    if train_cfg.perception_frames and "perception_dim" not in explicit:
+        from vla.train.perception import frames_dim
+
+        interface["perception_dim"] = frames_dim(train_cfg.perception_frames)
+    policy_cfg = load_config(PolicyConfig, "policy", policy_preset, routed["policy"], values=interface)
     selection = load_config(DataSelection, "data", None, routed["data"])
     episodes = select_episodes(store, selection)
     train_eps, val_eps = split_episodes(episodes, selection.val_fraction, selection.split_seed)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
@@ -93,6 +94,14 @@ class Trainer:
         self.ema = EMA(self.model, cfg.ema_decay, cfg.ema_warmup) if cfg.ema_decay > 0 else None
         self.step = 0
         self._loss_fn = functools.partial(self.model.compute_loss, target_clip=cfg.target_clip)
+        self._perception = None
+        if cfg.perception_frames:
+            from vla.train.perception import PerceptionFrames
+
+            self._perception = PerceptionFrames(cfg.perception_frames, list(model.cfg.cameras))
+            if self._perception.dim != model.cfg.perception_dim:
+                raise ValueError(f"{cfg.perception_frames}: {self._perception.dim} targets, but the policy's "
+                                 f"perception_dim is {model.cfg.perception_dim}")
         if cfg.compile:
             # Compile the two graphs; compute_loss keeps its Python-side checks and metrics.
             self.model.encode = torch.compile(self.model.encode)  # type: ignore[method-assign]
@@ -152,6 +161,8 @@ class Trainer:
             g["lr"] = lr
         with self._autocast():
             loss, metrics = self._loss_fn(batch, self._generator(step_seed(self._rank_seed + 1, self.step)))
+            if self._perception is not None:
+                loss, metrics = self._add_perception(loss, metrics)
         if not torch.isfinite(loss):
             raise FloatingPointError(f"non-finite training loss {float(loss)} at step {self.step}")
         self.opt.zero_grad(set_to_none=True)
@@ -166,6 +177,18 @@ class Trainer:
             self.ema.update(self.model)
         self.step += 1
         return {**metrics, "lr": lr, "grad_norm": float(grad_norm)}
+
+    def _add_perception(self, loss: torch.Tensor, metrics: dict[str, float]) -> tuple[torch.Tensor, dict[str, float]]:
+        """The flow loss plus the perception head's on a batch of labelled frames (seeded per step, so a
+        resumed run draws the same frames)."""
+        assert self._perception is not None
+        rng = np.random.default_rng(step_seed(self._rank_seed + 2, self.step))
+        images, targets = self._perception.batch(rng, self.cfg.batch_size)
+        p_loss = self.model.perception_loss({c: torch.from_numpy(v).to(self.device) for c, v in images.items()},
+                                            torch.from_numpy(targets).to(self.device))
+        total = loss + self.cfg.perception_weight * p_loss
+        return total, {**metrics, "flow_loss": metrics["loss"], "perception_loss": float(p_loss.detach()),
+                       "loss": float(total.detach())}
 
     @torch.no_grad()
     def validate(self) -> float:
