@@ -123,7 +123,7 @@ def control_of(name: str) -> str:
 
 
 def run_variant(job: Path, out: Path, name: str, method: str, rollouts: int, overrides: tuple[str, ...], seed: int,
-                eval_episodes: int) -> None:
+                eval_episodes: int, extra: tuple[str, ...] = ()) -> None:
     d = out / name
     if (d / "iter_01/eval/summary.json").exists():
         return
@@ -135,7 +135,8 @@ def run_variant(job: Path, out: Path, name: str, method: str, rollouts: int, ove
     cmd = [sys.executable, "-m", "vla.cli", "refine", method, "--ckpt", str(job / "train/checkpoints/step_00007000"),
            "--demos", str(job / "demos.zarr"), "--out", str(d), "iterations=1",
            f"episodes_per_iteration={rollouts}", f"eval_episodes={eval_episodes}", "n_action_steps=4",
-           "eval_seed_start=1000", "train.steps=500", "train.ckpt_every=500", "videos=0", f"seed={seed}", *overrides]
+           "eval_seed_start=1000", "train.steps=500", "train.ckpt_every=500", "videos=0", f"seed={seed}", *overrides,
+           *extra]
     if (d / "config.json").exists():
         cmd.insert(5, "--resume")  # an interrupted variant continues where it stopped
     with open(out / f"{name}.log", "w") as f:
@@ -245,6 +246,9 @@ def main() -> None:
                          "demo windows of the first one's store (into NAME.json as window_losses)")
     ap.add_argument("--loss-clip", type=float, default=0.0,
                     help="with --losses: targets clipped as train.target_clip (into window_losses_clip<N>)")
+    ap.add_argument("--extra", action="append", default=[], metavar="KEY=VALUE",
+                    help="an override added to every variant run in this call (use a separate --out), e.g. "
+                         "train.perception_frames=runs/vp1000b/vision.npz")
     args = ap.parse_args()
     out = ROOT / args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -258,7 +262,7 @@ def main() -> None:
         return
     if not args.report:
         for name, method, rollouts, ov, seed in expand(args.only):
-            run_variant(ROOT / args.job, out, name, method, rollouts, ov, seed, args.eval_episodes)
+            run_variant(ROOT / args.job, out, name, method, rollouts, ov, seed, args.eval_episodes, tuple(args.extra))
     report(out, args.name)
 
 
