@@ -9,9 +9,11 @@ R^2 0.83, `main_job_notes.md`). A grasp turned 30+ degrees off slips five times 
 
 Privileged information used only at training time, as in asymmetric actor-critic (Pinto et al.,
 arXiv 1710.06542) and auxiliary perception tasks (UNREAL, Jaderberg et al., arXiv 1611.05397); ours
-differs in that it is a separate stage before imitation (a sim-labelled stand-in for the pretrained
-backbone a real robot would load, which `policy.vision_backbone` also takes), and that the targets
-respect the cube's symmetry: its yaw enters as (cos 4y, sin 4y), the same for every face.
+differs in that the labels first train the encoders on their own (a sim-labelled stand-in for the
+pretrained backbone a real robot would load, which `policy.vision_backbone` also takes) and then stay
+beside imitation as a co-training loss (`train.perception_frames`: alone, the first step is forgotten
+within the pretraining), and that the targets respect the cube's symmetry: its yaw enters as
+(cos 4y, sin 4y), the same for every face.
 
     python -m sim.vision_pretrain --task pick_place --episodes 1000 --steps 3000 \\
         --out runs/vision/vision.safetensors

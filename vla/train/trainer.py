@@ -187,7 +187,9 @@ class Trainer:
         p_loss = self.model.perception_loss({c: torch.from_numpy(v).to(self.device) for c, v in images.items()},
                                             torch.from_numpy(targets).to(self.device))
         total = loss + self.cfg.perception_weight * p_loss
-        return total, {**metrics, "flow_loss": metrics["loss"], "perception_loss": float(p_loss.detach()),
+        # "flow_loss" may already be there (with a future-state head, "loss" then holds both)
+        return total, {**metrics, "flow_loss": metrics.get("flow_loss", metrics["loss"]),
+                       "perception_loss": float(p_loss.detach()),
                        "loss": float(total.detach())}
 
     @torch.no_grad()
