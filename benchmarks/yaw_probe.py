@@ -9,7 +9,7 @@ architecture with its initial random weights (what a random convolutional net ke
 the cube's position, which the policy does use, as the same kind of target.
 
     python benchmarks/yaw_probe.py --ckpt runs/main26/train/checkpoints/step_00007000 \\
-        --out benchmarks/results/yaw_probe.json
+        --out benchmarks/results/yaw_probe.json [--turn-seeds 80]   # + does its first turn follow the yaw
 """
 
 from __future__ import annotations
@@ -68,6 +68,25 @@ def camera_features(policy: Any, obs_list: list[Any]) -> np.ndarray:
     return np.array(feats)
 
 
+def first_turn_correlation(policy: Any, task: str, seeds: range, image_size: int, steps: int = 4) -> float:
+    """Pearson r between the yaw the policy's first chunk turns over its first `steps` actions (the
+    rotation action about z, index 5) and the turn the cube needs (to its nearest face, +-45 degrees):
+    does the policy act on the yaw it reads? The expert's first action gives 0.96."""
+    from sim.intervener import hand_object_yaw
+    from vla.registry import TASKS
+
+    env = TASKS.make(task, image_size=image_size)
+    need, turn = [], []
+    for seed in seeds:
+        obs, _ = env.reset(seed=seed)
+        d = hand_object_yaw(env.unwrapped)
+        need.append((d + np.pi / 4) % (np.pi / 2) - np.pi / 4)
+        policy.reset()
+        turn.append(float(policy.sample_chunk([obs])[0][:steps, 5].sum()))
+    env.close()
+    return float(np.corrcoef(need, turn)[0, 1])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ckpt", required=True)
@@ -77,6 +96,8 @@ def main() -> None:
                     help="ridge penalties; each target's best held-out R^2 over them is reported (the probe's "
                          "most favourable reading)")
     ap.add_argument("--image-size", type=int, default=84)
+    ap.add_argument("--turn-seeds", type=int, default=0,
+                    help="also: r of the first chunk's turn with the turn the cube needs, seeds 1000.. (the job's)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
 
@@ -105,6 +126,10 @@ def main() -> None:
         res[name] = {"features": int(f.shape[1]), "r2_yaw_cos_sin": [round(float(v), 3) for v in r2_yaw],
                      "r2_cube_xy": [round(float(v), 3) for v in r2_pos]}
         print(name, res[name], flush=True)
+    if args.turn_seeds:
+        r = first_turn_correlation(trained, args.task, range(1000, 1000 + args.turn_seeds), args.image_size)
+        res["first_turn_r"] = {"seeds": args.turn_seeds, "r": round(r, 3)}
+        print("first turn r", res["first_turn_r"], flush=True)
     if args.out:
         Path(args.out).write_text(json.dumps(res, indent=1) + "\n")
 
