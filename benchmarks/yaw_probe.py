@@ -72,15 +72,14 @@ def first_turn_correlation(policy: Any, task: str, seeds: range, image_size: int
     """Pearson r between the yaw the policy's first chunk turns over its first `steps` actions (the
     rotation action about z, index 5) and the turn the cube needs (to its nearest face, +-45 degrees):
     does the policy act on the yaw it reads? The expert's first action gives 0.96."""
-    from sim.intervener import hand_object_yaw
+    from sim.intervener import face_offset, hand_object_yaw
     from vla.registry import TASKS
 
     env = TASKS.make(task, image_size=image_size)
     need, turn = [], []
     for seed in seeds:
         obs, _ = env.reset(seed=seed)
-        d = hand_object_yaw(env.unwrapped)
-        need.append((d + np.pi / 4) % (np.pi / 2) - np.pi / 4)
+        need.append(face_offset(hand_object_yaw(env.unwrapped)))
         policy.reset()
         turn.append(float(policy.sample_chunk([obs])[0][:steps, 5].sum()))
     env.close()

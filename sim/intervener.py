@@ -80,26 +80,41 @@ def task_view(env: Any) -> tuple[np.ndarray, np.ndarray, bool]:
     return obj, goal, bool(p.get("grasped", False))
 
 
-def hand_object_yaw(env: Any) -> float | None:
-    """The active object's yaw minus the hand's (radians, wrapped to (-pi, pi]); None when the task
-    does not report the object's orientation."""
+def object_yaw(env: Any) -> float | None:
+    """The active object's yaw (radians) from `env.privileged()` (native tasks: its (w, x, y, z)
+    quaternion; robosuite: `object_quat` x, y, z, w); None when the task does not report it."""
     p = env.privileged()
     if "active_object" in p:
-        q_wxyz = np.asarray(p["objects"][p["active_object"]]["quat"])  # native tasks: (w, x, y, z)
+        q_wxyz = np.asarray(p["objects"][p["active_object"]]["quat"])
     elif "object_quat" in p:
         x, y, z, w = p["object_quat"]
         q_wxyz = np.array([w, x, y, z])
     else:
         return None
+    return _quat_yaw(q_wxyz)
+
+
+def hand_object_yaw(env: Any) -> float | None:
+    """The active object's yaw minus the hand's (radians, wrapped to (-pi, pi]); None when the task
+    does not report the object's orientation."""
+    yaw = object_yaw(env)
+    if yaw is None:
+        return None
     r = quat_xyzw_to_mat(env.eef_quat())
-    return float(np.angle(np.exp(1j * (_quat_yaw(q_wxyz) - np.arctan2(r[1, 0], r[0, 0])))))
+    return float(np.angle(np.exp(1j * (yaw - np.arctan2(r[1, 0], r[0, 0])))))
+
+
+def face_offset(d: float) -> float:
+    """A yaw difference (radians) to the nearest face of a box, which looks the same every 90
+    degrees: the signed turn in (-pi/4, pi/4]."""
+    return float(np.angle(np.exp(4j * d)) / 4)
 
 
 def grasp_yaw_error(env: Any) -> float | None:
     """Degrees between the hand's yaw and the active object's, modulo the 90 degrees of a box's
     symmetry; None when the task does not report the object's orientation."""
     d = hand_object_yaw(env)
-    return None if d is None else float(np.degrees(abs(np.angle(np.exp(4j * d))) / 4))
+    return None if d is None else float(np.degrees(abs(face_offset(d))))
 
 
 class ExpertIntervener:

@@ -38,20 +38,13 @@ TARGETS = ("object_x", "object_y", "object_z", "object_cos4yaw", "object_sin4yaw
 def perception_targets(env: Any) -> np.ndarray:
     """float32[10] (TARGETS) from the task's privileged state: the active object's position and yaw
     (world, and relative to the hand; mod 90 degrees as cos/sin of 4x the angle) and its goal."""
-    from sim.experts.native import _quat_yaw
-    from sim.intervener import hand_object_yaw
+    from sim.intervener import hand_object_yaw, object_yaw, task_view
 
-    p = env.privileged()
-    if "active_object" in p:
-        obj = p["objects"][p["active_object"]]
-        pos, q_wxyz, goal = np.asarray(obj["pos"]), np.asarray(obj["quat"]), np.asarray(p["goal_pos"])
-    elif "object_quat" in p:
-        x, y, z, w = p["object_quat"]
-        pos, q_wxyz = np.asarray(p["object_pos"]), np.array([w, x, y, z])
-        goal = np.asarray(p.get("goal_pos", pos))
-    else:
+    yaw = object_yaw(env)
+    if yaw is None:
         raise ValueError(f"{type(env).__name__}: privileged() names no object pose to learn")
-    yaw, rel = _quat_yaw(q_wxyz), hand_object_yaw(env) or 0.0
+    pos, goal, _ = task_view(env)
+    rel = hand_object_yaw(env) or 0.0
     return np.array([*pos, np.cos(4 * yaw), np.sin(4 * yaw), np.cos(4 * rel), np.sin(4 * rel), *goal], np.float32)
 
 

@@ -205,13 +205,20 @@ def load_instruction_table(folder: Path) -> dict[str, np.ndarray]:
     return dict(zip(names, emb, strict=True))
 
 
-def load_state_into(model: torch.nn.Module, tensors: dict[str, torch.Tensor], source: Path) -> None:
-    """strict load with an error that names the first missing/unexpected/mismatched tensor."""
-    own = model.state_dict()
+def _fit(own: dict[str, torch.Tensor], tensors: dict[str, torch.Tensor]
+         ) -> tuple[list[str], list[str], list[tuple[str, tuple[int, ...], tuple[int, ...]]]]:
+    """How `tensors` fit a model's state dict `own`: (names missing from them, names the model lacks,
+    (name, their shape, the model's) of the shared names whose shapes differ)."""
     missing = [k for k in own if k not in tensors]
     unexpected = [k for k in tensors if k not in own]
     wrong = [(k, tuple(tensors[k].shape), tuple(v.shape)) for k, v in own.items()
              if k in tensors and tensors[k].shape != v.shape]
+    return missing, unexpected, wrong
+
+
+def load_state_into(model: torch.nn.Module, tensors: dict[str, torch.Tensor], source: Path) -> None:
+    """strict load with an error that names the first missing/unexpected/mismatched tensor."""
+    missing, unexpected, wrong = _fit(model.state_dict(), tensors)
     if missing:
         raise CheckpointError(f"{source}: tensor '{missing[0]}' missing ({len(missing)} missing in all); "
                               "the file does not fit config.json")
@@ -233,11 +240,9 @@ def load_partial_weights(model: torch.nn.Module, path: str | Path) -> int:
     if not path.is_file():
         raise FileNotFoundError(f"init_weights file not found: {path} (a .safetensors file)")
     tensors = load_tensors(path)
-    own = model.state_dict()
-    unexpected = [k for k in tensors if k not in own]
+    _, unexpected, wrong = _fit(model.state_dict(), tensors)  # missing ones keep their values
     if unexpected:
         raise CheckpointError(f"{path}: tensor '{unexpected[0]}' is not in the model ({len(unexpected)} such in all)")
-    wrong = [(k, tuple(v.shape), tuple(own[k].shape)) for k, v in tensors.items() if v.shape != own[k].shape]
     if wrong:
         k, got, want = wrong[0]
         raise CheckpointError(f"{path}: tensor '{k}' has shape {got}, the model needs {want}")

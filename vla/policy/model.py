@@ -94,13 +94,10 @@ class VLAModel(nn.Module):
         proprio = replace_quats(state, self.normalizer.state(state), self.cfg.state_quats)
         tokens.append(self.proprio(proprio, film) + self.type_emb[1] + step)
         masks.append(obs_mask)
-        for i, cam in enumerate(cfg.cameras):
+        for i in range(len(cfg.cameras)):
             img = images[i]
-            x = img.reshape(b * to, *img.shape[-3:]).permute(0, 3, 1, 2).float()
-            if tuple(x.shape[-2:]) != cfg.image_size:
-                x = F.interpolate(x, size=cfg.image_size, mode="bilinear", align_corners=False)
             cond = None if film is None else film.repeat_interleave(to, dim=0)  # one per image
-            t = self.vision[cam](self.normalizer.image(x, i), cond)  # [B*To, T, d]
+            t = self.vision_tokens(i, img.reshape(b * to, *img.shape[-3:]), cond)  # [B*To, T, d]
             t = t.view(b, to, -1, t.shape[-1]) + step[:, :, None] + self.type_emb[2 + i]
             if camera_tokens is not None:
                 camera_tokens.append(t)
@@ -111,6 +108,14 @@ class VLAModel(nn.Module):
         for block in self.trunk:
             x = block(x, mask)
         return self.trunk_norm(x), mask
+
+    def vision_tokens(self, cam_index: int, frames: torch.Tensor, cond: torch.Tensor | None = None) -> torch.Tensor:
+        """Camera `cam_index`'s encoder on frames [N, H, W, 3] in pixel units: resized to `image_size`,
+        normalised as the training data -> tokens [N, T, d] (no position or type embeddings)."""
+        x = frames.permute(0, 3, 1, 2).float()
+        if tuple(x.shape[-2:]) != self.cfg.image_size:
+            x = F.interpolate(x, size=self.cfg.image_size, mode="bilinear", align_corners=False)
+        return self.vision[self.cfg.cameras[cam_index]](self.normalizer.image(x, cam_index), cond)
 
     def velocity(self, x: torch.Tensor, tau: torch.Tensor, context: torch.Tensor,
                  context_mask: torch.Tensor) -> torch.Tensor:
@@ -260,12 +265,8 @@ class VLAModel(nn.Module):
         if targets.dim() != 2 or targets.shape[1] != cfg.perception_dim:
             raise ValueError(f"perception targets have shape {tuple(targets.shape)}, expected "
                              f"(N, {cfg.perception_dim})")
-        feats = []
-        for i, x in enumerate(self.stack_images({c: v[:, None] for c, v in images.items()}, len(targets), 1)):
-            x = x[:, 0].permute(0, 3, 1, 2).float()
-            if tuple(x.shape[-2:]) != cfg.image_size:
-                x = F.interpolate(x, size=cfg.image_size, mode="bilinear", align_corners=False)
-            feats.append(self.vision[cfg.cameras[i]](self.normalizer.image(x, i)).flatten(1))
+        stacked = self.stack_images({c: v[:, None] for c, v in images.items()}, len(targets), 1)
+        feats = [self.vision_tokens(i, x[:, 0]).flatten(1) for i, x in enumerate(stacked)]
         return F.mse_loss(self.perception_head(torch.cat(feats, 1)), targets.to(feats[0]))
 
     # ----------------------------------------------------------------------------- inference
