@@ -230,7 +230,12 @@ class MultiCameraRenderer:
         return bool(seg.any(axis=-1).all())
 
     def close(self) -> None:
+        # Our GL context must be current while the MjrContext frees its textures and buffers: with
+        # another renderer's context current, the same GL names there would be freed instead,
+        # and that renderer would read back garbage from then on.
         if self._mjr is not None:
+            if self._ctx is not None:
+                self._ctx.make_current()
             self._mjr.free()
             self._mjr = None
         if self._ctx is not None:

@@ -54,6 +54,25 @@ def test_side_by_side_matches_rendering_each_camera_alone():
         np.testing.assert_array_equal(together[cam], alone)
 
 
+def test_closing_one_renderer_leaves_another_intact() -> None:
+    # A renderer freed (closed or garbage-collected) while another renderer's GL context was
+    # current used to free that one's buffers: every later image of it was noise. Envs made one
+    # after another in one process (task loops, benchmarks) hit this.
+    m = build_model("")
+    make_fast(m, 84, 84)
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    first = MultiCameraRenderer(m, ("agentview",), 84)
+    reference = first.render(d)["agentview"]
+    second = MultiCameraRenderer(m, ("agentview",), 84)
+    first.close()
+    np.testing.assert_array_equal(second.render(d)["agentview"], reference)
+    third = MultiCameraRenderer(m, ("agentview",), 84)
+    del second  # freed by the garbage collector, not by close()
+    np.testing.assert_array_equal(third.render(d)["agentview"], reference)
+    third.close()
+
+
 def test_unknown_camera_names_the_valid_ones():
     with pytest.raises(ValueError, match=r"unknown camera 'top'.*agentview"):
         MultiCameraRenderer(build_model(""), ("top",), 32)
