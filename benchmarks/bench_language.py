@@ -57,7 +57,7 @@ def mw_tasks() -> list[str]:
 def collect(args: argparse.Namespace) -> None:
     out = Path(args.out).resolve()
     jobs = [("sort", "sort", args.sort_demos, "[agentview,robot0_eye_in_hand]")]
-    jobs += [("mw", t, args.mw_demos, "[corner2]") for t in mw_tasks()]
+    jobs += [("mw", t, args.mw_demos, f"[{args.mw_cameras}]") for t in mw_tasks()]
     jobs = [j for j in jobs if args.family in (None, j[0])]
     for family, task, n, cams in jobs:
         done = out / family / "collect" / task / "summary.json"
@@ -80,10 +80,21 @@ def sort_aliases(out: Path) -> Path:
     return path
 
 
+def mw_policy_cameras(args: argparse.Namespace) -> tuple[str, str]:
+    """(the Meta-World policy's cameras as a list override, the run folders' suffix: "" when it sees every
+    recorded camera)."""
+    cams = args.mw_policy_cameras or args.mw_cameras
+    return f"[{cams}]", "" if cams == args.mw_cameras else "_" + cams.replace(",", "_")
+
+
 def train(args: argparse.Namespace) -> None:
     out = Path(args.out).resolve() / (args.family or "sort")
     extra = [f"data.instruction_aliases={sort_aliases(out)}"] if args.aliases else []
     name = "train_alias" if args.aliases else "train"
+    if args.family == "mw":
+        cams, suffix = mw_policy_cameras(args)
+        extra.append(f"policy.cameras={cams}")
+        name += suffix
     sh(vla("train", out / "demos.zarr", "--out", out / name, "--resume", f"train.steps={args.steps}",
            f"train.batch_size={args.batch_size}", "train.ckpt_every=1000", "train.val_every=1000",
            "train.progress=false", *args.overrides, *extra),
@@ -121,7 +132,8 @@ def evaluate(args: argparse.Namespace) -> None:
     ck = latest_checkpoint(out / "sort" / "train") if args.family in (None, "sort") else None
     if ck is not None:
         eval_sort(args, ck, out / "sort" / "eval", out / "logs", "eval_sort")
-    ck = latest_checkpoint(out / "mw" / "train") if args.family in (None, "mw") else None
+    cams, suffix = mw_policy_cameras(args)
+    ck = latest_checkpoint(out / "mw" / f"train{suffix}") if args.family in (None, "mw") else None
     if ck is not None:
         from sim.tasks.metaworld_tasks import SAME_SCENE, task_name
 
@@ -130,12 +142,12 @@ def evaluate(args: argparse.Namespace) -> None:
             for name, text in (("true", ""), ("wrong", "@wrong")):
                 if name == "wrong" and task not in pairs:
                     continue
-                dest = out / "mw" / "eval" / task / name
+                dest = out / "mw" / f"eval{suffix}" / task / name
                 if not (dest / "summary.json").exists():
                     sh(vla("eval", ck, f"task={task}", f"episodes={args.episodes}", "seed_start=1000", "workers=2",
-                           "videos=1", "cameras=[corner2]", f"instruction='{text}'",
+                           "videos=1", f"cameras={cams}", f"instruction='{text}'",
                            f"n_action_steps={args.n_action_steps}", f"out_dir={dest}"),
-                       out / "logs" / f"eval_{task}_{name}.log")
+                       out / "logs" / f"eval{suffix}_{task}_{name}.log")
 
 
 # film_alias: FiLM plus training-time instruction augmentation with sort's AUGMENT_TEMPLATES (the
@@ -334,7 +346,9 @@ def render(args: argparse.Namespace) -> None:
     from vla.registry import TASKS
 
     def fps(task: str, mesh_cell: float) -> float:
-        ours = TASKS.make("mw_" + task.replace("-", "_"), cameras=("corner2",), image_size=84, mesh_cell=mesh_cell)
+        # the MJCF's camera pose, the one Meta-World's default renderer is timed with below
+        ours = TASKS.make("mw_" + task.replace("-", "_"), cameras=("corner2",), image_size=84, mesh_cell=mesh_cell,
+                          corner2_pos=None)
         ours.reset(seed=0)
         env = ours.unwrapped
         t = time.perf_counter()
@@ -450,7 +464,10 @@ def main() -> None:
     ap.add_argument("--family", choices=["sort", "mw"], default=None,
                     help="collect/train/eval: one family only (train: sort when not given)")
     ap.add_argument("--sort-demos", type=int, default=200)
-    ap.add_argument("--mw-demos", type=int, default=50)
+    ap.add_argument("--mw-demos", type=int, default=100)
+    ap.add_argument("--mw-cameras", default="corner2,behindGripper", help="collect: the Meta-World cameras recorded")
+    ap.add_argument("--mw-policy-cameras", default="",
+                    help="train/eval: the Meta-World policy's cameras (default: all recorded; others: own folders)")
     ap.add_argument("--steps", type=int, default=15000)
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--overrides", nargs="*", default=["policy.language_norm=true", "policy.language_film=true"],

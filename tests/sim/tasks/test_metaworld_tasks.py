@@ -45,6 +45,24 @@ def test_seeded_resets_images_and_instructions() -> None:
         env.close()
 
 
+def test_the_near_corner2_shows_the_layout_in_more_pixels() -> None:
+    # Two seeds differ in reach's goal and object positions: from the MJCF's far pose they move a few
+    # pixels, from the near pose (the default) several times as many.
+    def changed(pos: tuple[float, float, float] | None) -> int:
+        env = TASKS.make("mw_reach", image_size=84, corner2_pos=pos)
+        try:
+            a = env.reset(seed=3)[0]["images"]["corner2"].astype(int)
+            b = env.reset(seed=4)[0]["images"]["corner2"].astype(int)
+            return int((np.abs(a - b).sum(-1) > 30).sum())
+        finally:
+            env.close()
+
+    near, far = changed((0.75, 0.075, 0.7)), changed(None)
+    assert near > 2 * far > 0
+    with pytest.raises(ValueError, match="corner2_pos must be 3 finite"):
+        TASKS.make("mw_reach", corner2_pos=(0.7, float("nan"), 0.7))
+
+
 @pytest.mark.parametrize("task", ["mw_drawer_open", "mw_window_close", "mw_reach"])
 def test_the_scripted_expert_solves_it(task: str) -> None:
     env = TASKS.make(task, obs_mode="state", cameras=())
