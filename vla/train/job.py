@@ -32,6 +32,10 @@ class DataSelection:
     # a JSON/YAML file {instruction: [paraphrases]}: training windows draw their instruction from the
     # stored one and its paraphrases (validation keeps the stored one)
     instruction_aliases: str = ""
+    # draw each task's windows equally often, however many steps its episodes hold (a multi-task
+    # store's short tasks, e.g. Meta-World's reach at ~46 steps against ~150, are otherwise seen
+    # a third as often)
+    balance_tasks: bool = False
 
 
 def split_overrides(overrides: list[str]) -> dict[str, list[str]]:
@@ -53,6 +57,22 @@ def select_episodes(store: EpisodeStore, sel: DataSelection) -> np.ndarray:
         raise ValueError(f"{store.path}: no episodes match tasks={sel.tasks or 'any'}, "
                          f"sources={sel.sources or 'any'}, success_only={sel.success_only}")
     return episodes
+
+
+def task_balanced_weights(episode_ends: np.ndarray, tasks: np.ndarray, episodes: np.ndarray) -> np.ndarray:
+    """Per store step: 1 / (steps of its task among `episodes`) for the steps of `episodes`, 0 elsewhere,
+    so that every task's windows carry the same total weight."""
+    episode_ends = np.asarray(episode_ends, np.int64)
+    starts = np.concatenate([[0], episode_ends[:-1]])
+    lengths = episode_ends - starts
+    episodes = np.asarray(episodes, np.int64)
+    per_task: dict[str, int] = {}
+    for ep in episodes:
+        per_task[str(tasks[ep])] = per_task.get(str(tasks[ep]), 0) + int(lengths[ep])
+    weights = np.zeros(int(episode_ends[-1]) if len(episode_ends) else 0, np.float64)
+    for ep in episodes:
+        weights[starts[ep]:episode_ends[ep]] = 1.0 / per_task[str(tasks[ep])]
+    return weights
 
 
 def training_states(store: EpisodeStore, episodes: np.ndarray, max_rows: int = 200_000) -> np.ndarray:
@@ -111,7 +131,11 @@ def build(store_path: str | Path, policy_preset: str, train_preset: str, overrid
             policy_cfg = policy_cfg.replace(state_quats=found)
             print(f"state[{', '.join(f'{i}:{i + 4}' for i in found)}] holds unit quaternions: the policy sees their "
                   "6D rotation features (policy.state_quats=[] keeps the raw values)", flush=True)
-    train_ds = WindowDataset(store, train_eps, instruction_aliases=aliases, **kw)
+    sample_weights = None
+    if selection.balance_tasks:
+        table = store.table()
+        sample_weights = task_balanced_weights(table.episode_ends, table.task, train_eps)
+    train_ds = WindowDataset(store, train_eps, instruction_aliases=aliases, sample_weights=sample_weights, **kw)
     val_ds = WindowDataset(store, val_eps, **kw) if len(val_eps) else None
     keys = ["state", "action", *(f"images/{c}" for c in policy_cfg.cameras)]
     stats = store.stats(keys=keys, episodes=train_eps)

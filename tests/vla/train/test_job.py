@@ -8,7 +8,7 @@ import pytest
 from vla.config import ConfigError
 from vla.data.store import EpisodeStore
 from vla.data.synthetic import default_schema, synthetic_episode
-from vla.train.job import build, split_overrides
+from vla.train.job import build, split_overrides, task_balanced_weights
 
 
 def test_overrides_are_routed_by_prefix() -> None:
@@ -55,6 +55,31 @@ def test_instruction_aliases_reach_the_training_windows_only(tmp_path: Path) -> 
     aliases.write_text('{"an instruction nobody gave": ["x"]}')
     with pytest.raises(ValueError, match="none of its instructions is in the training episodes"):
         build(store.path, "tiny", "debug", [f"data.instruction_aliases={aliases}"])
+
+
+def test_task_balanced_weights_give_every_task_the_same_total() -> None:
+    # episodes: 0 reach (10 steps), 1 push (30), 2 reach (20), 3 push (40, not selected)
+    ends = np.array([10, 40, 60, 100])
+    tasks = np.array(["reach", "push", "reach", "push"])
+    w = task_balanced_weights(ends, tasks, np.array([0, 1, 2]))
+    assert w.shape == (100,) and not w[60:].any()
+    assert w[0:10].sum() + w[40:60].sum() == pytest.approx(1.0) and w[10:40].sum() == pytest.approx(1.0)
+    assert w[0] == w[59] == pytest.approx(1 / 30) and w[10] == pytest.approx(1 / 30)
+
+
+def test_balance_tasks_draws_short_tasks_as_often_as_long_ones(tmp_path: Path) -> None:
+    schema = default_schema(image_size=16, cameras=(), state_dim=5, action_dim=3)
+    store = EpisodeStore.create(tmp_path / "s.zarr", schema)
+    for seed in range(8):  # alternating tasks, one of them 4x longer
+        ep = synthetic_episode(schema, seed, length=20 if seed % 2 else 80)
+        store.append_episode(ep)
+    table = store.table()
+    _, _, plain, _, _ = build(store.path, "tiny", "debug", ["data.val_fraction=0"])
+    _, _, balanced, _, _ = build(store.path, "tiny", "debug", ["data.val_fraction=0", "data.balance_tasks=true"])
+    assert plain.window_weights is None
+    task_of_window = table.task[balanced.index.episode]
+    totals = {t: balanced.window_weights[task_of_window == t].sum() for t in set(task_of_window)}
+    assert len(totals) == 2 and max(totals.values()) == pytest.approx(min(totals.values()), rel=0.05)
 
 
 def quaternion_store(path: Path, cameras: tuple[str, ...]) -> EpisodeStore:
