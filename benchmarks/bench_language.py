@@ -3,13 +3,15 @@ same-scene task `sort` (six goals in one scene, only the instruction tells them)
 tiny VLA on a Meta-World set, cameras + proprio, on this CPU.
 
   python benchmarks/bench_language.py collect --family sort --sort-demos 1000 --noise 0.05
-  python benchmarks/bench_language.py collect --family mw
+  python benchmarks/bench_language.py collect --family mw --out runs/bl_mw
   python benchmarks/bench_language.py train --family sort --steps 15000    # language_norm + language_film
-  python benchmarks/bench_language.py train --family mw --steps 10000
+  python benchmarks/bench_language.py train --family mw --out runs/bl_mw --steps 10000 \
+      --overrides policy.language_norm=true policy.language_film=true data.success_only=true
   python benchmarks/bench_language.py eval --family sort --episodes 50
   python benchmarks/bench_language.py train --family sort --steps 20000 --aliases   # + instruction aliases
   python benchmarks/bench_language.py eval --family sort --episodes 50 --aliases --eval-steps 20000
-  python benchmarks/bench_language.py eval --family mw --episodes 30
+  python benchmarks/bench_language.py eval --family mw --out runs/bl_mw --episodes 30
+  python benchmarks/bench_language.py report --out runs/bl_mw   # -> results/language_metaworld.md
   python benchmarks/bench_language.py render
   python benchmarks/bench_language.py film --seeds 0,1   # the FiLM ablation on `sort` in state mode
   python benchmarks/bench_language.py report
@@ -24,9 +26,12 @@ hovers, the average of the six goals.
   (1000+) with the true instruction, a wrong goal of the same scene (`instruction=@wrong`), a
   neutral phrase and held-out paraphrases (`@heldout`). A policy that ignores the instruction
   scores the same under all of them; a goal-blind perfect policy is right 1 time in 6.
-- Meta-World: the MT10 tasks (Meta-World's success criterion and 500-step horizon), 50 scripted
-  demos per task, 30 held-out seeds per task; the same-scene pairs also with the other task's
-  instruction.
+- Meta-World: the MT10 tasks (Meta-World's success criterion and 500-step horizon), 100 scripted
+  demos per task recorded from corner2 (its near pose) and behindGripper, 30 held-out seeds per
+  task; the same-scene pairs also with the other task's instruction. Variants train and evaluate in
+  their own folders on the same demos and seeds: `--mw-policy-cameras corner2` (one camera),
+  `--mw-tag balanced --overrides ... data.balance_tasks=true`; `report` pairs them with the main run
+  by task and seed. Stop 21's recipe (50 demos, corner2 at the MJCF's far pose) scored 0.65.
 - film: why `sort` failed and what fixed it, on the state (cube and zone poses; no vision to learn,
   so a run takes ~12 min): 1,000 noisy-expert demos, 15,000 steps at batch 64 with and without
   `policy.language_film`, per training seed, evaluated on the same 50 held-out seeds; differences
@@ -84,7 +89,8 @@ def mw_policy_cameras(args: argparse.Namespace) -> tuple[str, str]:
     """(the Meta-World policy's cameras as a list override, the run folders' suffix: "" when it sees every
     recorded camera)."""
     cams = args.mw_policy_cameras or args.mw_cameras
-    return f"[{cams}]", "" if cams == args.mw_cameras else "_" + cams.replace(",", "_")
+    suffix = "" if cams == args.mw_cameras else "_" + cams.replace(",", "_")
+    return f"[{cams}]", suffix + (f"_{args.mw_tag}" if args.mw_tag else "")
 
 
 def train(args: argparse.Namespace) -> None:
@@ -396,22 +402,45 @@ def mw_report(args: argparse.Namespace, out: Path, rate: Any) -> tuple[list[str]
              f"scripted demos per task, cameras {args.mw_cameras} at 84x84 (corner2 at its near pose, "
              "`sim.tasks.metaworld_tasks.NEAR_CORNER2`) + the 4-dim proprio; 30 held-out seeds per task (1000+), "
              "Meta-World's success criterion within its 500-step horizon.", ""]
+    import numpy as np
+
+    from vla.metrics import format_paired, paired_difference, t_interval
+
     res: dict[str, Any] = {}
     per_run: dict[str, dict[str, float]] = {}
+    outcomes: dict[str, dict[int, bool]] = {}  # per run: (task index, seed) -> success, to pair runs
+    tasks = mw_tasks()
     for ev in evals:
         found = {d.parent.name: rate(d) for d in sorted(ev.glob("*/true"))}
         per_run[ev.name] = {t: s["success_rate"] for t, s in found.items() if s}
+        outcomes[ev.name] = {tasks.index(t) * 1_000_000 + e["seed"]: bool(e["success"])
+                             for t, s in found.items() if s and t in tasks for e in s["episodes_detail"]}
     mw = per_run["eval"]
     if not mw:
         return [], {}
+    lo, hi = t_interval(np.array(list(outcomes["eval"].values()), float))
     res.update(metaworld_tasks=sorted(mw), metaworld_mean_success=sum(mw.values()) / len(mw),
-               metaworld_per_task=mw, metaworld_recipe={"demos_per_task": args.mw_demos, "cameras": args.mw_cameras})
+               metaworld_mean_success_95=[lo, hi], metaworld_per_task=mw,
+               metaworld_recipe={"demos_per_task": args.mw_demos, "cameras": args.mw_cameras})
+
+    def label(name: str) -> str:
+        return "all cameras" if name == "eval" else name.removeprefix("eval_").replace("_", ", ")
+
     names = list(per_run)
-    lines += ["| Meta-World task | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+    lines += ["| Meta-World task | " + " | ".join(label(n) for n in names) + " |", "|---" * (len(names) + 1) + "|"]
     for t in sorted(mw):
         lines.append(f"| {t} | " + " | ".join(f"{per_run[n].get(t, float('nan')):.2f}" for n in names) + " |")
     lines.append("| **mean** | " + " | ".join(f"**{sum(v.values()) / max(len(v), 1):.2f}** ({len(v)} tasks)"
                                               for v in per_run.values()) + " |")
+    lines += ["", f"All cameras: mean {res['metaworld_mean_success']:.3f}, 95% t interval over its "
+              f"{len(outcomes['eval'])} episodes [{lo:.3f}, {hi:.3f}]."]
+    variants = {}
+    for name in names[1:]:
+        if len(per_run[name]) == len(mw):
+            variants[label(name)] = d = paired_difference(outcomes["eval"], outcomes[name])
+            lines.append(f"- {label(name)} minus all cameras, paired by task and seed: {format_paired(d)}")
+    if variants:
+        res["metaworld_variants_minus_main"] = variants
     wrong = {d.parent.name: rate(d) for d in sorted(main.glob("*/wrong"))}
     if any(wrong.values()):
         lines += ["", "Same-scene pairs with the other task's instruction (a policy that reads the instruction "
@@ -456,6 +485,7 @@ def report(args: argparse.Namespace) -> None:
     res.update(alias_res)
     mw_lines, mw_res = mw_report(args, out, rate)
     res.update(mw_res)
+    lines += ["", "Meta-World MT10: `language_metaworld.md` (its runs may live in another --out)."]
     film_lines, film_res = film_report(out)
     lines += film_lines
     res.update(film_res)
@@ -475,7 +505,7 @@ def report(args: argparse.Namespace) -> None:
     # Each page is rewritten only from runs this --out holds (the Meta-World and the sort runs may live
     # in different folders, and the `gpu` phase's figures come from another machine): the JSON keeps
     # every key no run here recomputed.
-    if len(lines) > 4:
+    if sort["true"] or alias_lines or film_lines:
         (results / "language.md").write_text("\n".join(lines) + "\n")
         print("\n".join(lines))
     if mw_lines:
@@ -496,6 +526,7 @@ def main() -> None:
     ap.add_argument("--sort-demos", type=int, default=200)
     ap.add_argument("--mw-demos", type=int, default=100)
     ap.add_argument("--mw-cameras", default="corner2,behindGripper", help="collect: the Meta-World cameras recorded")
+    ap.add_argument("--mw-tag", default="", help="train/eval: a name for a Meta-World variant's folders (train_<tag>)")
     ap.add_argument("--mw-policy-cameras", default="",
                     help="train/eval: the Meta-World policy's cameras (default: all recorded; others: own folders)")
     ap.add_argument("--steps", type=int, default=15000)
