@@ -447,13 +447,14 @@ def mw_report(args: argparse.Namespace, out: Path, rate: Any) -> tuple[list[str]
             lines.append(f"- {label(name)} minus all cameras, paired by task and seed: {format_paired(d)}")
     if variants:
         res["metaworld_variants_minus_main"] = variants
-    lines += ["", "Reading (stop 29; one training seed per variant, the same demos and evaluation seeds): the "
-              "wrist-side `behindGripper` view carries the tasks that need an object's position (push, pick-place, peg); "
-              "drawing every task equally often (`balanced`) changes nothing beyond noise, and reach stays at "
-              "0.23-0.27 in every variant: its videos show the arm rising away from the goal, a point in the air "
-              "that one view places only along a ray and that the hand's view loses once the hand is near it. "
-              "Stop 21's recipe (one corner2 camera at the MJCF's far pose, 50 demos per task): 0.65, with reach, "
-              "push, pick-place and peg at 0.23-0.27."]
+    reading = ("Reading (stop 29; one training seed per variant, the same demos and evaluation seeds): the wrist-side "
+               "`behindGripper` view carries the tasks that need an object's position (push, pick-place, peg); "
+               "drawing every task equally often (`balanced`) changes nothing beyond noise, and reach stays at "
+               "0.23-0.27 in every variant: its videos show the arm rising away from the goal, a point in the air "
+               "that one view places only along a ray and that the hand's view loses once the hand is near it. "
+               "Stop 21's recipe (one corner2 camera at the MJCF's far pose, 50 demos per task): 0.65, with reach, "
+               "push, pick-place and peg at 0.23-0.27.")
+    lines += ["", reading]
     wrong = {d.parent.name: rate(d) for d in sorted(main.glob("*/wrong"))}
     if any(wrong.values()):
         lines += ["", "Same-scene pairs with the other task's instruction (a policy that reads the instruction "
