@@ -146,7 +146,7 @@ def evaluate(args: argparse.Namespace) -> None:
         pairs = {task_name(t) for p in SAME_SCENE for t in p}
         for task in mw_tasks():
             for name, text in (("true", ""), ("wrong", "@wrong")):
-                if name == "wrong" and task not in pairs:
+                if name == "wrong" and (task not in pairs or args.mw_true_only):
                     continue
                 dest = out / "mw" / f"eval{suffix}" / task / name
                 if not (dest / "summary.json").exists():
@@ -540,6 +540,7 @@ def main() -> None:
     ap.add_argument("--sort-demos", type=int, default=200)
     ap.add_argument("--mw-demos", type=int, default=100)
     ap.add_argument("--mw-cameras", default="corner2,behindGripper", help="collect: the Meta-World cameras recorded")
+    ap.add_argument("--mw-true-only", action="store_true", help="eval: Meta-World with the true instruction only")
     ap.add_argument("--mw-tag", default="", help="train/eval: a name for a Meta-World variant's folders (train_<tag>)")
     ap.add_argument("--mw-policy-cameras", default="",
                     help="train/eval: the Meta-World policy's cameras (default: all recorded; others: own folders)")
