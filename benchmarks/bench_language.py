@@ -447,13 +447,22 @@ def mw_report(args: argparse.Namespace, out: Path, rate: Any) -> tuple[list[str]
             lines.append(f"- {label(name)} minus all cameras, paired by task and seed: {format_paired(d)}")
     if variants:
         res["metaworld_variants_minus_main"] = variants
-    reading = ("Reading (stop 29; one training seed per variant, the same demos and evaluation seeds): the wrist-side "
-               "`behindGripper` view carries the tasks that need an object's position (push, pick-place, peg); "
-               "drawing every task equally often (`balanced`) changes nothing beyond noise, and reach stays at "
-               "0.23-0.27 in every variant: its videos show the arm rising away from the goal, a point in the air "
-               "that one view places only along a ray and that the hand's view loses once the hand is near it. "
-               "Stop 21's recipe (one corner2 camera at the MJCF's far pose, 50 demos per task): 0.65, with reach, "
-               "push, pick-place and peg at 0.23-0.27.")
+    # the recipe's other training seeds (`--mw-tag seed<N> --overrides ... train.seed=<N>`)
+    seeds = {n: per_run[n] for n in names if (n == "eval" or n.startswith("eval_seed")) and len(per_run[n]) == len(mw)}
+    if len(seeds) > 1:
+        means = {n: sum(v.values()) / len(v) for n, v in seeds.items()}
+        res["metaworld_mean_success_training_seeds"] = means
+        lines.append(f"- The recipe over {len(means)} training seeds: "
+                     + ", ".join(f"{label(n)} {m:.3f}" for n, m in means.items())
+                     + f"; their mean {sum(means.values()) / len(means):.3f}")
+    reading = ("Reading (stop 29; the same demos and evaluation seeds throughout): the recipe is not stable across "
+               "training runs. A second training seed scored 0.72 against 0.85 (push 0.17 against 0.87, pick-place "
+               "0.20 against 0.70), so the recipe's mean over two training seeds is 0.79: one run meets the 0.80 "
+               "target, the recipe does not yet. The hand-side `behindGripper` view carries push, pick-place and "
+               "peg (corner2 only: -0.17); drawing every task equally often (`balanced`) is within noise of the "
+               "first run. Reach stays at 0.23-0.30 in every run: its videos show the arm rising away from the "
+               "goal, a point in the air that one fixed view places only along a ray. Stop 21's recipe (one corner2 "
+               "camera at the MJCF's far pose, 50 demos per task): 0.65.")
     lines += ["", reading]
     wrong = {d.parent.name: rate(d) for d in sorted(main.glob("*/wrong"))}
     if any(wrong.values()):
