@@ -19,7 +19,8 @@ from sim.tasks.native.sort import (
 )
 from vla.policy.language import InstructionEncoder
 
-TESTS = {"do the task", "follow the line", "a", "b"}  # the neutral ablation and the tests' strings
+# the neutral ablation, the tests' strings and bench_policy's instruction
+TESTS = {"do the task", "follow the line", "a", "b", "lift the cube"}
 
 texts = sorted({instruction_for(g, t) for g in GOALS
                 for t in (*TRAIN_TEMPLATES, *HELDOUT_TEMPLATES, *AUGMENT_TEMPLATES)} | TESTS)

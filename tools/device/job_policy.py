@@ -1,0 +1,53 @@
+"""Device job (`JOB=job_policy.py bash tools/device/run.sh`): the GPU tests, then the policy
+benchmark on CUDA (chunk latency of tiny/small/large in eager, torch.compile and ONNX Runtime,
+training samples/s), the figures `benchmarks/results/policy.md` lacked. Results land in $OUT:
+job.log, policy_gpu.json (bench_policy's payload) and tests.log."""
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+T0 = time.time()
+OUT = Path(os.environ.get("OUT", "/tmp/out"))
+OUT.mkdir(parents=True, exist_ok=True)
+PRESETS = os.environ.get("JOB_PRESETS", "tiny,small,large")
+BACKENDS = os.environ.get("JOB_BACKENDS", "eager,compile,onnx,train")
+
+
+def log(msg: str) -> None:
+    line = f"[{time.time() - T0:6.1f}s] {msg}"
+    print(line, flush=True)
+    with open(OUT / "job.log", "a") as f:
+        f.write(line + "\n")
+
+
+def main() -> None:
+    try:
+        smi = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True).stdout.strip()
+    except FileNotFoundError:
+        smi = "no nvidia-smi"
+    log(f"gpu: {smi}")
+    with open(OUT / "tests.log", "w") as f:
+        rc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                             "tests/vla/train/test_trainer_gpu.py"], stdout=f, stderr=subprocess.STDOUT,
+                            timeout=240).returncode
+    log(f"gpu tests rc={rc}: {(OUT / 'tests.log').read_text().strip().splitlines()[-1]}")
+    cmd = [sys.executable, "benchmarks/bench_policy.py", "--presets", PRESETS, "--backends", BACKENDS,
+           "--device", os.environ.get("JOB_DEVICE", "cuda"), "--iters", os.environ.get("JOB_ITERS", "50"),
+           "--threads", "4",
+           "--out", str(OUT / "policy_gpu.json")]
+    log("bench: " + " ".join(cmd[1:]))
+    rc = subprocess.run(cmd, timeout=float(os.environ.get("JOB_BENCH_TIMEOUT", 420))).returncode
+    log(f"bench rc={rc}")
+    # the training rate at the batch a GPU run would use
+    cmd = [sys.executable, "benchmarks/bench_policy.py", "--presets", "tiny,small", "--backends", "train",
+           "--device", os.environ.get("JOB_DEVICE", "cuda"), "--iters", os.environ.get("JOB_ITERS", "50"),
+           "--train-batch", "256", "--threads", "4", "--out", str(OUT / "policy_gpu_b256.json")]
+    rc = subprocess.run(cmd, timeout=float(os.environ.get("JOB_BENCH_TIMEOUT", 420)) / 2).returncode
+    log(f"bench b256 rc={rc}")
+
+
+if __name__ == "__main__":
+    main()
