@@ -44,6 +44,11 @@ class PolicyConfig:
     vision_arch: str = ""  # torchvision constructor name, e.g. "resnet18"
     vision_weights: str = ""  # local path: safetensors file (torchvision) or folder (hf)
     freeze_vision: bool = False
+    # Spatial-softmax keypoints per camera (0: off): K expected (x, y) image positions of learned
+    # feature maps, added to the pooled tokens. Average pooling to a 2x2 grid keeps what is in a
+    # quadrant, not where: a goal a few pixels wide (Meta-World reach) is lost in it. Keypoints are
+    # robomimic's and diffusion_policy's image pooling (Levine et al. arXiv 1504.00702).
+    vision_keypoints: int = 0
     language_dim: int = 384  # all-MiniLM-L6-v2
     # Centre the instruction embeddings on the training instructions' mean and scale them to unit RMS
     # (stored in the checkpoint). Instructions that differ in one word ("the red cube" / "the blue
@@ -118,6 +123,7 @@ class PolicyConfig:
             need(int(getattr(self, name)) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
         need(self.d_model % self.n_heads == 0, f"d_model ({self.d_model}) must be divisible by "
              f"n_heads ({self.n_heads})")
+        need(int(self.vision_keypoints) >= 0, f"vision_keypoints must be >= 0, got {self.vision_keypoints}")
         need(int(self.vision_tokens**0.5) ** 2 == self.vision_tokens,
              f"vision_tokens must be a square number, got {self.vision_tokens}")
         need(0 <= self.max_prefix < self.chunk_size, f"max_prefix must be in [0, chunk_size), got "

@@ -2,7 +2,8 @@
 pretrained torchvision / Hugging Face backbone from a local path, never downloaded) and the
 proprio encoder. Each vision encoder maps normalised images [N, 3, H, W] to `vision_tokens`
 tokens of width d_model by pooling its last feature map to a sqrt(T) x sqrt(T) grid (as the
-spatial-token variant of ResNet encoders in diffusion_policy / ACT, arXiv 2303.04137, 2304.13705).
+spatial-token variant of ResNet encoders in diffusion_policy / ACT, arXiv 2303.04137, 2304.13705),
+plus, with `vision_keypoints`, spatial-softmax keypoints (where, not only what) added to them.
 """
 
 from __future__ import annotations
@@ -108,6 +109,18 @@ class _HFTrunk(nn.Module):
         return h
 
 
+def spatial_soft_argmax(logits: torch.Tensor, temperature: torch.Tensor | float = 1.0) -> torch.Tensor:
+    """logits [N, K, H, W] -> [N, K, 2]: each map's expected (x, y) under a softmax over its H*W cells,
+    in [-1, 1] (cell centres; -1 the left / top edge's cell). Levine et al. arXiv 1504.00702; robomimic's
+    SpatialSoftmax. Differentiable and sub-cell: a peak between two cells lands between them."""
+    n, k, h, w = logits.shape
+    prob = torch.softmax(logits.reshape(n, k, h * w) / temperature, dim=-1)
+    ys = torch.linspace(-1.0, 1.0, h, dtype=logits.dtype, device=logits.device)
+    xs = torch.linspace(-1.0, 1.0, w, dtype=logits.dtype, device=logits.device)
+    grid = torch.stack([xs.repeat(h), ys.repeat_interleave(w)], dim=-1)  # [H*W, 2], row-major like reshape
+    return prob @ grid
+
+
 class VisionEncoder(nn.Module):
     """One camera: backbone -> pooled grid -> linear projection + learned position embedding."""
 
@@ -130,6 +143,12 @@ class VisionEncoder(nn.Module):
         self.side = math.isqrt(cfg.vision_tokens)
         self.proj = nn.Linear(channels, cfg.d_model)
         self.pos = nn.Parameter(torch.randn(cfg.vision_tokens, cfg.d_model) * 0.02)
+        self.keypoints: nn.Conv2d | None = None
+        if cfg.vision_keypoints:
+            self.keypoints = nn.Conv2d(channels, cfg.vision_keypoints, 1)
+            self.log_temperature = nn.Parameter(torch.zeros(()))
+            # every token gets its own view of all keypoints
+            self.kp_proj = nn.Linear(2 * cfg.vision_keypoints, cfg.vision_tokens * cfg.d_model)
 
     def forward(self, x: torch.Tensor, cond: torch.Tensor | None = None) -> torch.Tensor:
         """x float [N, 3, H, W] normalised -> tokens [N, T, d]; cond [N, language_dim] with
@@ -140,8 +159,11 @@ class VisionEncoder(nn.Module):
             f = self.backbone(x)
             if self.film is not None and cond is not None:
                 f = self.film(f, cond, 1)
-        f = F.adaptive_avg_pool2d(f, self.side)
-        return self.proj(f.flatten(2).transpose(1, 2)) + self.pos
+        tokens = self.proj(F.adaptive_avg_pool2d(f, self.side).flatten(2).transpose(1, 2)) + self.pos
+        if self.keypoints is not None:
+            kp = spatial_soft_argmax(self.keypoints(f), self.log_temperature.exp())
+            tokens = tokens + self.kp_proj(kp.flatten(1)).view_as(tokens)
+        return tokens
 
 
 class ProprioEncoder(nn.Module):

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from tests.vla.policy.conftest import small_config
-from vla.policy.encoders import SmallCNN, VisionEncoder
+from vla.policy.encoders import SmallCNN, VisionEncoder, spatial_soft_argmax
 from vla.policy.model import VLAModel
 
 
@@ -71,3 +71,42 @@ def test_film_starts_as_identity_and_then_modulates_each_sample_by_its_own_condi
         other[1] = torch.randn(5)
         changed = (enc(inp, other) - out).flatten(1).abs().amax(dim=1)
         assert changed[1] > 1e-3 and changed[0] == 0 and changed[2] == 0, "each row follows its own condition"
+
+
+def test_spatial_soft_argmax_finds_a_peak_between_and_at_cells() -> None:
+    logits = torch.zeros(1, 3, 5, 9)
+    logits[0, 0, 4, 0] = 50.0  # bottom-left cell
+    logits[0, 1, 1, 2] = logits[0, 1, 1, 3] = 50.0  # two cells in one row: between them
+    kp = spatial_soft_argmax(logits)
+    assert torch.allclose(kp[0, 0], torch.tensor([-1.0, 1.0]), atol=1e-4)
+    assert torch.allclose(kp[0, 1], torch.tensor([-0.375, -0.5]), atol=1e-4)  # x = (-0.5 - 0.25) / 2
+    assert torch.allclose(kp[0, 2], torch.zeros(2), atol=1e-6)  # a flat map: the centre
+    # a higher temperature pulls a peak towards the centre
+    assert float(spatial_soft_argmax(logits, 100.0)[0, 0].abs().max()) < 0.5
+
+
+def test_keypoints_tell_where_a_dot_is_inside_one_pooled_quadrant() -> None:
+    """A 2-pixel dot moved within one quadrant: the keypoint encoder's tokens follow it, as the
+    keypoint (x, y) do; the tokens are as many as without keypoints."""
+    torch.manual_seed(0)
+    cfg = small_config(("cam",), vision_tokens=4, image_size=(32, 32), vision_keypoints=8)
+    enc = VisionEncoder(cfg)
+    with torch.no_grad():
+        enc.keypoints.weight.zero_()
+        enc.keypoints.bias.zero_()
+        enc.keypoints.weight[0, :, 0, 0] = 1.0  # keypoint 0 follows the sum of the last features
+
+    def image(r: int, c: int) -> torch.Tensor:
+        x = torch.zeros(1, 3, 32, 32)
+        x[..., r:r + 2, c:c + 2] = 5.0
+        return x
+
+    def kp(x: torch.Tensor) -> torch.Tensor:
+        return spatial_soft_argmax(enc.keypoints(enc.backbone(x)), enc.log_temperature.exp())[0, 0]
+
+    a, b = image(2, 2), image(12, 12)  # both in the top-left quadrant of a 2x2 pooled grid
+    assert enc(a).shape == (1, 4, cfg.d_model)
+    assert float((kp(b) - kp(a)).min()) > 0  # the keypoint moved right and down with the dot
+    assert float((enc(b) - enc(a)).norm()) > 0
+    assert "kp_proj.weight" in dict(enc.named_parameters())
+    assert "kp_proj.weight" not in dict(VisionEncoder(small_config(("cam",))).named_parameters())

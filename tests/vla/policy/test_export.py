@@ -30,10 +30,10 @@ TOL = 1e-4
 def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, LineDataset]:
     data = LineDataset(n=8, cameras=CAMS, n_obs_steps=2, instructions=("follow the line", "other"), state_dim=9,
                        quat_at=3)
-    # language_norm, language_film and the quaternions' rotation features travel into the ONNX graph
-    # (checked against torch below)
+    # language_norm, language_film, the quaternions' rotation features and the spatial-softmax keypoints
+    # travel into the ONNX graph (checked against torch below)
     model = VLAModel(small_config(CAMS, n_obs_steps=2, language_norm=True, language_film=True, state_dim=9,
-                                  state_quats=(3,)), data.stats())
+                                  state_quats=(3,), vision_keypoints=4), data.stats())
     model.set_language_stats(list(data.instructions))
     for m in model.modules():  # as if trained: zero-initialised FiLM would check nothing
         if isinstance(m, FiLM):
