@@ -36,8 +36,7 @@ def main() -> None:
     log(f"gpu tests rc={rc}: {(OUT / 'tests.log').read_text().strip().splitlines()[-1]}")
     cmd = [sys.executable, "benchmarks/bench_policy.py", "--presets", PRESETS, "--backends", BACKENDS,
            "--device", os.environ.get("JOB_DEVICE", "cuda"), "--iters", os.environ.get("JOB_ITERS", "50"),
-           "--threads", "4",
-           "--out", str(OUT / "policy_gpu.json")]
+           "--threads", "4", "--out", str(OUT / "policy_gpu.json")]
     log("bench: " + " ".join(cmd[1:]))
     rc = subprocess.run(cmd, timeout=float(os.environ.get("JOB_BENCH_TIMEOUT", 420))).returncode
     log(f"bench rc={rc}")
