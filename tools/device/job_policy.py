@@ -34,18 +34,18 @@ def main() -> None:
                              "tests/vla/train/test_trainer_gpu.py"], stdout=f, stderr=subprocess.STDOUT,
                             timeout=240).returncode
     log(f"gpu tests rc={rc}: {(OUT / 'tests.log').read_text().strip().splitlines()[-1]}")
-    cmd = [sys.executable, "benchmarks/bench_policy.py", "--presets", PRESETS, "--backends", BACKENDS,
-           "--device", os.environ.get("JOB_DEVICE", "cuda"), "--iters", os.environ.get("JOB_ITERS", "50"),
-           "--threads", "4", "--out", str(OUT / "policy_gpu.json")]
-    log("bench: " + " ".join(cmd[1:]))
-    rc = subprocess.run(cmd, timeout=float(os.environ.get("JOB_BENCH_TIMEOUT", 420))).returncode
-    log(f"bench rc={rc}")
+    bench(PRESETS, BACKENDS, 32, "policy_gpu.json", float(os.environ.get("JOB_BENCH_TIMEOUT", 420)))
     # the training rate at the batch a GPU run would use
-    cmd = [sys.executable, "benchmarks/bench_policy.py", "--presets", "tiny,small", "--backends", "train",
+    bench("tiny,small", "train", 256, "policy_gpu_b256.json", float(os.environ.get("JOB_BENCH_TIMEOUT", 420)) / 2)
+
+
+def bench(presets: str, backends: str, train_batch: int, out: str, timeout: float) -> None:
+    cmd = [sys.executable, "benchmarks/bench_policy.py", "--presets", presets, "--backends", backends,
            "--device", os.environ.get("JOB_DEVICE", "cuda"), "--iters", os.environ.get("JOB_ITERS", "50"),
-           "--train-batch", "256", "--threads", "4", "--out", str(OUT / "policy_gpu_b256.json")]
-    rc = subprocess.run(cmd, timeout=float(os.environ.get("JOB_BENCH_TIMEOUT", 420)) / 2).returncode
-    log(f"bench b256 rc={rc}")
+           "--train-batch", str(train_batch), "--threads", "4", "--out", str(OUT / out)]
+    log("bench: " + " ".join(cmd[1:]))
+    rc = subprocess.run(cmd, timeout=timeout).returncode
+    log(f"bench {out} rc={rc}")
 
 
 if __name__ == "__main__":
