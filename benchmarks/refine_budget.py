@@ -92,6 +92,11 @@ VARIANTS: dict[str, tuple[str, int, tuple[str, ...]]] = {
     "hg100_nw999_yaw30_share30": ("hg-dagger", 100, ("train.ema_decay=0.999", "train.ema_warmup=false",
                                                      "intervener_args={grasp_yaw_guard: 30}",
                                                      "group_shares={demo: 0.7, correction: 0.3}")),
+    # DAgger: every step the policy takes is labelled with the expert's action from its state (the
+    # person still takes over on a failure, as above); the failures are grasps closing off centre, which
+    # no takeover flags before they slip (main_job_notes.md, stop 29), and which a label does
+    "dag20_nw999": ("dagger", 20, ("train.ema_decay=0.999", "train.ema_warmup=false")),
+    "dag100_nw999": ("dagger", 100, ("train.ema_decay=0.999", "train.ema_warmup=false")),
     "hg100": ("hg-dagger", 100, ()),
     "hg100_ema999": ("hg-dagger", 100, ("train.ema_decay=0.999",)),
     "hg100_share10": ("hg-dagger", 100, ("group_shares={demo: 0.9, correction: 0.1}",)),

@@ -62,6 +62,8 @@ def run_episode(env: Any, policy: Any, seed: int, spec: dict[str, Any], record: 
         label = action
         if spec["label"] == "clean" and not is_intervention:
             label = policy.expert.clean_action  # DART: execute the noisy action, teach the clean one
+        elif spec["label"] == "expert" and not is_intervention and intervener is not None:
+            label = intervener.label(obs, info)  # DAgger: execute the policy's action, teach the expert's
         next_obs, reward, terminated, truncated, info = env.step(action)
         if builder is not None:
             builder.add_step(images=obs["images"], state=obs["state"], action=label, timestamp=obs["timestamp"],

@@ -32,7 +32,7 @@ from vla.registry import EVALUATORS
 
 INTERVENERS = ("", "rac", "hg_dagger")
 BACKENDS = ("local", "ray")
-LABELS = ("noisy", "clean")
+LABELS = ("noisy", "clean", "expert")
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
@@ -68,7 +68,8 @@ class EvalConfig:
     noise: float = 0.0  # expert only: action noise
     # expert only: what a recorded step's action is when noise > 0: "noisy" (what was executed: sloppy
     # demos) or "clean" (the expert's action before the noise: DART, arXiv:1703.09327, whose demos
-    # visit the states a learner drifts to and teach the way back from them)
+    # visit the states a learner drifts to and teach the way back from them); with an intervener,
+    # "expert" records every policy step with the expert's action from its state (DAgger's label)
     label: str = "noisy"
     skill: float = 1.0  # expert only: 1 = perfect, lower = hesitant / misgrasps
     # expert only (native tasks): cap on its rotation action, so it turns the hand over the approach
@@ -96,6 +97,8 @@ class EvalConfig:
             raise ValueError(f"unknown label '{self.label}'" + closest(self.label, LABELS))
         if self.label == "clean" and self.policy != "expert":
             raise ValueError(f"label=clean labels the expert's steps; policy is '{self.policy}'")
+        if self.label == "expert" and not self.intervener:
+            raise ValueError("label=expert asks the intervener's expert for every step's label; set intervener")
         if self.backend not in BACKENDS:
             raise ValueError(f"unknown backend '{self.backend}'" + closest(self.backend, BACKENDS))
         if self.intervener not in INTERVENERS:

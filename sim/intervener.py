@@ -204,8 +204,9 @@ class ExpertIntervener:
             out = self.expert.act(obs)
         return np.asarray(out[0] if isinstance(out, tuple) else out, dtype=np.float32)
 
-    def _expert_action_peek(self, obs: Any, info: dict[str, Any]) -> np.ndarray:
-        """The expert's action now, without disturbing its memory (counters, random state)."""
+    def _expert_action_peek(self, obs: Any, info: dict[str, Any], sync: bool = False) -> np.ndarray:
+        """The expert's action now, without disturbing its memory (counters, random state);
+        `sync`: from its memory re-derived from the state first (as at a takeover)."""
         saved: dict[str, Any] = {}
         for key, value in vars(self.expert).items():
             if isinstance(value, np.random.Generator):
@@ -213,6 +214,12 @@ class ExpertIntervener:
             elif key != "env":
                 saved[key] = ("value", copy.deepcopy(value))
         try:
+            if sync:
+                closing = "policy_action" in info and float(info["policy_action"][-1]) > 0
+                try:
+                    self.expert.sync(closing=closing)
+                except TypeError:  # experts without the hint (robosuite's) re-derive from the state alone
+                    self.expert.sync()
             return self._expert_action(obs, info)
         finally:
             for key, (kind, value) in saved.items():
@@ -220,6 +227,15 @@ class ExpertIntervener:
                     getattr(self.expert, key).bit_generator.state = value
                 else:
                     setattr(self.expert, key, value)
+
+    def label(self, obs: Any, info: dict[str, Any]) -> np.ndarray:
+        """DAgger's label for a step the policy takes (Ross et al., arXiv 1011.0686): the expert's
+        action from this state, as if it took over now (its gripper memory re-derived from the state
+        and from whether the policy is closing, `info["policy_action"]`), without disturbing the
+        expert. HG-DAgger labels only the steps after a takeover; DAgger labels every state the
+        policy visits, including the ones before a failure that no takeover flags (a grasp closing
+        a centimetre off centre, which slips later)."""
+        return self._expert_action_peek(obs, info, sync=True)
 
     def _failure_reason(self, obs: Any, info: dict[str, Any]) -> str | None:
         if self._requested:

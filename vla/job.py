@@ -87,7 +87,7 @@ class EvalStageConfig:
 
 @dataclass
 class RefineStageConfig:
-    method: str = "habc"  # habc | rac | hg_dagger | sft | filtered_bc | awr
+    method: str = "habc"  # habc | rac | hg_dagger | dagger | sft | filtered_bc | awr
     iterations: int = 1
     episodes_per_iteration: int = 10  # rollouts collected with the intervener per iteration
     eval_episodes: int = 20

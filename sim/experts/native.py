@@ -86,12 +86,25 @@ class NativePickPlaceExpert:
         """The end-effector position the expert is currently heading for (its plan)."""
         return self._target.copy()
 
-    def sync(self) -> None:
-        """Re-derive the gripper memory from the state, before taking over from someone else."""
+    def sync(self, closing: bool = False) -> None:
+        """Re-derive the gripper memory from the state, before taking over from someone else.
+
+        `closing`: whoever had control is closing the gripper now. If the object sits centred
+        between the pads (within the expert's own grasp tolerance) the expert closes on it too
+        instead of opening to start its approach again; off centre it opens, which is the point:
+        a DAgger label (sim.intervener.ExpertIntervener.label) at a grasp closing off centre says
+        "open and centre", at one closing well says "keep closing"."""
         p = self.env.privileged()
         obj = p["objects"][p["active_object"]]
         held = self.env.is_grasped(obj["geom"])
         self._grip, self._close_steps, self._pause = (1.0 if held else -1.0), CLOSE_STEPS, 0
+        if not held and closing and self._centred(obj["pos"], obj["half"]):
+            self._grip, self._close_steps = 1.0, 0
+
+    def _centred(self, opos: np.ndarray, half: float) -> bool:
+        """Object centred between the open pads at grasp height: where the expert itself closes."""
+        local = self.env.eef_mat().T @ (opos - self.env.eef_pos())
+        return bool(abs(local[0]) < 0.012 and abs(local[1]) < 0.012 and abs(local[2]) < half + 0.015)
 
     def _misgrasp_offset(self, name: str, yaw: float) -> np.ndarray:
         if name not in self._offsets:

@@ -235,6 +235,26 @@ def test_dart_demos_execute_the_noisy_action_and_record_the_clean_one(tmp_path: 
     assert np.array_equal(dart_s, noisy_s) and not np.allclose(dart_s[1:], clean_s[1:])
 
 
+def test_dagger_labels_record_the_experts_action_where_the_policy_acted(tmp_path: Path) -> None:
+    """label=expert: the policy (here one that never moves) acts, the store holds the expert's
+    action from each state it visited; without an intervener there is no expert to ask."""
+    def record(name: str, **kw: object) -> np.ndarray:
+        run_evaluation(EvalConfig(task="pick_place", episodes=1, workers=1, seed_start=5, cameras=[],
+                                  obs_mode="state", videos=0, horizon=6, record=str(tmp_path / f"{name}.zarr"),
+                                  out_dir=str(tmp_path / name), **kw), progress=False)
+        store = EpisodeStore.open(tmp_path / f"{name}.zarr")
+        return store.read("action", 0, store.n_steps)
+
+    expert = record("expert", policy="expert", source="demo")
+    dagger = record("dagger", policy="zero", intervener="hg_dagger", label="expert")
+    plain = record("plain", policy="zero", intervener="hg_dagger")
+    assert not plain[:, :6].any()  # what the policy did: hold still
+    np.testing.assert_array_equal(dagger[0], expert[0])  # the same first state, the expert's action
+    assert (np.abs(dagger[:, :3]).max(axis=1) > 0.1).all()  # every step: move towards the cube
+    with pytest.raises(ValueError, match="label=expert asks the intervener"):
+        EvalConfig(policy="zero", label="expert").validate()
+
+
 def test_clean_labels_are_the_experts_only() -> None:
     with pytest.raises(ValueError, match="label=clean labels the expert's steps"):
         EvalConfig(policy="zero", label="clean").validate()

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from sim.experts.native import NativePickPlaceExpert
-from sim.intervener import ExpertIntervener, quat_xyzw_to_mat
+from sim.intervener import ExpertIntervener, quat_xyzw_to_mat, task_view
 from vla.interfaces import Intervener
 from vla.registry import TASKS
 
@@ -286,3 +286,26 @@ def test_grasp_yaw_guard_leaves_an_aligned_grasp_alone(env):
     inter = ExpertIntervener(env, mode="hg_dagger", grasp_yaw_guard=25.0)
     _, info = session(env, inter, lambda t, obs, info: expert.act(obs), seed=3)
     assert info["success"] and inter.takeovers == []
+
+
+def test_label_is_the_experts_action_from_the_state_and_leaves_its_memory_alone(env):
+    """DAgger's label: what the expert would do if it took over here; asking changes nothing."""
+    obs, info = env.reset(seed=1)
+    inter = ExpertIntervener(env, mode="hg_dagger")
+    inter.expert.reset(1)
+    for _ in range(6):  # the policy drifts away from the cube
+        obs, _, _, _, info = env.step(DRIFT)
+    info["policy_action"] = DRIFT
+    def memory() -> dict[str, str]:
+        return {k: repr(v.bit_generator.state if isinstance(v, np.random.Generator) else v)
+                for k, v in vars(inter.expert).items() if k != "env"}
+
+    before = memory()
+    label = inter.label(obs, info)
+    assert memory() == before
+    fresh = NativePickPlaceExpert(env)
+    fresh.reset(1)
+    fresh.sync()
+    np.testing.assert_array_equal(label, fresh.act(obs))
+    back = task_view(env.unwrapped)[0][:2] - env.unwrapped.eef_pos()[:2]
+    assert float(label[:2] @ back) > 0 and label[-1] < 0  # back towards the cube, gripper open

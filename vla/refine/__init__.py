@@ -1,4 +1,4 @@
-"""Online refinement: HABC, RaC, HG-DAgger and the SFT / filtered-BC / AWR baselines.
+"""Online refinement: HABC, RaC, HG-DAgger, DAgger and the SFT / filtered-BC / AWR baselines.
 Every method name is registered in `vla.registry.ALGORITHMS` -> a `RefineRun` factory."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 from vla.registry import ALGORITHMS
 
 # Kept here (not in weights.py) so that registering the CLI command imports nothing heavy.
-METHODS = ("habc", "rac", "hg_dagger", "sft", "filtered_bc", "awr")
+METHODS = ("habc", "rac", "hg_dagger", "dagger", "sft", "filtered_bc", "awr")
 
 
 def _factory(method: str) -> Any:

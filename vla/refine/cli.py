@@ -10,7 +10,7 @@ import typer
 
 def register(app: typer.Typer) -> None:
     @app.command("refine", context_settings={"help_option_names": ["-h", "--help"]})
-    def refine_cmd(method: str = typer.Argument(..., help="habc | rac | hg-dagger | sft | filtered-bc | awr | "
+    def refine_cmd(method: str = typer.Argument(..., help="habc | rac | hg-dagger | dagger | sft | filtered-bc | awr | "
                                                           "imagination | reguide-ft | reguide-fs | pa-rl"),
                    ckpt: Path = typer.Option(..., help="pretrained checkpoint folder (policy version 0)"),
                    demos: Path = typer.Option(..., help="EpisodeStore of the demonstrations it was trained on"),

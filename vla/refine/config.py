@@ -37,7 +37,7 @@ class AwrConfig(CriticConfig):
 
 @dataclass
 class RefineConfig:
-    method: str = "habc"  # habc | rac | hg_dagger | sft | filtered_bc | awr
+    method: str = "habc"  # habc | rac | hg_dagger | dagger | sft | filtered_bc | awr
     task: str = "pick_place"
     ckpt: str = ""  # the pretrained checkpoint folder (policy version 0)
     demos: str = ""  # EpisodeStore of demonstrations, copied into the run's own store
@@ -89,6 +89,8 @@ class RefineConfig:
             raise ValueError("iterations, episodes_per_iteration and eval_episodes must be >= 1")
         if self.intervener not in (None, "", "rac", "hg_dagger"):
             raise ValueError(f"intervener must be rac, hg_dagger or '' (none), got '{self.intervener}'")
+        if self.method == "dagger" and self.intervener == "":
+            raise ValueError("method=dagger labels every step with the intervener's expert; intervener='' has none")
         if self.group_shares:
             from vla.refine.weights import GROUPS
 

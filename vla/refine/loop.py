@@ -123,6 +123,7 @@ class RefineRun:
             progress=self.progress, policy=policy, episodes=len(missing), seeds=missing,
             videos=0, record=str(self.store_path), source=source, policy_version=version,
             intervener=mode, intervener_args=dict(self.cfg.intervener_args),
+            label="expert" if self.cfg.method == "dagger" else "noisy",
             out_dir=str(self.out / f"iter_{version:02d}" / "collect"), **self._eval_kwargs())
 
     def habc_critic(self, version: int, store: EpisodeStore, model: torch.nn.Module

@@ -15,6 +15,11 @@ Methods (same rollouts for sft / filtered_bc / awr / habc; rac and hg_dagger col
 - `rac` (arXiv 2509.07953): demos + intervention steps (recovery and correction), mixed with a
   configurable share of demos (`demo_share`, 0.5 by default: the paper trains on both).
 - `hg_dagger` (arXiv 1810.02890): demos + intervention steps, aggregated uniformly.
+- `dagger` (Ross et al. 2011, arXiv 1011.0686): every step, as `sft`, but the policy's own steps
+  carry the expert's action from their state (collected with `label=expert`: the intervener labels
+  every step, `sim.intervener.ExpertIntervener.label`), not the action the policy took. Where we
+  differ: the scripted person still takes over on a failure as in HG-DAgger (the paper's beta = 0
+  lets the policy run on), so a rollout also holds the recovery the expert drives.
 
 With `demo_share = s`, a fraction s of the sampled windows start at demo steps and 1 - s at the
 method's other supervised steps (uniform within each group); `None` samples every supervised step
@@ -52,7 +57,7 @@ __all__ = [
 # The intervener each method collects its rollouts with: HABC and its baselines share one
 # protocol (take over, hand back: the policy's own segments exist before and after a takeover).
 COLLECTION_MODE = {"habc": "hg_dagger", "sft": "hg_dagger", "filtered_bc": "hg_dagger", "awr": "hg_dagger",
-                   "hg_dagger": "hg_dagger", "rac": "rac"}
+                   "hg_dagger": "hg_dagger", "dagger": "hg_dagger", "rac": "rac"}
 
 
 @dataclass(frozen=True)
@@ -129,7 +134,7 @@ def method_weights(method: str, labels: StepLabels, episode_success: np.ndarray,
     demo_step = selected & np.asarray(episode_is_demo, bool)[ep]
     correction = labels.demo & ~demo_step  # intervention (recovery + correction) steps of rollouts
     loss = np.zeros(len(selected), np.float32)
-    if method == "sft":
+    if method in ("sft", "dagger"):  # dagger's policy steps hold the expert's labels (the collection's doing)
         loss[selected] = 1.0
     elif method == "filtered_bc":
         loss[demo_step | (selected & np.asarray(episode_success, bool)[ep])] = 1.0

@@ -101,3 +101,29 @@ def test_unskilled_expert_misses_grasps_and_retries():
         wins += info["success"]
     assert max(closes) >= 2  # at least one grasp attempt missed and was retried
     assert wins >= 4
+
+
+def test_sync_with_a_closing_hint_keeps_closing_only_on_a_centred_cube():
+    """A takeover (or a DAgger label) while someone closes the gripper: on a cube centred between the
+    pads the expert closes on it in place; off centre it opens to approach again."""
+    env = TASKS.make("pick_place", cameras=(), obs_mode="state")
+    expert = NativePickPlaceExpert(env)
+    obs, _ = env.reset(seed=5)
+    expert.reset(5)
+    for _ in range(env.horizon):  # the expert's own approach, up to where it starts closing
+        a = expert.act(obs)
+        if a[-1] > 0:
+            break
+        obs, *_ = env.step(a)
+    obs, *_ = env.step(a)  # the fingers start to close, the cube not held yet
+    other = NativePickPlaceExpert(env)
+    other.sync(closing=True)
+    a = other.act(obs)
+    assert a[-1] > 0 and np.abs(a[:3]).max() < 1e-6  # keep closing, do not move
+    other.sync()  # no hint: half-closed fingers on a cube not held read as "open and approach again"
+    assert other.act(obs)[-1] < 0
+    side = env.unwrapped.eef_mat()[:2, 1]  # the hand's y: across the pads, nothing to push
+    for _ in range(2):
+        obs, *_ = env.step(np.array([*(0.4 * side / np.linalg.norm(side)), 0, 0, 0, 0, -1], np.float32))
+    other.sync(closing=True)
+    assert other.act(obs)[-1] < 0  # 2 cm off centre: open, do not close on it

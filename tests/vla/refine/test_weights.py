@@ -35,6 +35,8 @@ def supervised(w: rw.StepWeights) -> list[int]:
 
 def test_each_method_supervises_its_steps(store: EpisodeStore) -> None:
     assert supervised(weights_for(store, "sft")) == list(range(15))
+    # dagger trains on every step as sft does: its rollouts' steps already carry the expert's labels
+    np.testing.assert_array_equal(weights_for(store, "dagger").loss, weights_for(store, "sft").loss)
     assert supervised(weights_for(store, "filtered_bc")) == [0, 1, 2, *range(7, 15)]
     # corrections only: an all-intervention episode is a correction, not a demo
     assert supervised(weights_for(store, "hg_dagger")) == [0, 1, 2, 9, 10, 13, 14]
