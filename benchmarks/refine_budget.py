@@ -97,6 +97,10 @@ VARIANTS: dict[str, tuple[str, int, tuple[str, ...]]] = {
     # no takeover flags before they slip (main_job_notes.md, stop 29), and which a label does
     "dag20_nw999": ("dagger", 20, ("train.ema_decay=0.999", "train.ema_warmup=false")),
     "dag100_nw999": ("dagger", 100, ("train.ema_decay=0.999", "train.ema_warmup=false")),
+    # ... the labels' rotation left as the policy's own: it cannot read the cube's yaw (yaw_probe.py), and the
+    # expert's "turn" labels on 42% of its steps (demos: 3%) were most of the loss
+    "dag100_nw999_norot": ("dagger", 100, ("train.ema_decay=0.999", "train.ema_warmup=false",
+                                           "intervener_args={label_rotation: 0}")),
     "hg100": ("hg-dagger", 100, ()),
     "hg100_ema999": ("hg-dagger", 100, ("train.ema_decay=0.999",)),
     "hg100_share10": ("hg-dagger", 100, ("group_shares={demo: 0.9, correction: 0.1}",)),

@@ -125,7 +125,7 @@ class ExpertIntervener:
     def __init__(self, env: Any, expert: Any = None, mode: str = "rac", *,
                  subtask_timeout: int = 120, max_off_plan: float = 0.15, regress_patience: int = 8,
                  disagreement_threshold: float | None = None, disagreement_window: int = 5,
-                 release_guard: bool = False, grasp_yaw_guard: float | None = None,
+                 release_guard: bool = False, grasp_yaw_guard: float | None = None, label_rotation: bool = True,
                  min_rewind: int = 5, max_rewind_steps: int = 40,
                  max_correction_steps: int = 200) -> None:
         if mode not in MODES:
@@ -142,6 +142,7 @@ class ExpertIntervener:
         self.disagreement_window = disagreement_window
         self.release_guard = release_guard
         self.grasp_yaw_guard = grasp_yaw_guard
+        self.label_rotation = label_rotation
         self.min_rewind, self.max_rewind_steps = min_rewind, max_rewind_steps
         self.max_correction_steps = max_correction_steps
         self.reset()
@@ -234,8 +235,16 @@ class ExpertIntervener:
         and from whether the policy is closing, `info["policy_action"]`), without disturbing the
         expert. HG-DAgger labels only the steps after a takeover; DAgger labels every state the
         policy visits, including the ones before a failure that no takeover flags (a grasp closing
-        a centimetre off centre, which slips later)."""
-        return self._expert_action_peek(obs, info, sync=True)
+        a centimetre off centre, which slips later).
+
+        `label_rotation=False` keeps the policy's own rotation in the label (the expert's translation
+        and gripper only): a camera policy that cannot read the object's yaw from its images gets
+        "turn" labels it cannot act on, and with the demos' small rotation spread (they turn in 2-3
+        steps) those targets are several normalised units, most of the loss."""
+        label = self._expert_action_peek(obs, info, sync=True)
+        if not self.label_rotation and "policy_action" in info:
+            label[3:6] = np.asarray(info["policy_action"], dtype=np.float32)[3:6]
+        return label
 
     def _failure_reason(self, obs: Any, info: dict[str, Any]) -> str | None:
         if self._requested:

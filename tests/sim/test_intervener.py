@@ -309,3 +309,8 @@ def test_label_is_the_experts_action_from_the_state_and_leaves_its_memory_alone(
     np.testing.assert_array_equal(label, fresh.act(obs))
     back = task_view(env.unwrapped)[0][:2] - env.unwrapped.eef_pos()[:2]
     assert float(label[:2] @ back) > 0 and label[-1] < 0  # back towards the cube, gripper open
+    turning = np.array([0, 0, 0, 0.1, -0.2, 0.3, -1], np.float32)
+    keep = ExpertIntervener(env, mode="hg_dagger", label_rotation=False)
+    kept = keep.label(obs, {**info, "policy_action": turning})
+    np.testing.assert_array_equal(kept[3:6], turning[3:6])  # the policy's own rotation
+    np.testing.assert_array_equal(kept[[0, 1, 2, 6]], label[[0, 1, 2, 6]])  # the expert's translation and gripper

@@ -63,6 +63,22 @@ def test_the_near_corner2_shows_the_layout_in_more_pixels() -> None:
         TASKS.make("mw_reach", corner2_pos=(0.7, float("nan"), 0.7))
 
 
+def test_the_first_frame_shows_this_episodes_goal_not_the_last_ones() -> None:
+    import mujoco
+
+    env = TASKS.make("mw_reach", image_size=84)
+    try:
+        first = env.reset(seed=5)[0]["images"]["corner2"]
+        env.reset(seed=6)
+        again = env.reset(seed=5)[0]["images"]["corner2"]
+        assert np.array_equal(first, again)  # the image does not depend on the episode before
+        inner = env.unwrapped._env
+        goal = inner.data.site_xpos[mujoco.mj_name2id(inner.model, mujoco.mjtObj.mjOBJ_SITE, "goal")]
+        np.testing.assert_allclose(goal, env.unwrapped.raw_obs[36:39], atol=1e-6)  # drawn where it is
+    finally:
+        env.close()
+
+
 @pytest.mark.parametrize("task", ["mw_drawer_open", "mw_window_close", "mw_reach"])
 def test_the_scripted_expert_solves_it(task: str) -> None:
     env = TASKS.make(task, obs_mode="state", cameras=())
