@@ -5,21 +5,13 @@ job.log, policy_gpu.json (bench_policy's payload) and tests.log."""
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-T0 = time.time()
-OUT = Path(os.environ.get("OUT", "/tmp/out"))
-OUT.mkdir(parents=True, exist_ok=True)
+sys.path.insert(0, str(Path(__file__).parent))
+from common import OUT, log  # this folder, not a package
+
 PRESETS = os.environ.get("JOB_PRESETS", "tiny,small,large")
 BACKENDS = os.environ.get("JOB_BACKENDS", "eager,compile,onnx,train")
-
-
-def log(msg: str) -> None:
-    line = f"[{time.time() - T0:6.1f}s] {msg}"
-    print(line, flush=True)
-    with open(OUT / "job.log", "a") as f:
-        f.write(line + "\n")
 
 
 def main() -> None:

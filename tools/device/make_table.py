@@ -22,8 +22,14 @@ from vla.policy.language import InstructionEncoder
 # the neutral ablation, the tests' strings and bench_policy's instruction
 TESTS = {"do the task", "follow the line", "a", "b", "lift the cube"}
 
-texts = sorted({instruction_for(g, t) for g in GOALS
-                for t in (*TRAIN_TEMPLATES, *HELDOUT_TEMPLATES, *AUGMENT_TEMPLATES)} | TESTS)
+texts = {instruction_for(g, t) for g in GOALS for t in (*TRAIN_TEMPLATES, *HELDOUT_TEMPLATES, *AUGMENT_TEMPLATES)}
+try:  # Meta-World's phrasings (job_mw.py), where metaworld is installed
+    from sim.tasks.metaworld_tasks import INSTRUCTIONS as MW_INSTRUCTIONS
+
+    texts |= {t for phrasings in MW_INSTRUCTIONS.values() for t in phrasings}
+except ImportError:
+    pass
+texts = sorted(texts | TESTS)
 emb = InstructionEncoder().encode(texts)
 Path(".dev").mkdir(exist_ok=True)
 np.savez(".dev/instructions.npz", texts=np.array(texts), emb=emb)
