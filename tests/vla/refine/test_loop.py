@@ -100,6 +100,24 @@ def test_autonomous_habc_at_fixed_group_shares(tmp_path: Path, pretrained: tuple
     assert 0.0 <= info["policy_effective_share"] <= 1.0
 
 
+def test_dagger_trains_on_the_experts_labels_of_the_policys_steps(tmp_path: Path,
+                                                                  pretrained: tuple[Path, Path]) -> None:
+    cfg = config(tmp_path, pretrained, "dagger")
+    RefineRun(cfg, progress=False).run()
+    store = EpisodeStore.open(Path(cfg.out_dir) / "store.zarr")
+    table = store.table()
+    start = int(table.episode_starts[np.flatnonzero(table.source != "demo")[0]])
+    action = np.asarray(store.read("action", start, store.n_steps))
+    own = ~np.asarray(store.read("is_intervention", start, store.n_steps), bool)
+    assert own.any()
+    # the expert's labels, not the flow policy's continuous outputs: its gripper command is exactly +-1
+    assert np.isin(action[own, -1], (-1.0, 1.0)).all()
+    info = json.loads((Path(cfg.out_dir) / "iter_01" / "train_info.json").read_text())
+    assert info["policy_supervised_steps"] == own.sum()  # every labelled step is trained on
+    with pytest.raises(ValueError, match="method=dagger labels every step"):
+        RefineRun(config(tmp_path, pretrained, "dagger", "intervener="))
+
+
 def test_resume_skips_finished_work_and_continues(tmp_path: Path, pretrained: tuple[Path, Path]) -> None:
     cfg = config(tmp_path, pretrained, "hg_dagger")
     RefineRun(cfg, progress=False).run()
