@@ -46,6 +46,7 @@ Task-generic: it needs `eef_pos()`, `eef_quat()` (x, y, z, w) and `privileged()`
 from __future__ import annotations
 
 import copy
+import inspect
 from collections import deque
 from typing import Any
 
@@ -217,10 +218,9 @@ class ExpertIntervener:
         try:
             if sync:
                 closing = "policy_action" in info and float(info["policy_action"][-1]) > 0
-                try:
-                    self.expert.sync(closing=closing)
-                except TypeError:  # experts without the hint (robosuite's) re-derive from the state alone
-                    self.expert.sync()
+                # experts without the hint (robosuite's) re-derive their memory from the state alone
+                hint = "closing" in inspect.signature(self.expert.sync).parameters
+                self.expert.sync(**({"closing": closing} if hint else {}))
             return self._expert_action(obs, info)
         finally:
             for key, (kind, value) in saved.items():

@@ -27,6 +27,7 @@ import string
 from typing import Any, ClassVar
 
 import gymnasium as gym
+import mujoco
 import numpy as np
 
 from sim.render import MultiCameraRenderer, make_fast
@@ -150,8 +151,6 @@ class MetaWorldTask(gym.Env):
         # Meta-World's reset moves the goal site in the model (site_pos) but leaves the world positions
         # the renderer draws (site_xpos) as the last step computed them: without this the first frame of
         # every episode showed the previous episode's goal (reach: 13 cm off for seed 1000)
-        import mujoco
-
         mujoco.mj_kinematics(self._env.model, self._env.data)
         self._t = 0
         phrasing = self.INSTRUCTIONS[seed % len(self.INSTRUCTIONS)]
