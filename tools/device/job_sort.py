@@ -15,9 +15,9 @@ import tarfile
 import time
 from pathlib import Path
 
-T0 = time.time()
-OUT = Path(os.environ.get("OUT", "/tmp/out"))
-OUT.mkdir(parents=True, exist_ok=True)
+sys.path.insert(0, str(Path(__file__).parent))
+from common import OUT, T0, log, run, tail, vla  # this folder, not a package
+
 WORK = Path("/tmp/job")
 WORK.mkdir(parents=True, exist_ok=True)
 TRAIN_END = float(os.environ.get("JOB_TRAIN_END", 400))  # seconds after T0 by which training must end
@@ -28,32 +28,6 @@ DEMOS = int(os.environ.get("JOB_DEMOS", 1000))
 WORKERS = int(os.environ.get("JOB_WORKERS", 14))
 MAX_STEPS = int(os.environ.get("JOB_MAX_STEPS", 60000))
 EVAL_EPISODES = int(os.environ.get("JOB_EVAL_EPISODES", 50))
-
-
-def log(msg: str) -> None:
-    line = f"[{time.time() - T0:6.1f}s] {msg}"
-    print(line, flush=True)
-    with open(OUT / "job.log", "a") as f:
-        f.write(line + "\n")
-
-
-def vla(*args: object) -> list[str]:
-    return [sys.executable, "-m", "vla.cli", *map(str, args)]
-
-
-def run(cmd: list[str], logfile: Path, timeout: float) -> int:
-    t = time.time()
-    with open(logfile, "w") as f:
-        try:
-            rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=max(5, timeout)).returncode
-        except subprocess.TimeoutExpired:
-            rc = -9
-    log(f"{logfile.name}: rc={rc} in {time.time() - t:.0f} s")
-    return rc
-
-
-def tail(p: Path, n: int = 15) -> str:
-    return "\n".join(p.read_text(errors="replace").splitlines()[-n:]) if p.exists() else ""
 
 
 def rate_from_tb(run_dir: Path) -> float | None:
