@@ -60,7 +60,10 @@ METHODS = {"habc": ("habc", ()), "sft": ("sft", ()), "habc_single": ("habc", ("h
            "habc_gated_single": ("habc", ("habc.outcome_gate=true", "habc.beta=2.0", "habc.adv_lambda=1.0",
                                           "habc.single_critic=true")),
            "filtered_bc": ("filtered_bc", ()),
-           "rac": ("rac", ()), "hg_dagger": ("hg_dagger", ()), "pa_rl": ("pa_rl", ()),
+           "rac": ("rac", ()), "hg_dagger": ("hg_dagger", ()), "dagger": ("dagger", ()),
+           # DAgger with the policy's own rotation in the labels: the expert's roll/pitch corrections are tens of
+           # normalised units on demos that barely tilt (dagger_labels.py)
+           "dagger_norot": ("dagger", ("intervener_args={label_rotation: 0}",)), "pa_rl": ("pa_rl", ()),
            # the equal-compute control of the autonomous setting: HG-DAgger without a person trains on
            # the demos alone, for the same steps; a gain it also gets is fine-tuning's, not the method's
            "demos_only": ("hg_dagger", ())}
@@ -78,7 +81,7 @@ def share_overrides(name: str, setting: str, shares: tuple[float, float, float])
 
 # habc.json names the settings as issue 15 does
 JSON_SETTING = {"interventions": "with_interventions"}
-CORRECTION_ONLY = ("rac", "hg_dagger")  # nothing to learn from without a person
+CORRECTION_ONLY = ("rac", "hg_dagger", "dagger", "dagger_norot")  # nothing to learn from without a person
 AUTONOMOUS_ONLY = ("demos_only",)  # with a person it would be HG-DAgger
 
 

@@ -4,6 +4,8 @@ over; per action dimension, how far the labels are from the actions and how ofte
 hand (|rotation| > 0.5) or rises (z > 0.5) where the policy goes down.
 
     python benchmarks/dagger_labels.py --ckpt runs/main28/train/checkpoints/step_00007000 --seeds 1000-1019
+    python benchmarks/dagger_labels.py --ckpt runs/bench_wm/inputs/pretrain/d15/checkpoints/step_00003000 \
+        --obs-mode state --n-action-steps 8 --seeds 100000-100019
 """
 
 from __future__ import annotations
@@ -47,10 +49,11 @@ def main() -> None:
     ap.add_argument("--task", default="pick_place")
     ap.add_argument("--seeds", default="1000-1019", help="FIRST-LAST")
     ap.add_argument("--n-action-steps", type=int, default=4)
+    ap.add_argument("--obs-mode", default="image", help="image | state (then no cameras)")
     ap.add_argument("--out", default=None, help="JSON file for the figures")
     args = ap.parse_args()
     first, last = map(int, args.seeds.split("-"))
-    env = TASKS.make(args.task)
+    env = TASKS.make(args.task, **({"obs_mode": "state", "cameras": ()} if args.obs_mode == "state" else {}))
     policy = load_policy(args.ckpt, env, noise=0.0, skill=1.0, seed=first, noise_scale=None, rot_speed=None)
     person = ExpertIntervener(env, make_expert(env, seed=first), mode="hg_dagger")
     rows = [episode(env, policy, person, s, args.n_action_steps) for s in range(first, last + 1)]

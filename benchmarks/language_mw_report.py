@@ -14,7 +14,10 @@ import numpy as np
 
 from vla.metrics import format_paired, paired_difference, t_interval
 
-TAG_NAMES = {"kp": "keypoints"}  # a run folder's tag -> its name on the page and in the JSON keys
+# a run folder's tag -> its name on the page and in the JSON keys; "plustop": a third camera, topview, recorded
+# and seen beside the recipe's two (its own demos: `--out runs/bl_mw3 --mw-cameras corner2,behindGripper,topview`,
+# its eval folder copied in as eval_plustop)
+TAG_NAMES = {"kp": "keypoints", "plustop": "+ topview"}
 
 
 def mw_tasks() -> list[str]:
