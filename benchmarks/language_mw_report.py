@@ -128,8 +128,19 @@ def mw_report(args: argparse.Namespace, out: Path, rate: Any) -> tuple[list[str]
                "keypoints (`policy.vision_keypoints=32`, stop 30) lifted reach to 0.57 in one training seed (+0.33 "
                "[+0.15, +0.51] over the recipe's same seed, 10 seeds better / 0 worse) and not in the other (0.23, "
                "-0.07 [-0.24, +0.10]); over all tasks -0.003 and +0.033, paired with the recipe's run of the same "
-               "training seed: no reliable gain, so the recipe stays without them. Stop 21's recipe (one corner2 "
-               "camera at the MJCF's far pose, 50 demos per task): 0.65.")
+               "training seed: no reliable gain, so the recipe stays without them. Stop 31: reach's failures miss "
+               "the goal in 3D (`mw_reach_misses.py`, 12 held-out seeds of the recipe's first run: closest "
+               "approach 6-15 cm, mostly in height, the hand at 0.24 m for a goal at 0.11 m, or low for a high one), "
+               "so a third fixed view "
+               "(`topview`, recorded and seen beside the two, `+ topview`: its own demos, collected after the "
+               "first-frame fix below, training seed 0) was tried for the depth: reach 0.13, the mean 0.75, "
+               "-0.100 [-0.143, -0.057] against the recipe's run of the same training seed and inside the "
+               "recipe's own spread over seeds (0.72-0.85): no help, and reach is still unsolved. The same stop "
+               "found that the first frame of every episode drew the previous episode's goal (Meta-World's reset "
+               "moves the goal site without updating the positions the renderer reads; fixed in "
+               "`sim.tasks.metaworld_tasks`, tested): re-evaluating the recipe's first run on reach with the fix "
+               "gives the same 7 of 30 episodes, so the figures above stand. Stop 21's recipe (one corner2 camera "
+               "at the MJCF's far pose, 50 demos per task): 0.65.")
     lines += ["", reading]
     wrong = {d.parent.name: rate(d) for d in sorted(main.glob("*/wrong"))}
     if any(wrong.values()):
