@@ -127,6 +127,7 @@ class ExpertIntervener:
                  subtask_timeout: int = 120, max_off_plan: float = 0.15, regress_patience: int = 8,
                  disagreement_threshold: float | None = None, disagreement_window: int = 5,
                  release_guard: bool = False, grasp_yaw_guard: float | None = None, label_rotation: bool = True,
+                 label_tilt: bool = True,
                  min_rewind: int = 5, max_rewind_steps: int = 40,
                  max_correction_steps: int = 200) -> None:
         if mode not in MODES:
@@ -143,7 +144,7 @@ class ExpertIntervener:
         self.disagreement_window = disagreement_window
         self.release_guard = release_guard
         self.grasp_yaw_guard = grasp_yaw_guard
-        self.label_rotation = label_rotation
+        self.label_rotation, self.label_tilt = label_rotation, label_tilt
         self.min_rewind, self.max_rewind_steps = min_rewind, max_rewind_steps
         self.max_correction_steps = max_correction_steps
         self.reset()
@@ -240,10 +241,14 @@ class ExpertIntervener:
         `label_rotation=False` keeps the policy's own rotation in the label (the expert's translation
         and gripper only): a camera policy that cannot read the object's yaw from its images gets
         "turn" labels it cannot act on, and with the demos' small rotation spread (they turn in 2-3
-        steps) those targets are several normalised units, most of the loss."""
+        steps) those targets are several normalised units, most of the loss. `label_tilt=False` keeps
+        only the policy's roll and pitch (action dims 3-4, about the world's x and y) and labels the
+        yaw: the demos hardly ever tilt, so the expert's untilting labels are tens of normalised units,
+        while its yaw is what decides whether it lets the hand descend to grasp."""
         label = self._expert_action_peek(obs, info, sync=True)
-        if not self.label_rotation and "policy_action" in info:
-            label[3:6] = np.asarray(info["policy_action"], dtype=np.float32)[3:6]
+        keep = slice(3, 6) if not self.label_rotation else slice(3, 5) if not self.label_tilt else None
+        if keep is not None and "policy_action" in info:
+            label[keep] = np.asarray(info["policy_action"], dtype=np.float32)[keep]
         return label
 
     def _failure_reason(self, obs: Any, info: dict[str, Any]) -> str | None:

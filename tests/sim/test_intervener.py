@@ -314,3 +314,6 @@ def test_label_is_the_experts_action_from_the_state_and_leaves_its_memory_alone(
     kept = keep.label(obs, {**info, "policy_action": turning})
     np.testing.assert_array_equal(kept[3:6], turning[3:6])  # the policy's own rotation
     np.testing.assert_array_equal(kept[[0, 1, 2, 6]], label[[0, 1, 2, 6]])  # the expert's translation and gripper
+    untilted = ExpertIntervener(env, mode="hg_dagger", label_tilt=False).label(obs, {**info, "policy_action": turning})
+    np.testing.assert_array_equal(untilted[3:5], turning[3:5])  # the policy's roll and pitch
+    np.testing.assert_array_equal(untilted[[0, 1, 2, 5, 6]], label[[0, 1, 2, 5, 6]])  # the expert's yaw
