@@ -65,7 +65,10 @@ METHODS = {"habc": ("habc", ()), "sft": ("sft", ()), "habc_single": ("habc", ("h
            # normalised units on demos that barely tilt (dagger_labels.py)
            "dagger_norot": ("dagger", ("intervener_args={label_rotation: 0}",)),
            # ... the policy's own roll and pitch only: the expert's yaw decides when it lets the hand descend
-           "dagger_notilt": ("dagger", ("intervener_args={label_tilt: 0}",)), "pa_rl": ("pa_rl", ()),
+           "dagger_notilt": ("dagger", ("intervener_args={label_tilt: 0}",)),
+           # ... and no climb back to hover in the labels: centre at the hand's height
+           "dagger_noretreat": ("dagger", ("intervener_args={label_tilt: 0, label_retreat: 0}",)),
+           "pa_rl": ("pa_rl", ()),
            # the equal-compute control of the autonomous setting: HG-DAgger without a person trains on
            # the demos alone, for the same steps; a gain it also gets is fine-tuning's, not the method's
            "demos_only": ("hg_dagger", ())}
@@ -84,7 +87,7 @@ def share_overrides(name: str, setting: str, shares: tuple[float, float, float])
 # habc.json names the settings as issue 15 does
 JSON_SETTING = {"interventions": "with_interventions"}
 # nothing to learn from without a person
-CORRECTION_ONLY = ("rac", "hg_dagger", "dagger", "dagger_norot", "dagger_notilt")
+CORRECTION_ONLY = ("rac", "hg_dagger", "dagger", "dagger_norot", "dagger_notilt", "dagger_noretreat")
 AUTONOMOUS_ONLY = ("demos_only",)  # with a person it would be HG-DAgger
 
 

@@ -127,7 +127,7 @@ class ExpertIntervener:
                  subtask_timeout: int = 120, max_off_plan: float = 0.15, regress_patience: int = 8,
                  disagreement_threshold: float | None = None, disagreement_window: int = 5,
                  release_guard: bool = False, grasp_yaw_guard: float | None = None, label_rotation: bool = True,
-                 label_tilt: bool = True,
+                 label_tilt: bool = True, label_retreat: bool = True,
                  min_rewind: int = 5, max_rewind_steps: int = 40,
                  max_correction_steps: int = 200) -> None:
         if mode not in MODES:
@@ -144,7 +144,7 @@ class ExpertIntervener:
         self.disagreement_window = disagreement_window
         self.release_guard = release_guard
         self.grasp_yaw_guard = grasp_yaw_guard
-        self.label_rotation, self.label_tilt = label_rotation, label_tilt
+        self.label_rotation, self.label_tilt, self.label_retreat = label_rotation, label_tilt, label_retreat
         self.min_rewind, self.max_rewind_steps = min_rewind, max_rewind_steps
         self.max_correction_steps = max_correction_steps
         self.reset()
@@ -218,6 +218,8 @@ class ExpertIntervener:
                 saved[key] = ("value", copy.deepcopy(value))
         try:
             if sync:
+                if not self.label_retreat and hasattr(self.expert, "retreat"):
+                    self.expert.retreat = False  # restored with the rest of its memory below
                 closing = "policy_action" in info and float(info["policy_action"][-1]) > 0
                 # experts without the hint (robosuite's) re-derive their memory from the state alone
                 hint = "closing" in inspect.signature(self.expert.sync).parameters
@@ -244,7 +246,10 @@ class ExpertIntervener:
         steps) those targets are several normalised units, most of the loss. `label_tilt=False` keeps
         only the policy's roll and pitch (action dims 3-4, about the world's x and y) and labels the
         yaw: the demos hardly ever tilt, so the expert's untilting labels are tens of normalised units,
-        while its yaw is what decides whether it lets the hand descend to grasp."""
+        while its yaw is what decides whether it lets the hand descend to grasp. `label_retreat=False`
+        (native experts): below hover height and not yet over the object, the label centres the hand
+        at its height instead of the expert's climb back to hover, which contradicts the demos at the
+        states a policy that approaches lower visits."""
         label = self._expert_action_peek(obs, info, sync=True)
         keep = slice(3, 6) if not self.label_rotation else slice(3, 5) if not self.label_tilt else None
         if keep is not None and "policy_action" in info:

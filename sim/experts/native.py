@@ -70,6 +70,9 @@ class NativePickPlaceExpert:
         self.env: NativeArmEnv = env.unwrapped
         self.noise, self.skill = float(noise), float(skill)
         self.rot_speed = rot_speed
+        # False: off its approach and below hover height, centre over the object at the current height
+        # instead of climbing back to hover first (a DAgger label from where a policy is, not a retry)
+        self.retreat = True
         self.reset(seed)
 
     def reset(self, seed: int | None = None) -> None:
@@ -157,6 +160,8 @@ class NativePickPlaceExpert:
         yaw_err = abs(np.angle(np.exp(1j * (cur_yaw - yaw))))
         ready = xy_err < 0.012 and yaw_err < 0.12 and env.gripper_opening() > 2 * half + 0.02
         if not ready:
+            if not self.retreat and eef[2] < opos[2] + HOVER:
+                return np.array([aim[0], aim[1], max(eef[2], opos[2] + GRASP_DZ + 0.02)]), yaw
             if eef[2] < opos[2] + HOVER - 0.04 and xy_err > 0.03:
                 return np.array([eef[0], eef[1], opos[2] + HOVER]), yaw
             return np.array([aim[0], aim[1], opos[2] + HOVER]), yaw

@@ -317,3 +317,6 @@ def test_label_is_the_experts_action_from_the_state_and_leaves_its_memory_alone(
     untilted = ExpertIntervener(env, mode="hg_dagger", label_tilt=False).label(obs, {**info, "policy_action": turning})
     np.testing.assert_array_equal(untilted[3:5], turning[3:5])  # the policy's roll and pitch
     np.testing.assert_array_equal(untilted[[0, 1, 2, 5, 6]], label[[0, 1, 2, 5, 6]])  # the expert's yaw
+    staying = ExpertIntervener(env, mode="hg_dagger", label_retreat=False)
+    staying.label(obs, info)
+    assert staying.expert.retreat  # the label's setting does not stick to the expert that takes over

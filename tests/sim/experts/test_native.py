@@ -127,3 +127,26 @@ def test_sync_with_a_closing_hint_keeps_closing_only_on_a_centred_cube():
         obs, *_ = env.step(np.array([*(0.4 * side / np.linalg.norm(side)), 0, 0, 0, 0, -1], np.float32))
     other.sync(closing=True)
     assert other.act(obs)[-1] < 0  # 2 cm off centre: open, do not close on it
+
+
+def test_without_retreat_the_expert_centres_at_the_hands_height_instead_of_climbing_to_hover():
+    env = TASKS.make("pick_place", cameras=(), obs_mode="state")
+    expert = NativePickPlaceExpert(env)
+    obs, _ = env.reset(seed=5)
+    expert.reset(5)
+    for _ in range(env.horizon):  # down to where the expert starts closing
+        a = expert.act(obs)
+        if a[-1] > 0:
+            break
+        obs, *_ = env.step(a)
+    side = env.unwrapped.eef_mat()[:2, 1]
+    for _ in range(2):  # 2 cm off centre, across the pads
+        obs, *_ = env.step(np.array([*(0.4 * side / np.linalg.norm(side)), 0, 0, 0, 0, -1], np.float32))
+    other = NativePickPlaceExpert(env)
+    climb = other.act(obs)
+    other.retreat = False
+    centre = other.act(obs)
+    assert climb[2] > 0.99  # back up to hover height first
+    assert centre[2] < 0.7 * climb[2]  # at most a couple of centimetres up
+    cube = env.unwrapped.privileged()["objects"][env.unwrapped.privileged()["active_object"]]["pos"]
+    assert float(centre[:2] @ (cube[:2] - env.unwrapped.eef_pos()[:2])) > 0  # towards the cube
