@@ -86,9 +86,10 @@ def share_overrides(name: str, setting: str, shares: tuple[float, float, float])
 
 # habc.json names the settings as issue 15 does
 JSON_SETTING = {"interventions": "with_interventions"}
-# nothing to learn from without a person
-CORRECTION_ONLY = ("rac", "hg_dagger", "dagger", "dagger_norot", "dagger_notilt", "dagger_noretreat")
 AUTONOMOUS_ONLY = ("demos_only",)  # with a person it would be HG-DAgger
+# nothing to learn from without a person: every variant of the methods that learn from the person's actions
+CORRECTION_ONLY = tuple(n for n, (m, _) in METHODS.items() if m in ("rac", "hg_dagger", "dagger")
+                        and n not in AUTONOMOUS_ONLY)
 
 
 def base_name(args: argparse.Namespace) -> str:

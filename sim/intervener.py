@@ -135,6 +135,9 @@ class ExpertIntervener:
         self.env = env.unwrapped
         # Default: the native tasks' expert; pass a robosuite expert for robosuite tasks.
         self.expert = expert if expert is not None else NativePickPlaceExpert(self.env)
+        # experts without the closing hint (robosuite's) re-derive their memory from the state alone; read once,
+        # not on every labelled step
+        self._sync_hint = "closing" in inspect.signature(self.expert.sync).parameters
         self.mode = mode
         self.subtask_timeout, self.max_off_plan = subtask_timeout, max_off_plan
         if regress_patience < 1:
@@ -221,9 +224,7 @@ class ExpertIntervener:
                 if not self.label_retreat and hasattr(self.expert, "retreat"):
                     self.expert.retreat = False  # restored with the rest of its memory below
                 closing = "policy_action" in info and float(info["policy_action"][-1]) > 0
-                # experts without the hint (robosuite's) re-derive their memory from the state alone
-                hint = "closing" in inspect.signature(self.expert.sync).parameters
-                self.expert.sync(**({"closing": closing} if hint else {}))
+                self.expert.sync(**({"closing": closing} if self._sync_hint else {}))
             return self._expert_action(obs, info)
         finally:
             for key, (kind, value) in saved.items():
