@@ -3,6 +3,7 @@ deadline whose output goes to a file in $OUT."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -44,3 +45,24 @@ def tail(p: Path, n: int = 15) -> str:
 def left() -> float:
     """Seconds since the job started."""
     return time.time() - T0
+
+
+def run_side_by_side(jobs: dict[str, tuple[list[str], Path, Path]], deadline: float,
+                     tail_lines: int = 8) -> dict[str, float | None]:
+    """Evaluations at once: name -> (command, its out_dir, its log file); each waited for until
+    `deadline` seconds after the job's start (then killed); name -> the summary's success rate, None
+    where none was written (its log's tail goes to the job log)."""
+    procs = {}
+    for name, (cmd, dest, logfile) in jobs.items():
+        with open(logfile, "w") as f:
+            procs[name] = (subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT), dest, logfile)
+    results: dict[str, float | None] = {}
+    for name, (p, dest, logfile) in procs.items():
+        try:
+            p.wait(timeout=max(5.0, deadline - left()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+        s = dest / "summary.json"
+        results[name] = json.loads(s.read_text())["success_rate"] if s.exists() else None
+        log(f"eval {name}: {results[name]}" + ("" if s.exists() else "\n" + tail(logfile, tail_lines)))
+    return results

@@ -13,14 +13,13 @@ PYOPENGL_PLATFORM=osmesa JOB=job_mw.py bash tools/device/run.sh."""
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tarfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import OUT, left, log, run, tail, vla  # this folder, not a package
+from common import OUT, left, log, run, run_side_by_side, tail, vla  # this folder, not a package
 
 WORK = Path("/tmp/job/mw")
 CAMERAS = os.environ.get("JOB_CAMERAS", "corner2,behindGripper,topview")
@@ -52,23 +51,14 @@ def collect(tasks: list[str], store: Path) -> bool:
 
 def evaluate(tasks: list[str], ck: Path) -> dict[str, float | None]:
     each, spare = divmod(WORKERS, len(tasks))
-    procs = {}
+    jobs = {}
     for task in tasks:
         workers = max(1, each) + (1 if task in SLOW[:spare] else 0)
         dest = WORK / "eval" / task / "true"
-        cmd = vla("eval", ck, f"task={task}", f"episodes={EVAL_EPISODES}", "seed_start=1000", f"workers={workers}",
-                  "videos=0", f"cameras=[{CAMERAS}]", "instruction=''", "n_action_steps=4", f"out_dir={dest}")
-        with open(OUT / f"eval_{task}.log", "w") as f:
-            procs[task] = (subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT), dest)
-    results: dict[str, float | None] = {}
-    for task, (p, dest) in procs.items():
-        try:
-            p.wait(timeout=max(5.0, EVAL_END - left()))
-        except subprocess.TimeoutExpired:
-            p.kill()
-        s = dest / "summary.json"
-        results[task] = json.loads(s.read_text())["success_rate"] if s.exists() else None
-        log(f"eval {task}: {results[task]}" + ("" if s.exists() else "\n" + tail(OUT / f"eval_{task}.log", 8)))
+        jobs[task] = (vla("eval", ck, f"task={task}", f"episodes={EVAL_EPISODES}", "seed_start=1000",
+                          f"workers={workers}", "videos=0", f"cameras=[{CAMERAS}]", "instruction=''",
+                          "n_action_steps=4", f"out_dir={dest}"), dest, OUT / f"eval_{task}.log")
+    results = run_side_by_side(jobs, EVAL_END)
     with tarfile.open(OUT / "mw_evals.tar", "w") as tf:
         tf.add(WORK / "eval", arcname="eval")
     return results

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import OUT, T0, log, run, tail, vla  # this folder, not a package
+from common import OUT, T0, log, run, run_side_by_side, tail, vla  # this folder, not a package
 
 WORK = Path("/tmp/job")
 WORK.mkdir(parents=True, exist_ok=True)
@@ -100,23 +100,14 @@ def main() -> None:
         return
     ck = ckpts[-1]
     ablations = {"true": "", "wrong": "@wrong", "heldout": "@heldout", "neutral": "do the task"}
-    procs = {}
     per = max(1, WORKERS // len(ablations))
+    jobs = {}
     for name, text in ablations.items():
         dest = WORK / "sort" / "eval" / name
-        cmd = vla("eval", ck, "task=sort", f"episodes={EVAL_EPISODES}", "seed_start=1000", f"workers={per}",
-                  "videos=0", f"instruction='{text}'", "n_action_steps=4", f"out_dir={dest}")
-        with open(WORK / f"eval_{name}.log", "w") as f:
-            procs[name] = (subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT), dest)
-    results = {}
-    for name, (p, dest) in procs.items():
-        try:
-            p.wait(timeout=max(5, EVAL_END - (time.time() - T0)))
-        except subprocess.TimeoutExpired:
-            p.kill()
-        s = dest / "summary.json"
-        results[name] = json.loads(s.read_text())["success_rate"] if s.exists() else None
-        log(f"eval {name}: {results[name]}" + ("" if s.exists() else "\n" + tail(WORK / f"eval_{name}.log", 10)))
+        jobs[name] = (vla("eval", ck, "task=sort", f"episodes={EVAL_EPISODES}", "seed_start=1000", f"workers={per}",
+                          "videos=0", f"instruction='{text}'", "n_action_steps=4", f"out_dir={dest}"),
+                      dest, WORK / f"eval_{name}.log")
+    results = run_side_by_side(jobs, EVAL_END, tail_lines=10)
     with tarfile.open(OUT / "evals.tar", "w") as tf:
         tf.add(WORK / "sort" / "eval", arcname="eval")
     log(json.dumps({"steps": steps, "batch": BATCH, "rate": rate, **results}))
