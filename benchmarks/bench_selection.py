@@ -132,6 +132,8 @@ def main() -> None:
     ap.add_argument("--blend", type=int, default=0, help="aligned: executor.blend_ticks (ramp after a switch)")
     ap.add_argument("--tag", default="", help="suffix of the result keys (variants beside the main n1..n16)")
     ap.add_argument("--no-sync", action="store_true", help="reuse the stored sync run (same seeds)")
+    ap.add_argument("--noise-scale", type=float, default=None,
+                    help="sample every policy at this noise scale instead of the checkpoint's (sync keeps its own)")
     ap.add_argument("--out", default=str(RESULTS / "realrobot.json"))
     args = ap.parse_args()
     if args.sim_eval:
@@ -149,7 +151,8 @@ def main() -> None:
     t0 = time.time()
 
     def run(mode: str, n: int | None) -> dict[str, Any]:
-        vla = load_policy(args.checkpoint, env, seed=0)
+        # a checkpoint sampled at scale 0 gives N identical candidates: selection needs a spread
+        vla = load_policy(args.checkpoint, env, seed=0, noise_scale=None if n is None else args.noise_scale)
         inner = vla if n is None else ChunkSelection(vla, n=n, by=args.by, cfn=cfn, decay=args.decay)
         policy = Timed(JointSpaceVLA(inner))
         blend = args.blend if mode == "aligned" else 0
@@ -165,7 +168,7 @@ def main() -> None:
         r = run("aligned", n)
         r["minus_sync"] = paired_difference(dict(zip(seeds, res["sync"]["per_seed_success"], strict=True)),
                                             dict(zip(seeds, r["per_seed_success"], strict=True)))
-        r["decay"], r["blend_ticks"] = args.decay, args.blend
+        r["decay"], r["blend_ticks"], r["noise_scale"] = args.decay, args.blend, args.noise_scale
         res[f"n{n}{args.tag}"] = r
     res["selection_setup"] = {"by": args.by, "delay_ticks": args.delay_ticks, "seeds": [seeds[0], seeds[-1]],
                               "checkpoint": args.checkpoint, "seconds": time.time() - t0}
@@ -174,7 +177,9 @@ def main() -> None:
              f"Command: `python benchmarks/bench_selection.py --checkpoint {args.checkpoint} --episodes "
              f"{args.episodes} --ns {args.ns} --by {args.by}"
              + (f" --blend {args.blend}" if args.blend else "") + (f" --tag {args.tag}" if args.tag else "")
-             + (" --no-sync" if args.no_sync else "") + "`", "",
+             + (" --no-sync" if args.no_sync else "")
+             + (f" --noise-scale {args.noise_scale}" if args.noise_scale is not None else "")
+             + (f" --out {args.out}" if Path(args.out) != RESULTS / "realrobot.json" else "") + "`", "",
              f"pick_place seeds {seeds[0]}..{seeds[-1]}, chunks delivered {args.delay_ticks} ticks "
              f"({args.delay_ticks * 50} ms) after their trigger, simulated time; selection by {args.by}"
              + (f"; switches ramped over {args.blend} ticks (`executor.blend_ticks`)" if args.blend else "")
@@ -187,7 +192,8 @@ def main() -> None:
         r = res[key]
         d = r.get("minus_sync")
         dd = f"{d['mean']:+.2f} [{d['lo']:+.2f}, {d['hi']:+.2f}]" if d else "-"
-        lines.append(f"| {'sync' if key == 'sync' else 'aligned'} | {key[1:] if key != 'sync' else '-'} | "
+        n = key[1:].split("_")[0] if key != "sync" else "-"
+        lines.append(f"| {'sync' if key == 'sync' else 'aligned'} | {n} | "
                      f"{r['success']:.2f} | [{r['wilson95'][0]:.2f}, {r['wilson95'][1]:.2f}] | {dd} | "
                      f"{r['jump']:.2f} | {r['latency_ms_p50']:.1f} |")
     (RESULTS / f"selection{args.tag}.md").write_text("\n".join(lines) + "\n")
