@@ -139,7 +139,7 @@ def run_worker(spec: dict[str, Any]) -> Iterator[EpisodeResult]:
     env = TASKS.make(spec["task"], **env_kwargs(spec))
     policy = load_policy(spec["policy"], env, noise=spec["noise"], skill=spec["skill"],
                          seed=spec["seeds"][0] if spec["seeds"] else 0, noise_scale=spec.get("noise_scale"),
-                         rot_speed=spec.get("expert_rot_speed"))
+                         rot_speed=spec.get("expert_rot_speed"), drop=spec.get("expert_drop", 0.0))
     intervener = None
     if spec["intervener"]:
         from sim.intervener import ExpertIntervener

@@ -75,6 +75,10 @@ class EvalConfig:
     # expert only (native tasks): cap on its rotation action, so it turns the hand over the approach
     # (sim.experts.native.NativePickPlaceExpert); None = as fast as it translates
     expert_rot_speed: float | None = None
+    # expert only (native tasks): chance per episode that the hand lets go of the carried object once
+    # and the expert picks it up again (demos with recoveries; needs label=clean, which keeps the
+    # forced opening out of the recorded actions)
+    expert_drop: float = 0.0
     # checkpoints only: the scale of the flow's initial noise instead of the checkpoint's
     # policy.noise_scale (0: every chunk from the prior's mean); None keeps the checkpoint's
     noise_scale: float | None = None
@@ -110,6 +114,11 @@ class EvalConfig:
             raise ValueError(f"noise_scale must be finite and >= 0 (or null: the checkpoint's), got {self.noise_scale}")
         if self.expert_rot_speed is not None and not 0.0 < self.expert_rot_speed <= 1.0:
             raise ValueError(f"expert_rot_speed must be in (0, 1] (or null: no cap), got {self.expert_rot_speed}")
+        if not 0.0 <= self.expert_drop <= 1.0:
+            raise ValueError(f"expert_drop must be a probability in [0, 1], got {self.expert_drop}")
+        if self.expert_drop > 0 and (self.policy != "expert" or self.label != "clean"):
+            raise ValueError("expert_drop > 0 needs policy=expert and label=clean (otherwise the recorded actions "
+                             f"would teach the forced opening), got policy={self.policy} label={self.label}")
         if self.instruction and not self.instruction.strip():
             raise ValueError("instruction must be text or empty (the task's own), got only whitespace")
         if self.intervener_args:

@@ -21,13 +21,15 @@ ONNX_META = "runtime.json"  # written by vla.policy.export: the folder is an ONN
 
 
 def make_expert(env: Any, noise: float = 0.0, skill: float = 1.0, seed: int | None = None,
-                rot_speed: float | None = None) -> Any:
+                rot_speed: float | None = None, drop: float = 0.0) -> Any:
     """The scripted expert of an env's task: robosuite tasks have their own, native tasks share one
-    (`rot_speed`: theirs only, see NativePickPlaceExpert)."""
+    (`rot_speed`, `drop`: theirs only, see NativePickPlaceExpert)."""
     unwrapped = env.unwrapped
-    if rot_speed is not None and not type(unwrapped).__module__.startswith("sim.tasks.native"):
-        raise ValueError(f"expert_rot_speed is an option of the native tasks' expert, not of "
-                         f"{type(unwrapped).__name__}'s")
+    native = type(unwrapped).__module__.startswith("sim.tasks.native")
+    for name, value, default in (("expert_rot_speed", rot_speed, None), ("expert_drop", drop, 0.0)):
+        if value != default and not native:
+            raise ValueError(f"{name} is an option of the native tasks' expert, not of "
+                             f"{type(unwrapped).__name__}'s")
     if type(unwrapped).__module__ == "sim.tasks.metaworld_tasks":
         from sim.tasks.metaworld_tasks import MetaWorldExpert
 
@@ -38,7 +40,7 @@ def make_expert(env: Any, noise: float = 0.0, skill: float = 1.0, seed: int | No
         return make_robosuite_expert(env, noise=noise, skill=skill, seed=seed)
     from sim.experts.native import NativePickPlaceExpert
 
-    return NativePickPlaceExpert(env, noise=noise, skill=skill, seed=seed, rot_speed=rot_speed)
+    return NativePickPlaceExpert(env, noise=noise, skill=skill, seed=seed, rot_speed=rot_speed, drop=drop)
 
 
 def expert_action(expert: Any, obs: Observation, info: dict[str, Any]) -> np.ndarray:
@@ -86,8 +88,8 @@ class ExpertPolicy:
     """The scripted expert as a one-step-chunk Policy; the runner feeds it the latest `info`."""
 
     def __init__(self, env: Any, noise: float = 0.0, skill: float = 1.0, seed: int | None = None,
-                 rot_speed: float | None = None) -> None:
-        self.expert = make_expert(env, noise=noise, skill=skill, seed=seed, rot_speed=rot_speed)
+                 rot_speed: float | None = None, drop: float = 0.0) -> None:
+        self.expert = make_expert(env, noise=noise, skill=skill, seed=seed, rot_speed=rot_speed, drop=drop)
         self.info: dict[str, Any] = {}
 
     def sample_chunk(self, obs_batch: Sequence[Observation], prefix: np.ndarray | None = None,
@@ -110,16 +112,16 @@ def wrapper_spec(spec: str) -> tuple[str, str] | None:
 
 
 def load_policy(spec: str, env: Any, *, noise: float = 0.0, skill: float = 1.0, seed: int = 0,
-                noise_scale: float | None = None, rot_speed: float | None = None) -> Any:
+                noise_scale: float | None = None, rot_speed: float | None = None, drop: float = 0.0) -> Any:
     """`noise_scale`: a checkpoint's inference noise scale instead of its own (policy.noise_scale);
-    `noise`, `skill`, `rot_speed`: the expert's (make_expert)."""
+    `noise`, `skill`, `rot_speed`, `drop`: the expert's (make_expert)."""
     action_dim = int(env.action_space.shape[0])
     if spec == "zero":
         return ConstantPolicy(action_dim)
     if spec == "random":
         return RandomPolicy(action_dim, seed=seed)
     if spec == "expert":
-        return ExpertPolicy(env, noise=noise, skill=skill, seed=seed, rot_speed=rot_speed)
+        return ExpertPolicy(env, noise=noise, skill=skill, seed=seed, rot_speed=rot_speed, drop=drop)
     wrapper = wrapper_spec(spec)
     if wrapper is not None:
         from vla.registry import POLICY_SPECS

@@ -10,6 +10,16 @@ Mixed-quality demos: `noise` adds Gaussian noise to the motion part of each acti
 first grasp of an object on purpose (lands beside it, closes on nothing, then retries).
 `clean_action` is the last action before its noise: the label of DART demos (arXiv:1703.09327),
 which execute the noisy action and teach the clean one.
+
+Demos with recoveries: `drop` is the chance per episode that the expert's hand lets go of the object
+once while carrying it (the executed gripper command opens for a few steps, then closes on nothing),
+after which the expert, reactive as it is, goes back and grasps it again. Recorded with the clean
+labels (`label=clean`), such an episode teaches what no clean demo shows: from a hand closed on
+nothing above a fallen object, open and pick it up again. That is where the main job's camera policy
+ends most of its failures (a grasp that slips during the lift, then ~170 steps of wandering:
+benchmarks/results/main_job_notes.md). The drop is a perturbation of the executed action, as DART's
+noise is, not a slip of the physics, so the object falls out of an open hand rather than sliding
+out of a closed one; what the policy is taught starts once it has fallen.
 """
 
 from __future__ import annotations
@@ -24,6 +34,9 @@ HOVER = 0.10  # approach height above the object's centre
 CARRY = 0.09  # clearance of the held object's centre above its goal while carrying
 GRASP_DZ = 0.008  # grip site above the object's centre at the grasp (keeps the pads off the table)
 CLOSE_STEPS = 6  # steps the fingers get to close before a missing grasp is declared
+DROP_OPEN = 3  # executed steps of an open gripper that make a held object fall (`drop`)
+DROP_LIFT = 0.02  # the held object's bottom at least this high above the table before a drop
+DROP_FAR = 0.08  # and its centre this far from the goal's (in the table plane)
 
 
 def _rot_x_pi_then_yaw(yaw: float) -> np.ndarray:
@@ -55,7 +68,7 @@ class NativePickPlaceExpert:
     """Scripted expert for any native task whose `privileged()` names an active object and goal."""
 
     def __init__(self, env: Any, noise: float = 0.0, skill: float = 1.0, seed: int | None = None,
-                 rot_speed: float | None = None) -> None:
+                 rot_speed: float | None = None, drop: float = 0.0) -> None:
         """`rot_speed`: a cap on the rotation action (of 1), so the hand turns to the object over the
         approach instead of within its first 2-3 steps: a policy that must read the object's yaw
         from an image then sees that turn in every partly turned state on the way, not only in the
@@ -67,9 +80,11 @@ class NativePickPlaceExpert:
             raise ValueError(f"noise must be >= 0, got {noise}")
         if rot_speed is not None and not 0.0 < rot_speed <= 1.0:
             raise ValueError(f"rot_speed must be in (0, 1] (or None: as fast as translation), got {rot_speed}")
+        if not 0.0 <= drop <= 1.0:
+            raise ValueError(f"drop must be a probability in [0, 1], got {drop}")
         self.env: NativeArmEnv = env.unwrapped
         self.noise, self.skill = float(noise), float(skill)
-        self.rot_speed = rot_speed
+        self.rot_speed, self.drop = rot_speed, float(drop)
         # False: off its approach and below hover height, centre over the object at the current height
         # instead of climbing back to hover first (a DAgger label from where a policy is, not a retry)
         self.retreat = True
@@ -83,6 +98,12 @@ class NativePickPlaceExpert:
         self._offsets: dict[str, np.ndarray] = {}
         self._target = self.env.eef_pos()
         self.clean_action: np.ndarray | None = None
+        # the drop, drawn per episode: after how many lifted steps, and how long the hand then stays
+        # closed on nothing before the expert's own command takes over again
+        self._drop_at = int(self._rng.integers(1, 5)) if self._rng.random() < self.drop else -1
+        self._drop_shut = int(self._rng.integers(0, 8))
+        self._lifted, self._drop_step = 0, -1
+        self.dropped = False
 
     @property
     def target(self) -> np.ndarray:
@@ -170,9 +191,29 @@ class NativePickPlaceExpert:
             self._grip, self._close_steps = 1.0, 0
         return target, yaw
 
+    def _drop_grip(self) -> float | None:
+        """The executed gripper command while a drop plays out (None: the expert's own)."""
+        if self._drop_at < 0 or self.dropped:
+            return None
+        if self._drop_step < 0:
+            p = self.env.privileged()
+            obj = p["objects"][p["active_object"]]
+            far = np.linalg.norm(obj["pos"][:2] - p["goal_pos"][:2]) > DROP_FAR  # not into the goal
+            if self.env.is_grasped(obj["geom"]) and obj["pos"][2] > obj["half"] + DROP_LIFT and far:  # table: z = 0
+                self._lifted += 1
+            if self._lifted < self._drop_at:
+                return None
+            self._drop_step = 0
+        self._drop_step += 1
+        if self._drop_step > DROP_OPEN + self._drop_shut:
+            self.dropped = True
+            return None
+        return -1.0 if self._drop_step <= DROP_OPEN else 1.0
+
     def act(self, obs: Any = None) -> np.ndarray:
         """One action float32[7]; `obs` is unused (the expert reads privileged state)."""
         env = self.env
+        drop_grip = self._drop_grip()
         target, yaw = self._plan()
         self._target = target
         speed = 0.4 + 0.6 * self.skill
@@ -190,10 +231,14 @@ class NativePickPlaceExpert:
         rot_speed = speed if self.rot_speed is None else min(speed, self.rot_speed)
         drot = np.clip(_rotvec(_rot_x_pi_then_yaw(yaw) @ r.T) / ROT_SCALE * 1.5, -rot_speed, rot_speed)
         motion = np.concatenate([dpos, drot])
-        self.clean_action = np.concatenate([motion, [self._grip]]).astype(np.float32)
+        # while the hand is forced open the object is still between the pads: the label is to keep
+        # holding it (the expert's own plan turns to "open" as soon as it slides out, and taught as
+        # such, a policy learns to let go during the lift: 11 of 200 episodes did)
+        label_grip = 1.0 if drop_grip is not None and self._drop_step <= DROP_OPEN else self._grip
+        self.clean_action = np.concatenate([motion, [label_grip]]).astype(np.float32)
         if self.noise > 0:
             # Half as much on rotation: rotation noise shakes a held cube loose far more than
             # translation noise, and we want sloppy demos, not mostly dropped ones.
             scale = np.array([1, 1, 1, 0.5, 0.5, 0.5]) * self.noise
             motion = np.clip(motion + self._rng.normal(0.0, 1.0, 6) * scale, -1.0, 1.0)
-        return np.concatenate([motion, [self._grip]]).astype(np.float32)
+        return np.concatenate([motion, [self._grip if drop_grip is None else drop_grip]]).astype(np.float32)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sim.tasks.native.pick_place import PickPlaceEnv
 from sim.tasks.native.sort import (
     AUGMENT_TEMPLATES,
     GOALS,
@@ -17,6 +18,7 @@ from sim.tasks.native.sort import (
     instruction_aliases,
     instruction_for,
 )
+from sim.tasks.native.stack3 import Stack3Env
 from vla.policy.language import InstructionEncoder
 
 # the neutral ablation, the tests' strings and bench_policy's instruction
@@ -29,6 +31,8 @@ try:  # Meta-World's phrasings (job_mw.py), where metaworld is installed
     texts |= {t for phrasings in MW_INSTRUCTIONS.values() for t in phrasings}
 except ImportError:
     pass
+# the other native tasks' own phrasings (job_pp.py: pick_place)
+texts |= set(PickPlaceEnv.INSTRUCTIONS) | set(Stack3Env.INSTRUCTIONS)
 texts = sorted(texts | TESTS)
 emb = InstructionEncoder().encode(texts)
 Path(".dev").mkdir(exist_ok=True)

@@ -55,6 +55,45 @@ def test_bad_parameters_raise():
     for bad in (0.0, 1.5):
         with pytest.raises(ValueError, match="rot_speed"):
             NativePickPlaceExpert(env, rot_speed=bad)
+    for bad in (-0.1, 1.1):
+        with pytest.raises(ValueError, match="drop must be a probability"):
+            NativePickPlaceExpert(env, drop=bad)
+
+
+@pytest.mark.parametrize("task", ["pick_place", "sort"])
+def test_a_drop_lets_go_of_the_carried_object_once_and_the_expert_picks_it_up_again(task):
+    """drop=1: the executed gripper opens while the object is carried (its label, clean_action, stays
+    closed), the object falls to the table, the hand closes on nothing for a while, and the expert
+    goes back, grasps it again and finishes; drop=0 never opens mid-carry."""
+    env = TASKS.make(task, cameras=(), obs_mode="state")
+    u = env.unwrapped
+    dropped = 0
+    for seed in range(4):
+        obs, info = env.reset(seed=seed)
+        expert = NativePickPlaceExpert(env, drop=1.0, seed=seed)
+        forced, fell = 0, False
+        for _ in range(env.horizon):
+            a = expert.act(obs)
+            forced += a[6] != expert.clean_action[6]
+            obs, _, term, trunc, info = env.step(a)
+            p = u.privileged()
+            fell |= forced > 0 and p["objects"][p["active_object"]]["pos"][2] < 0.025
+            if term or trunc:
+                break
+        assert info["success"]
+        if expert.dropped:
+            dropped += 1
+            assert fell and forced >= 3  # it reached the table; the forced opening was never the label
+    assert dropped >= 3
+    obs, _ = env.reset(seed=0)
+    expert = NativePickPlaceExpert(env, drop=0.0, seed=0)
+    for _ in range(env.horizon):
+        a = expert.act(obs)
+        assert a[6] == expert.clean_action[6]
+        obs, _, term, trunc, _ = env.step(a)
+        if term or trunc:
+            break
+    assert not expert.dropped
 
 
 def test_a_rotation_cap_spreads_the_turn_over_the_approach_and_still_succeeds():

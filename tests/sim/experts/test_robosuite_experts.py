@@ -89,6 +89,8 @@ def test_bad_expert_arguments(lift: Any) -> None:
 
     with pytest.raises(ValueError, match="expert_rot_speed is an option of the native tasks' expert"):
         make_expert(lift, rot_speed=0.2)
+    with pytest.raises(ValueError, match="expert_drop is an option of the native tasks' expert"):
+        make_expert(lift, drop=0.3)
 
 
 @pytest.mark.slow
