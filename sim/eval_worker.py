@@ -16,6 +16,7 @@ from sim.evaluate import EpisodeResult, env_kwargs
 from sim.policies import ExpertPolicy, load_policy
 from sim.video import annotate, can_view, view_frame, write_mp4
 from vla.data.builder import EpisodeBuilder
+from vla.policy.ensemble import TemporalEnsemble
 
 
 def run_episode(env: Any, policy: Any, seed: int, spec: dict[str, Any], record: bool, video: bool,
@@ -37,6 +38,8 @@ def run_episode(env: Any, policy: Any, seed: int, spec: dict[str, Any], record: 
                                 ] if video and can_view(env, obs, video_size) else []
     subtasks: list[str] = []
     queue: list[np.ndarray] = []
+    rate = spec.get("temporal_ensemble")
+    ensemble = TemporalEnsemble(rate) if rate is not None else None
     guided_chunk, guided_steps = False, []
     total_reward, steps, n_intervention, n_recovery, t0 = 0.0, 0, 0, 0, time.perf_counter()
     done = False
@@ -44,7 +47,12 @@ def run_episode(env: Any, policy: Any, seed: int, spec: dict[str, Any], record: 
         if not queue:
             if isinstance(policy, ExpertPolicy):
                 policy.info = info
-            queue = list(np.asarray(policy.sample_chunk([obs]))[0][: spec["n_action_steps"]])
+            chunk = np.asarray(policy.sample_chunk([obs]))[0]
+            if ensemble is not None:  # a chunk every step, its mean with the earlier ones' for this step
+                ensemble.add(chunk)
+                queue = [ensemble.action()]
+            else:
+                queue = list(chunk[: spec["n_action_steps"]])
             guided_chunk = bool(np.any(getattr(policy, "last_guided", False)))
         action, is_intervention, is_recovery = queue[0], False, False
         if intervener is not None:
@@ -53,6 +61,8 @@ def run_episode(env: Any, policy: Any, seed: int, spec: dict[str, Any], record: 
                 action, is_recovery = intervener.act(obs, info)
                 is_intervention = True
                 queue = []  # the policy re-plans from wherever the intervener hands back
+                if ensemble is not None:
+                    ensemble.reset()  # its predictions were for a path the intervener left
             elif intervener.episode_done:
                 break  # RaC: the episode ends with the intervention
         if not is_intervention:
@@ -65,6 +75,8 @@ def run_episode(env: Any, policy: Any, seed: int, spec: dict[str, Any], record: 
         elif spec["label"] == "expert" and not is_intervention and intervener is not None:
             label = intervener.label(obs, info)  # DAgger: execute the policy's action, teach the expert's
         next_obs, reward, terminated, truncated, info = env.step(action)
+        if ensemble is not None:
+            ensemble.advance()
         if builder is not None:
             builder.add_step(images=obs["images"], state=obs["state"], action=label, timestamp=obs["timestamp"],
                              reward=float(reward), is_intervention=is_intervention, is_recovery=is_recovery,

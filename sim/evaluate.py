@@ -82,6 +82,10 @@ class EvalConfig:
     # checkpoints only: the scale of the flow's initial noise instead of the checkpoint's
     # policy.noise_scale (0: every chunk from the prior's mean); None keeps the checkpoint's
     noise_scale: float | None = None
+    # checkpoints: query the policy at every step and execute the weighted mean of every chunk's
+    # prediction for it, weight exp(-rate * age) (vla.policy.ensemble; ACT's temporal ensemble with
+    # recent predictions weighted most); None executes n_action_steps of each chunk instead
+    temporal_ensemble: float | None = None
     out_dir: str = "runs/eval"
     policy_version: int = 0
     intervener: str = ""  # "" (none), "rac" (rewind + correct, episode ends) or "hg_dagger"
@@ -112,6 +116,12 @@ class EvalConfig:
 
         if self.noise_scale is not None and not valid_noise_scale(self.noise_scale):
             raise ValueError(f"noise_scale must be finite and >= 0 (or null: the checkpoint's), got {self.noise_scale}")
+        if self.temporal_ensemble is not None:
+            from vla.policy.ensemble import valid_rate
+
+            if not valid_rate(self.temporal_ensemble):
+                raise ValueError(f"temporal_ensemble must be a finite rate (or null: off), "
+                                 f"got {self.temporal_ensemble}")
         if self.expert_rot_speed is not None and not 0.0 < self.expert_rot_speed <= 1.0:
             raise ValueError(f"expert_rot_speed must be in (0, 1] (or null: no cap), got {self.expert_rot_speed}")
         if not 0.0 <= self.expert_drop <= 1.0:

@@ -300,3 +300,32 @@ def test_noise_scale_override_reaches_the_checkpoint_policy(tmp_path: Path, tiny
     np.testing.assert_allclose(policy.sample_chunk([obs])[0, :4], zero[:4], atol=1e-5)
     with pytest.raises(ValueError, match="noise_scale must be finite and >= 0"):
         EvalConfig(noise_scale=-1.0).validate()
+
+
+def test_a_temporal_ensemble_executes_the_mean_of_every_chunks_prediction(tmp_path: Path, tiny_ckpt: Path) -> None:
+    """temporal_ensemble: the worker queries the policy at every step and executes the weighted mean
+    of every chunk's prediction for it; replayed here with the same deterministic policy (noise 0)."""
+    from vla.policy.ensemble import TemporalEnsemble
+
+    store = tmp_path / "te.zarr"
+    run_evaluation(EvalConfig(task="pick_place", policy=str(tiny_ckpt), episodes=1, seed_start=3, workers=1,
+                              horizon=8, n_action_steps=4, cameras=["agentview"], videos=0, noise_scale=0.0,
+                              temporal_ensemble=0.3, record=str(store), out_dir=str(tmp_path / "te")),
+                   progress=False)
+    recorded = EpisodeStore(store, "r").episode(0, keys=["action"]).steps["action"]
+    env = TASKS.make("pick_place", image_size=84, obs_mode="image", cameras=("agentview",), horizon=8)
+    obs, _ = env.reset(seed=3)
+    policy = load_policy(tiny_ckpt, noise_scale=0.0)
+    policy.reset(seed=3)
+    ens, firsts = TemporalEnsemble(0.3), []
+    for action in recorded:
+        chunk = policy.sample_chunk([obs])[0]
+        firsts.append(chunk[0])
+        ens.add(chunk)
+        np.testing.assert_allclose(ens.action(), action, atol=1e-5)
+        ens.advance()
+        obs, *_ = env.step(action)
+    # a mean of predictions, not each chunk's first action (re-planning)
+    assert len(recorded) == 8 and not np.allclose(recorded[1:], np.array(firsts)[1:], atol=1e-4)
+    with pytest.raises(ValueError, match="temporal_ensemble must be a finite rate"):
+        EvalConfig(temporal_ensemble=float("nan")).validate()
