@@ -71,12 +71,15 @@ def eval_stage(ctx: JobContext) -> dict[str, Any]:
 
     scale = load_config(ctx.checkpoint).noise_scale
     # how the chunks are sampled is part of the figure: 0 is the prior's mean, 1 the learnt distribution
-    out: dict[str, Any] = {"task": task, "noise_scale": scale}
+    out: dict[str, Any] = {"task": task, "noise_scale": scale,
+                           "execution": f"temporal ensemble, rate {cfg.temporal_ensemble}" if cfg.temporal_ensemble
+                           is not None else f"{cfg.n_action_steps} steps of each chunk"}
     t0 = time.perf_counter()
     for name, path in targets.items():
         n = cfg.onnx_episodes if name == "onnx" and cfg.onnx_episodes > 0 else cfg.episodes
         s = run_evaluation(EvalConfig(task=task, policy=str(path), episodes=n, seed_start=1000,
                                       workers=cfg.workers, n_action_steps=cfg.n_action_steps,
+                                      temporal_ensemble=cfg.temporal_ensemble,
                                       image_size=ctx.config.demos.image_size, videos=2,
                                       out_dir=str(ctx.out_dir / f"eval_{name}")))
         lo, hi = s["wilson95"]
@@ -144,7 +147,8 @@ def _refine_round(ctx: JobContext, stage_name: str, method: str, iterations: int
               "out_dir": str(ctx.out_dir / stage_name), "iterations": iterations,
               "episodes_per_iteration": episodes, "eval_episodes": eval_episodes,
               "workers": workers, "image_size": ctx.config.demos.image_size,
-              "n_action_steps": ctx.config.eval.n_action_steps, "videos": 2,
+              "n_action_steps": ctx.config.eval.n_action_steps,
+              "temporal_ensemble": ctx.config.eval.temporal_ensemble, "videos": 2,
               "train": {"steps": train_steps, "ckpt_every": train_steps}}
     if method_args is not None:
         values["method_args"] = method_args
@@ -154,9 +158,10 @@ def _refine_round(ctx: JobContext, stage_name: str, method: str, iterations: int
     evaluated = ctx.out_dir / "eval_torch" / "summary.json"
     if "eval" in ctx.results and evaluated.exists():
         done = json.loads(evaluated.read_text())
-        same = {k: done["config"][k] for k in ("episodes", "seed_start", "n_action_steps", "task")} == {
+        keys = ("episodes", "seed_start", "n_action_steps", "temporal_ensemble", "task")
+        same = {k: done["config"].get(k) for k in keys} == {
             "episodes": run.cfg.eval_episodes, "seed_start": run.cfg.eval_seed_start,
-            "n_action_steps": run.cfg.n_action_steps, "task": task}
+            "n_action_steps": run.cfg.n_action_steps, "temporal_ensemble": run.cfg.temporal_ensemble, "task": task}
         target = run.out / "iter_00" / "eval" / "summary.json"
         if same and not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)

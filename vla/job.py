@@ -84,6 +84,10 @@ class EvalStageConfig:
     episodes: int = 20
     workers: int = 2
     n_action_steps: int = 8
+    # a chunk every step, executed as the weighted mean of every chunk's prediction for it (the rate;
+    # sim.evaluate.EvalConfig.temporal_ensemble); None: n_action_steps of each chunk. The refine stage's
+    # rollouts and evaluations run the same way
+    temporal_ensemble: float | None = None
     onnx: bool = True  # evaluate the ONNX export as well
     onnx_episodes: int = 0  # the export's check on the first N of the same seeds; 0: all `episodes`
 

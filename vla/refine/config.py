@@ -51,6 +51,7 @@ class RefineConfig:
     backend: str = "local"  # evaluation and collection workers: local processes | ray (sim/ray_backend.py)
     ray_address: str = ""  # backend=ray: HOST:PORT of the cluster's head; "" = a private one-machine cluster
     n_action_steps: int = 8
+    temporal_ensemble: float | None = None  # sim.evaluate.EvalConfig.temporal_ensemble, in rollouts and evaluations
     obs_mode: str = "image"  # image | state (state: object poses in the state vector, no cameras)
     cameras: list[str] | None = None  # None: the task's default cameras; []: none
     image_size: int = 84
