@@ -99,9 +99,13 @@ class NativePickPlaceExpert:
         self._target = self.env.eef_pos()
         self.clean_action: np.ndarray | None = None
         # the drop, drawn per episode: after how many lifted steps, and how long the hand then stays
-        # closed on nothing before the expert's own command takes over again
-        self._drop_at = int(self._rng.integers(1, 5)) if self._rng.random() < self.drop else -1
-        self._drop_shut = int(self._rng.integers(0, 8))
+        # closed on nothing before the expert's own command takes over again. From a stream of its own,
+        # so that the noise and skill draws (and every demo collected before drops existed) stay the same
+        self._drop_at, self._drop_shut = -1, 0
+        if self.drop > 0:
+            rng = np.random.default_rng(None if seed is None else [seed, 0xD809])
+            self._drop_at = int(rng.integers(1, 5)) if rng.random() < self.drop else -1
+            self._drop_shut = int(rng.integers(0, 8))
         self._lifted, self._drop_step = 0, -1
         self.dropped = False
 

@@ -96,6 +96,29 @@ def test_a_drop_lets_go_of_the_carried_object_once_and_the_expert_picks_it_up_ag
     assert not expert.dropped
 
 
+def test_drops_draw_from_their_own_stream_so_noisy_demos_stay_the_same_until_the_drop():
+    """The noise and skill draws do not depend on `drop`: a noisy expert with and without drops acts
+    identically up to the step its hand is forced open (demos collected before drops existed stay
+    reproducible)."""
+    env = TASKS.make("pick_place", cameras=(), obs_mode="state")
+    runs = []
+    for drop in (0.0, 1.0):
+        obs, _ = env.reset(seed=7)
+        expert = NativePickPlaceExpert(env, noise=0.1, drop=drop, seed=7)
+        acts = []
+        for _ in range(env.horizon):
+            a = expert.act(obs)
+            acts.append((a, a[6] != expert.clean_action[6]))
+            obs, _, term, trunc, _ = env.step(a)
+            if term or trunc:
+                break
+        runs.append(acts)
+    forced_at = next(i for i, (_, forced) in enumerate(runs[1]) if forced)
+    assert forced_at > 10
+    np.testing.assert_array_equal(np.array([a for a, _ in runs[0][:forced_at]]),
+                                  np.array([a for a, _ in runs[1][:forced_at]]))
+
+
 def test_a_rotation_cap_spreads_the_turn_over_the_approach_and_still_succeeds():
     """With rot_speed the hand turns to the cube over several steps (the states a camera policy must
     learn the turn from), never faster than the cap, and the episodes still succeed."""
