@@ -47,21 +47,31 @@ def left() -> float:
     return time.time() - T0
 
 
-def run_side_by_side(jobs: dict[str, tuple[list[str], Path, Path]], deadline: float,
-                     tail_lines: int = 8) -> dict[str, float | None]:
-    """Evaluations at once: name -> (command, its out_dir, its log file); each waited for until
-    `deadline` seconds after the job's start (then killed); name -> the summary's success rate, None
-    where none was written (its log's tail goes to the job log)."""
+def side_by_side(jobs: dict[str, tuple[list[str], Path]], deadline: float) -> dict[str, int]:
+    """Commands at once: name -> (command, its log file); each waited for until `deadline` seconds
+    after the job's start (then killed); name -> its return code (-9 when killed)."""
     procs = {}
-    for name, (cmd, dest, logfile) in jobs.items():
+    for name, (cmd, logfile) in jobs.items():
         with open(logfile, "w") as f:
-            procs[name] = (subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT), dest, logfile)
-    results: dict[str, float | None] = {}
-    for name, (p, dest, logfile) in procs.items():
+            procs[name] = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT)
+    codes: dict[str, int] = {}
+    for name, p in procs.items():
         try:
-            p.wait(timeout=max(5.0, deadline - left()))
+            codes[name] = p.wait(timeout=max(5.0, deadline - left()))
         except subprocess.TimeoutExpired:
             p.kill()
+            p.wait()
+            codes[name] = -9
+    return codes
+
+
+def run_side_by_side(jobs: dict[str, tuple[list[str], Path, Path]], deadline: float,
+                     tail_lines: int = 8) -> dict[str, float | None]:
+    """Evaluations at once (side_by_side): name -> (command, its out_dir, its log file); name -> the
+    summary's success rate, None where none was written (its log's tail goes to the job log)."""
+    side_by_side({name: (cmd, logfile) for name, (cmd, _, logfile) in jobs.items()}, deadline)
+    results: dict[str, float | None] = {}
+    for name, (_, dest, logfile) in jobs.items():
         s = dest / "summary.json"
         results[name] = json.loads(s.read_text())["success_rate"] if s.exists() else None
         log(f"eval {name}: {results[name]}" + ("" if s.exists() else "\n" + tail(logfile, tail_lines)))

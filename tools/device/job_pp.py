@@ -12,12 +12,11 @@ MUJOCO_GL=osmesa JOB=job_pp.py bash tools/device/run.sh"""
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import OUT, left, log, run_side_by_side, tail, vla  # this folder, not a package
+from common import OUT, log, run_side_by_side, side_by_side, tail, vla  # this folder, not a package
 
 WORK = Path("/tmp/job_pp")
 VARIANTS = [(n, float(d)) for n, d in (v.split(":") for v in os.environ.get("JOB_VARIANTS", "base:0,drop:0.3")
@@ -51,7 +50,7 @@ def main() -> None:
     runs = [(name, seed) for name, _ in VARIANTS if collected.get(name) for seed in SEEDS]
     # side by side on the one GPU: the tiny model's step is loader-bound, so each gets its own workers
     loaders = max(1, (CPUS - len(runs)) // max(1, len(runs)))
-    procs = {}
+    trainings = {}
     for name, seed in runs:
         out = WORK / name / f"train_s{seed}"
         shutil.rmtree(out, ignore_errors=True)
@@ -60,33 +59,28 @@ def main() -> None:
                   f"train.seed={seed}", f"train.ckpt_every={max(1, STEPS // 7)}", "train.keep_checkpoints=1",
                   f"train.val_every={max(1, STEPS // 4)}", f"train.num_workers={loaders}",
                   f"train.device={os.environ.get('JOB_DEVICE', 'cuda')}")
-        f = open(OUT / f"train_{name}_s{seed}.log", "w")  # noqa: SIM115 (closed below)
-        procs[(name, seed)] = (subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT), f, out)
-    for (name, seed), (p, f, _) in procs.items():
-        try:
-            p.wait(timeout=max(5.0, TRAIN_END - left()))
-        except subprocess.TimeoutExpired:
-            p.kill()
-        f.close()
-        log(f"train {name} s{seed}: rc={p.returncode}\n" + tail(OUT / f"train_{name}_s{seed}.log", 3))
-    jobs = {}
-    per = max(1, CPUS // max(1, len(procs)))
-    for (name, seed), (_, _, out) in procs.items():
-        ckpts = sorted((out / "checkpoints").glob("step_*"))
+        trainings[f"{name}_s{seed}"] = (cmd, OUT / f"train_{name}_s{seed}.log")
+    for key, rc in side_by_side(trainings, TRAIN_END).items():
+        log(f"train {key}: rc={rc}\n" + tail(OUT / f"train_{key}.log", 3))
+    jobs, evaluated = {}, {}
+    per = max(1, CPUS // max(1, len(runs)))
+    for name, seed in runs:
+        ckpts = sorted((WORK / name / f"train_s{seed}" / "checkpoints").glob("step_*"))
         if not ckpts:
             continue
-        log(f"{name} s{seed}: evaluating {ckpts[-1].name}")
-        dest = WORK / name / f"eval_s{seed}"
-        jobs[f"{name}_s{seed}"] = (vla("eval", ckpts[-1], "task=pick_place", f"episodes={EVAL_EPISODES}",
-                                       "seed_start=1000", f"workers={per}", "videos=0", "n_action_steps=4",
-                                       f"out_dir={dest}"), dest, WORK / f"eval_{name}_s{seed}.log")
+        key, dest = f"{name}_s{seed}", WORK / name / f"eval_s{seed}"
+        log(f"{key}: evaluating {ckpts[-1].name}")
+        evaluated[key] = ckpts[-1]
+        jobs[key] = (vla("eval", ckpts[-1], "task=pick_place", f"episodes={EVAL_EPISODES}", "seed_start=1000",
+                         f"workers={per}", "videos=0", "n_action_steps=4", f"out_dir={dest}"),
+                     dest, WORK / f"eval_{key}.log")
     results = run_side_by_side(jobs, EVAL_END)
-    for key, (cmd, dest, _) in jobs.items():
+    for key, (_, dest, _) in jobs.items():
         s = dest / "summary.json"
         if s.exists():
             d = json.loads(s.read_text())
             seeds = [{"seed": e["seed"], "success": e["success"]} for e in d["episodes_detail"]]
-            (OUT / f"eval_{key}.json").write_text(json.dumps({"checkpoint": str(cmd[cmd.index("eval") + 1]),
+            (OUT / f"eval_{key}.json").write_text(json.dumps({"checkpoint": str(evaluated[key]),
                                                              "success_rate": d["success_rate"],
                                                              "episodes_detail": seeds}))
     log(json.dumps(results))
