@@ -32,6 +32,13 @@ before its pretraining was seeded):
     python benchmarks/refine_budget.py --job runs/main28 --out runs/r28 \\
         --only control_nw999_s0,hg20_nw999_s1,control_nw999_s1 --name refine_budget_main28
 
+Stop 33 added self-imitation without a person (`fbc100_nw999`, `fbc100_nw999_te`: filtered BC on the
+policy's own successful rollouts, executed plainly or with the temporal ensemble):
+
+    python benchmarks/refine_budget.py --job runs/main28 --out runs/r28 \
+        --only fbc100_nw999_s0,fbc100_nw999_s1,fbc100_nw999_te_s0,fbc100_nw999_te_s1
+    python benchmarks/refine_budget.py --job runs/main28 --out runs/r28 --report --name refine_budget_main28
+
 Resumable: a variant with an evaluated iteration 1 is not run again; the pretrained policy's
 evaluation is run once and copied into every variant.
 """
@@ -101,6 +108,13 @@ VARIANTS: dict[str, tuple[str, int, tuple[str, ...]]] = {
     # expert's "turn" labels on 42% of its steps (demos: 3%) were most of the loss
     "dag100_nw999_norot": ("dagger", 100, ("train.ema_decay=0.999", "train.ema_warmup=false",
                                            "intervener_args={label_rotation: 0}")),
+    # no person: the policy imitates its own successful rollouts (filtered BC, autonomous), executed as
+    # the job does (4 steps a chunk) or with the temporal ensemble (0.3) that lifts it at test time; the
+    # refined policy is evaluated at 4 steps a chunk either way, so `_te` minus the plain one is what
+    # distilling the ensemble's actions adds to self-imitation
+    "fbc100_nw999": ("filtered-bc", 100, ("train.ema_decay=0.999", "train.ema_warmup=false", "intervener=")),
+    "fbc100_nw999_te": ("filtered-bc", 100, ("train.ema_decay=0.999", "train.ema_warmup=false", "intervener=",
+                                             "collect_temporal_ensemble=0.3")),
     "hg100": ("hg-dagger", 100, ()),
     "hg100_ema999": ("hg-dagger", 100, ("train.ema_decay=0.999",)),
     "hg100_share10": ("hg-dagger", 100, ("group_shares={demo: 0.9, correction: 0.1}",)),
@@ -155,7 +169,7 @@ def run_variant(job: Path, out: Path, name: str, method: str, rollouts: int, ove
     print(f"[{time.strftime('%H:%M:%S')}] {name}: exit {code}, {time.time() - t:.0f} s", flush=True)
 
 
-def report(out: Path, results_name: str = "refine_budget") -> dict:
+def report(out: Path, results_name: str | None = "refine_budget") -> dict:
     base = seed_outcomes(json.loads((out / "pretrained_eval/summary.json").read_text()))
     order = sorted(base)
     res: dict = {"pretrained": float(np.mean(list(base.values()))), "episodes": len(base),
@@ -188,6 +202,8 @@ def report(out: Path, results_name: str = "refine_budget") -> dict:
         lines.append(f"| {name} | {row['env_episodes']} | {row['intervention_steps']} | "
                      f"{'-' if share is None else f'{share:.3f}'} | {row['success']:.3f} | "
                      f"{format_paired(row['minus_pretrained'])} | {format_paired(row.get('minus_control'))} |")
+    if results_name is None:
+        return res
     old = RESULTS / f"{results_name}.json"
     kept = json.loads(old.read_text()) if old.exists() else {}
     res.update({k: v for k, v in kept.items() if k.startswith("window_losses")})  # --losses: not rerun here
@@ -249,7 +265,8 @@ def main() -> None:
     ap.add_argument("--eval-episodes", type=int, default=200)
     ap.add_argument("--only", default=None, help="comma-separated variant names (e.g. hg100_s0,control_s0)")
     ap.add_argument("--report", action="store_true")
-    ap.add_argument("--name", default="refine_budget", help="results file names: benchmarks/results/NAME.json/.md")
+    ap.add_argument("--name", default=None, help="results file names: benchmarks/results/NAME.json/.md (with "
+                    "--report: refine_budget unless given; after runs: only written when given)")
     ap.add_argument("--losses", default=None, metavar="VARIANTS",
                     help="instead: flow loss of the pretrained policy and these variants on the correction and "
                          "demo windows of the first one's store (into NAME.json as window_losses)")
@@ -263,6 +280,7 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     if args.losses:
         names = args.losses.split(",")
+        args.name = args.name or "refine_budget"
         res = json.loads((RESULTS / f"{args.name}.json").read_text())
         key = f"window_losses_clip{args.loss_clip:g}" if args.loss_clip > 0 else "window_losses"
         res[key] = {"store": names[0], **window_losses(out, names[0], names, ROOT / args.job,
@@ -272,7 +290,9 @@ def main() -> None:
     if not args.report:
         for name, method, rollouts, ov, seed in expand(args.only):
             run_variant(ROOT / args.job, out, name, method, rollouts, ov, seed, args.eval_episodes, tuple(args.extra))
-    report(out, args.name)
+    # after runs the table is printed; a results page is written only when named, so that runs in
+    # another --out never overwrite the default page with their figures
+    report(out, args.name or ("refine_budget" if args.report else None))
 
 
 if __name__ == "__main__":

@@ -52,6 +52,10 @@ class RefineConfig:
     ray_address: str = ""  # backend=ray: HOST:PORT of the cluster's head; "" = a private one-machine cluster
     n_action_steps: int = 8
     temporal_ensemble: float | None = None  # sim.evaluate.EvalConfig.temporal_ensemble, in rollouts and evaluations
+    # the rollouts' own rate when it differs from the evaluations' (None: temporal_ensemble's): with
+    # filtered_bc and intervener='' the policy imitates its own ensembled successes, which it is then
+    # evaluated without (benchmarks/refine_budget.py `fbc100_te`)
+    collect_temporal_ensemble: float | None = None
     obs_mode: str = "image"  # image | state (state: object poses in the state vector, no cameras)
     cameras: list[str] | None = None  # None: the task's default cameras; []: none
     image_size: int = 84
@@ -100,6 +104,12 @@ class RefineConfig:
                 raise ValueError(f"group_shares: unknown group '{bad[0]}'" + closest(bad[0], GROUPS))
             if self.method not in METHODS:
                 raise ValueError("group_shares is for the built-in methods; plug-ins have their own method_args")
+        from vla.policy.ensemble import valid_rate
+
+        for key in ("temporal_ensemble", "collect_temporal_ensemble"):
+            rate = getattr(self, key)
+            if rate is not None and not valid_rate(rate):
+                raise ValueError(f"{key} must be a finite rate (or null: off), got {rate}")
         lam = self.habc.adv_lambda
         if lam is not None and not 0.0 <= lam <= 1.0:
             raise ValueError(f"habc.adv_lambda must be in [0, 1] (or null: one-step advantages), got {lam}")

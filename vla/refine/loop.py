@@ -74,6 +74,12 @@ class RefineRun:
                 "image_size": c.image_size, "horizon": c.horizon, "obs_mode": c.obs_mode, "backend": c.backend,
                 "ray_address": c.ray_address}
 
+    def _collect_kwargs(self) -> dict[str, Any]:
+        kw = self._eval_kwargs()
+        if self.cfg.collect_temporal_ensemble is not None:
+            kw["temporal_ensemble"] = self.cfg.collect_temporal_ensemble
+        return kw
+
     def collect_seeds(self, version: int) -> list[int]:
         m = self.cfg.episodes_per_iteration
         return [self.cfg.collect_seed_start + version * m + i for i in range(m)]
@@ -125,7 +131,7 @@ class RefineRun:
             videos=0, record=str(self.store_path), source=source, policy_version=version,
             intervener=mode, intervener_args=dict(self.cfg.intervener_args),
             label="expert" if self.cfg.method == "dagger" else "noisy",
-            out_dir=str(self.out / f"iter_{version:02d}" / "collect"), **self._eval_kwargs())
+            out_dir=str(self.out / f"iter_{version:02d}" / "collect"), **self._collect_kwargs())
 
     def habc_critic(self, version: int, store: EpisodeStore, model: torch.nn.Module
                     ) -> tuple[torch.nn.Module, torch.Tensor, StepLabels, dict[str, float]]:

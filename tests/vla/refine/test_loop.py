@@ -118,6 +118,20 @@ def test_dagger_trains_on_the_experts_labels_of_the_policys_steps(tmp_path: Path
         RefineRun(config(tmp_path, pretrained, "dagger", "intervener="))
 
 
+def test_filtered_bc_collects_with_the_ensemble_and_evaluates_without(tmp_path: Path,
+                                                                        pretrained: tuple[Path, Path]) -> None:
+    # collect_temporal_ensemble: the rollouts run the ensemble, the evaluations the plain chunks
+    cfg = config(tmp_path, pretrained, "filtered_bc", "intervener=", "collect_temporal_ensemble=0.3")
+    RefineRun(cfg, progress=False).run()
+    out = Path(cfg.out_dir)
+    assert json.loads((out / "iter_00/collect/summary.json").read_text())["config"]["temporal_ensemble"] == 0.3
+    for version in (0, 1):
+        assert json.loads((out / f"iter_{version:02d}/eval/summary.json").read_text())["config"][
+            "temporal_ensemble"] is None
+    with pytest.raises(ValueError, match="collect_temporal_ensemble must be a finite rate"):
+        RefineRun(config(tmp_path, pretrained, "filtered_bc", "collect_temporal_ensemble=.inf"))
+
+
 def test_resume_skips_finished_work_and_continues(tmp_path: Path, pretrained: tuple[Path, Path]) -> None:
     cfg = config(tmp_path, pretrained, "hg_dagger")
     RefineRun(cfg, progress=False).run()
