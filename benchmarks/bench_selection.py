@@ -130,6 +130,9 @@ def main() -> None:
     ap.add_argument("--by", default="coherence", choices=["coherence", "smooth", "cfn", "both"])
     ap.add_argument("--decay", type=float, default=1.0, help="coherence: weight decay**i on tick i after the prefix")
     ap.add_argument("--blend", type=int, default=0, help="aligned: executor.blend_ticks (ramp after a switch)")
+    ap.add_argument("--mode", default="aligned", choices=["aligned", "ensemble"],
+                    help="the asynchronous executor's mode (ensemble: temporal ensembling of every arrived chunk)")
+    ap.add_argument("--ensemble-rate", type=float, default=0.3, help="ensemble: executor.ensemble_rate")
     ap.add_argument("--tag", default="", help="suffix of the result keys (variants beside the main n1..n16)")
     ap.add_argument("--no-sync", action="store_true", help="reuse the stored sync run (same seeds)")
     ap.add_argument("--noise-scale", type=float, default=None,
@@ -156,7 +159,8 @@ def main() -> None:
         inner = vla if n is None else ChunkSelection(vla, n=n, by=args.by, cfn=cfn, decay=args.decay)
         policy = Timed(JointSpaceVLA(inner))
         blend = args.blend if mode == "aligned" else 0
-        rs = [run_episode(env, cfg, policy, "state", mode, s, args.delay_ticks, blend) for s in seeds]
+        extra = {"ensemble_rate": args.ensemble_rate} if mode == "ensemble" else {}
+        rs = [run_episode(env, cfg, policy, "state", mode, s, args.delay_ticks, blend, **extra) for s in seeds]
         out = summarise(rs, policy.seconds)
         print(f"{mode} n={n}: success {out['success']:.2f}, jump {out['jump']:.2f}, "
               f"latency p50 {out['latency_ms_p50']:.1f} ms ({time.time() - t0:.0f} s)", flush=True)
@@ -165,10 +169,12 @@ def main() -> None:
     if not (args.no_sync and "sync" in res):
         res["sync"] = run("sync", None)
     for n in (int(x) for x in args.ns.split(",")):
-        r = run("aligned", n)
+        r = run(args.mode, n)
         r["minus_sync"] = paired_difference(dict(zip(seeds, res["sync"]["per_seed_success"], strict=True)),
                                             dict(zip(seeds, r["per_seed_success"], strict=True)))
-        r["decay"], r["blend_ticks"], r["noise_scale"] = args.decay, args.blend, args.noise_scale
+        r["decay"], r["blend_ticks"], r["noise_scale"], r["mode"] = args.decay, args.blend, args.noise_scale, args.mode
+        if args.mode == "ensemble":
+            r["ensemble_rate"] = args.ensemble_rate
         res[f"n{n}{args.tag}"] = r
     res["selection_setup"] = {"by": args.by, "delay_ticks": args.delay_ticks, "seeds": [seeds[0], seeds[-1]],
                               "checkpoint": args.checkpoint, "seconds": time.time() - t0}
@@ -179,6 +185,8 @@ def main() -> None:
              + (f" --blend {args.blend}" if args.blend else "") + (f" --tag {args.tag}" if args.tag else "")
              + (" --no-sync" if args.no_sync else "")
              + (f" --noise-scale {args.noise_scale}" if args.noise_scale is not None else "")
+             + (f" --mode ensemble --ensemble-rate {args.ensemble_rate}" if args.mode == "ensemble" else "")
+             + (f" --delay-ticks {args.delay_ticks}" if args.delay_ticks != 4 else "")
              + (f" --out {args.out}" if Path(args.out) != RESULTS / "realrobot.json" else "") + "`", "",
              f"pick_place seeds {seeds[0]}..{seeds[-1]}, chunks delivered {args.delay_ticks} ticks "
              f"({args.delay_ticks * 50} ms) after their trigger, simulated time; selection by {args.by}"
@@ -193,7 +201,9 @@ def main() -> None:
         d = r.get("minus_sync")
         dd = f"{d['mean']:+.2f} [{d['lo']:+.2f}, {d['hi']:+.2f}]" if d else "-"
         n = key[1:].split("_")[0] if key != "sync" else "-"
-        lines.append(f"| {'sync' if key == 'sync' else 'aligned'} | {n} | "
+        mode = "sync" if key == "sync" else r.get("mode", "aligned")
+        mode += f" (rate {r['ensemble_rate']})" if "ensemble_rate" in r else ""
+        lines.append(f"| {mode} | {n} | "
                      f"{r['success']:.2f} | [{r['wilson95'][0]:.2f}, {r['wilson95'][1]:.2f}] | {dd} | "
                      f"{r['jump']:.2f} | {r['latency_ms_p50']:.1f} |")
     (RESULTS / f"selection{args.tag}.md").write_text("\n".join(lines) + "\n")

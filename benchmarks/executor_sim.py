@@ -57,7 +57,8 @@ class WithoutMotion:
 
 
 def run_episode(env: Any, cfg: DeployConfig, policy: JointSpaceVLA, variant: str, mode: str, seed: int,
-                delay_ticks: int, blend_ticks: int = 0) -> dict[str, float]:
+                delay_ticks: int, blend_ticks: int = 0, **executor: Any) -> dict[str, float]:
+    """One episode; `executor`: further `ExecutorConfig` fields (e.g. ensemble_rate)."""
     u = env.unwrapped
     clock = FakeClock()
     obs, info = env.reset(seed=seed)
@@ -79,7 +80,7 @@ def run_episode(env: Any, cfg: DeployConfig, policy: JointSpaceVLA, variant: str
 
     safety = SafetyFilter(cfg.limits, 1.0 / cfg.executor.rate_hz)
     safety.reset(observe()["state"].astype(np.float64))
-    ex_cfg = replace(cfg.executor, mode=mode, initial_latency_ticks=delay_ticks, blend_ticks=blend_ticks)
+    ex_cfg = replace(cfg.executor, mode=mode, initial_latency_ticks=delay_ticks, blend_ticks=blend_ticks, **executor)
     worker = SteppedWorker(WithoutMotion(policy) if variant == "rest" else policy, delay_ticks, clock)
     ex = ChunkExecutor(worker, observe, send, safety, ex_cfg, clock)
     ticks = 0

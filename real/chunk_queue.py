@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from vla.policy.ensemble import ensemble_weights, valid_rate
+
 
 @dataclass(frozen=True)
 class Alignment:
@@ -137,3 +139,72 @@ class ChunkQueue:
         self._chunk_ids = np.concatenate(
             [kept_ids, np.full(len(actions) - n_keep, chunk_id, dtype=np.int64)])
         self.start_tick = first_tick
+
+
+class TickEnsemble:
+    """Temporal ensembling in the executor's timeline: every chunk that arrived keeps its predictions
+    for their ticks, and the action for tick k is their mean weighted exp(-rate * age), age = k minus
+    the tick the chunk was planned to start at (its first tick before stale actions were dropped).
+
+    ACT's temporal ensemble (arXiv 2304.13705) as the simulator's evaluator runs it
+    (`vla.policy.ensemble`, recent predictions weighted most, rate 0.3 there), here for a policy
+    that answers late: a chunk arrives when the worker is done, so with a delay of d ticks the
+    predictions are d or more ticks old and a new one comes at most every d ticks. The queue's
+    interface (`pop`, `drop_before`, `remaining_after`, `end_tick`, `len`) for the executor.
+    """
+
+    def __init__(self, action_dim: int, rate: float) -> None:
+        if action_dim <= 0:
+            raise ValueError(f"action_dim must be positive, got {action_dim}")
+        if not valid_rate(rate):
+            raise ValueError(f"ensemble rate must be a finite number, got {rate!r}")
+        self.action_dim, self.rate = action_dim, float(rate)
+        self.start_tick = 0  # ticks before it are forgotten
+        self._chunks: list[tuple[int, int, np.ndarray, int]] = []  # (first tick, origin tick, actions, chunk id)
+
+    @property
+    def end_tick(self) -> int:
+        """One past the last tick any chunk has a prediction for."""
+        return max((first + len(a) for first, _, a, _ in self._chunks), default=self.start_tick)
+
+    def __len__(self) -> int:
+        return max(0, self.end_tick - self.start_tick)
+
+    def remaining_after(self, tick: int) -> int:
+        return max(0, self.end_tick - max(tick + 1, self.start_tick))
+
+    def add(self, actions: np.ndarray, first_tick: int, chunk_id: int, origin_tick: int) -> None:
+        """`actions[i]` is the prediction for tick `first_tick + i`, from a chunk planned to start at
+        `origin_tick` (<= first_tick: the difference is the stale actions dropped on arrival)."""
+        actions = _check_chunk(actions)
+        if actions.shape[1] != self.action_dim:
+            raise ValueError(f"chunk action dim {actions.shape[1]} != ensemble action dim {self.action_dim}")
+        if origin_tick > first_tick:
+            raise ValueError(f"origin_tick {origin_tick} is after first_tick {first_tick}")
+        skip = max(0, self.start_tick - first_tick)
+        if skip < len(actions):
+            self._chunks.append((first_tick + skip, origin_tick, actions[skip:].astype(np.float64), chunk_id))
+
+    def pop(self, tick: int) -> tuple[np.ndarray, int] | None:
+        """(the ensembled action for `tick`, the newest contributing chunk's id), forgetting every
+        earlier tick; None if no chunk predicts `tick`."""
+        self.drop_before(tick)
+        live = [(a[tick - first], tick - origin, cid) for first, origin, a, cid in self._chunks if first <= tick]
+        self.drop_before(tick + 1)
+        if not live:
+            return None
+        w = ensemble_weights(np.array([age for _, age, _ in live]), self.rate)
+        action = np.einsum("i,ij->j", w, np.stack([p for p, _, _ in live]))
+        return action, live[int(np.argmin([age for _, age, _ in live]))][2]
+
+    def drop_before(self, tick: int) -> int:
+        """Forget the predictions for ticks before `tick`; returns how many ticks were forgotten."""
+        n = max(0, min(tick, self.end_tick) - self.start_tick)
+        kept = []
+        for first, origin, a, cid in self._chunks:
+            cut = max(0, tick - first)
+            if cut < len(a):
+                kept.append((first + cut, origin, a[cut:], cid))
+        self._chunks = kept
+        self.start_tick = max(self.start_tick, tick)
+        return n

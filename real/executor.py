@@ -12,7 +12,11 @@ Modes (`ExecutorConfig.mode`):
   queued actions that will run while it computes; on arrival drop the chunk's actions whose tick
   has passed, keep the committed prefix, continue with the new chunk (needs a policy trained with
   random clean action prefixes, i.e. training-time real-time chunking; see DESIGN.md).
-- `rtc`: same alignment, triggered `rtc_soft_fraction` of a chunk earlier; the policy gets no
+- `ensemble`: infer whenever the worker is free (no prefix); every arrived chunk keeps its aligned
+  predictions and the action for a tick is their mean weighted exp(-`ensemble_rate` x age)
+  (`chunk_queue.TickEnsemble`: ACT's temporal ensemble, arXiv 2304.13705, as the simulator's
+  evaluator runs it with `temporal_ensemble=RATE`).
+- `rtc`: same alignment as `aligned`, triggered `rtc_soft_fraction` of a chunk earlier; the policy gets no
   prefix; instead a guidance hook pulls the new chunk towards the previous one with the soft mask
   of inference-time real-time chunking (Black et al. 2025, arXiv 2506.07339, eq. 5): weight 1 on
   the actions that run during the delay, exponentially decaying weights over the rest of the
@@ -37,14 +41,14 @@ from itertools import pairwise
 
 import numpy as np
 
-from real.chunk_queue import ChunkQueue, align_chunk, blend_switch
+from real.chunk_queue import ChunkQueue, TickEnsemble, align_chunk, blend_switch
 from real.safety import SafetyFilter
 from real.worker import Clock, InferenceRequest, InferenceResult, InferenceWorker, MonotonicClock
 from vla.interfaces import GuidanceFn, Observation
 
 log = logging.getLogger(__name__)
 
-MODES = ("sync", "naive_async", "aligned", "rtc")
+MODES = ("sync", "naive_async", "aligned", "rtc", "ensemble")
 
 
 @dataclass
@@ -62,6 +66,7 @@ class ExecutorConfig:
     # aligned / rtc: the first actions after the committed prefix ramp from the previous plan to the new
     # chunk over this many ticks (`blend_switch`); 0 = switch at once
     blend_ticks: int = 0
+    ensemble_rate: float = 0.3  # ensemble: weight exp(-rate * age in ticks) on each chunk's prediction
     max_observation_age_s: float = 0.25  # stale-observation watchdog
     inference_timeout_s: float = 2.0  # no chunk this long after a request -> hold (inference_timeout)
     max_consecutive_failures: int = 3  # failed inferences in a row -> hold (inference_failing)
@@ -86,6 +91,8 @@ class ExecutorConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not 0 <= self.rtc_soft_fraction < 1:
             raise ValueError(f"rtc_soft_fraction must be in [0, 1), got {self.rtc_soft_fraction}")
+        if not (isinstance(self.ensemble_rate, (int, float)) and math.isfinite(self.ensemble_rate)):
+            raise ValueError(f"ensemble_rate must be a finite number, got {self.ensemble_rate!r}")
         if self.blend_ticks < 0:
             raise ValueError(f"blend_ticks must be >= 0, got {self.blend_ticks}")
         if self.margin_ticks < 0 or not 0 < self.latency_percentile <= 100:
@@ -166,7 +173,9 @@ class ChunkExecutor:
         self.safety, self.clock = safety, clock or MonotonicClock()
         self.period = 1.0 / self.cfg.rate_hz
         self.action_dim = len(safety.limits.names)
-        self.queue = ChunkQueue(self.action_dim)
+        self.queue: ChunkQueue | TickEnsemble = (
+            TickEnsemble(self.action_dim, self.cfg.ensemble_rate) if self.cfg.mode == "ensemble"
+            else ChunkQueue(self.action_dim))
         self.records: deque[TickRecord] = deque(maxlen=self.cfg.history)
         self.latencies_ticks: deque[int] = deque(maxlen=self.cfg.latency_window)
         self.latencies_s: deque[float] = deque(maxlen=self.cfg.latency_window)
@@ -209,6 +218,8 @@ class ChunkExecutor:
             return 0
         if self.cfg.mode == "naive_async":
             return 0 if h is None else max(1, int(h * self.cfg.naive_threshold_fraction))
+        if self.cfg.mode == "ensemble":  # a new prediction as often as the worker can give one
+            return h if h is not None else self.cfg.initial_latency_ticks
         if self.cfg.trigger_threshold is not None:
             return self.cfg.trigger_threshold
         threshold = self.delay_estimate_ticks() + self.cfg.margin_ticks
@@ -344,6 +355,9 @@ class ChunkExecutor:
             return
         aligned = align_chunk(chunk, req.trigger_tick + 1, k)
         self.n_dropped += aligned.n_dropped
+        if isinstance(self.queue, TickEnsemble):
+            self.queue.add(aligned.kept, aligned.first_tick, req.request_id, origin_tick=req.trigger_tick + 1)
+            return
         keep_until = req.trigger_tick + 1 + req.meta["n_prefix"]
         kept = aligned.kept
         if self.cfg.blend_ticks and len(kept):

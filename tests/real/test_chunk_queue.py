@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from real.chunk_queue import ChunkQueue, align_chunk
+from real.chunk_queue import ChunkQueue, TickEnsemble, align_chunk
 
 
 def chunk(n: int, a: int = 2, start: float = 0.0) -> np.ndarray:
@@ -84,3 +84,57 @@ def test_blend_switch_ramps_from_the_old_plan_to_the_new():
     assert out.dtype == np.float64 and new[0, 0] == 1  # the input is not changed
     np.testing.assert_allclose(blend_switch(old[:1], new, 3)[:2, 0], [1 / 4, 1])  # no old action: the new one
     np.testing.assert_array_equal(blend_switch(old, new, 0), new)
+
+
+def test_tick_ensemble_one_chunk_runs_its_actions_at_their_ticks():
+    e = TickEnsemble(2, rate=0.3)
+    c = chunk(5)
+    e.add(c, first_tick=3, chunk_id=7, origin_tick=3)
+    assert e.pop(2) is None  # nothing predicts tick 2
+    for t in range(3, 8):
+        action, cid = e.pop(t)
+        np.testing.assert_allclose(action, c[t - 3])
+        assert cid == 7
+    assert e.pop(8) is None and len(e) == 0
+
+
+def test_tick_ensemble_mean_weights_recent_predictions_by_age():
+    e = TickEnsemble(2, rate=0.5)
+    old, new = chunk(6, start=0.0), chunk(6, start=100.0)
+    e.add(old[2:], first_tick=12, chunk_id=1, origin_tick=10)  # planned from tick 10, two stale actions dropped
+    e.add(new, first_tick=13, chunk_id=2, origin_tick=13)
+    assert e.remaining_after(12) == 6 and e.end_tick == 19
+    action, cid = e.pop(12)  # only the old chunk predicts tick 12
+    np.testing.assert_allclose(action, old[2])
+    assert cid == 1
+    action, cid = e.pop(14)  # tick 13 is skipped and forgotten; ages 4 (old) and 1 (new)
+    w_old, w_new = np.exp(-0.5 * 4), np.exp(-0.5 * 1)
+    np.testing.assert_allclose(action, (w_old * old[4] + w_new * new[1]) / (w_old + w_new))
+    assert cid == 2  # the newest prediction's chunk
+
+
+def test_tick_ensemble_large_rate_follows_the_newest_chunk_and_forgets_on_drop():
+    e = TickEnsemble(2, rate=1e6)
+    e.add(chunk(8), first_tick=0, chunk_id=0, origin_tick=0)
+    e.add(chunk(8, start=50.0), first_tick=2, chunk_id=1, origin_tick=1)
+    np.testing.assert_allclose(e.pop(3)[0], chunk(8, start=50.0)[1])
+    assert e.drop_before(e.end_tick) == 6 and len(e) == 0 and e.pop(6) is None
+    e.add(chunk(4), first_tick=9, chunk_id=2, origin_tick=9)  # tick 9 was forgotten: it stays gone
+    assert e.remaining_after(5) == 3
+    action, cid = e.pop(10)
+    np.testing.assert_allclose(action, chunk(4)[1])
+    assert cid == 2
+
+
+def test_tick_ensemble_rejects_bad_input():
+    with pytest.raises(ValueError, match="finite"):
+        TickEnsemble(2, rate=float("nan"))
+    with pytest.raises(ValueError, match="action_dim"):
+        TickEnsemble(0, rate=0.3)
+    e = TickEnsemble(2, rate=0.3)
+    with pytest.raises(ValueError, match="action dim 3"):
+        e.add(np.zeros((4, 3)), 0, 0, 0)
+    with pytest.raises(ValueError, match="origin_tick 2 is after first_tick 1"):
+        e.add(chunk(4), 1, 0, 2)
+    with pytest.raises(ValueError, match="floating point"):
+        e.add(np.zeros((4, 2), dtype=np.int64), 0, 0, 0)

@@ -105,6 +105,39 @@ def test_rtc_passes_soft_mask_guidance_and_continues_previous_chunk():
     assert step_norms(ex)[1].mean() < step_norms(naive)[1].mean()
 
 
+@pytest.mark.parametrize("delay", [1, 3])
+def test_ensemble_runs_the_age_weighted_mean_of_every_arrived_prediction(delay):
+    ex, _, worker, _, _ = make("ensemble", delay_ticks=delay, horizon=12, chunk_offset=0.05, ensemble_rate=0.3)
+    ex.run(120)
+    # a request whenever the worker is free: one chunk every `delay` ticks, no prefix, no guidance
+    assert len(worker.requests) >= 120 // delay - 2
+    assert all(r.request.prefix is None and r.request.guidance is None for r in worker.results)
+    arrived = {res.request.trigger_tick + delay: res for res in worker.results}
+    checked = 0
+    for rec in ex.records:
+        if rec.action is None:
+            continue
+        # every chunk that had arrived by this tick and predicts it: chunk[i] is for trigger + 1 + i
+        preds = [(res.chunk[0, rec.tick - res.request.trigger_tick - 1], rec.tick - res.request.trigger_tick - 1)
+                 for at, res in arrived.items() if at <= rec.tick
+                 and 0 <= rec.tick - res.request.trigger_tick - 1 < res.chunk.shape[1]]
+        w = np.exp(-0.3 * np.array([age for _, age in preds]))
+        np.testing.assert_allclose(rec.action, sum(wi * p for wi, (p, _) in zip(w, preds, strict=True)) / w.sum(),
+                                   atol=1e-6)
+        checked += len(preds) > 1
+    assert checked > 50  # most ticks average several chunks
+    assert ex.stats()["starved_ticks"] == 0
+
+
+def test_ensemble_forgets_its_predictions_during_an_outside_hold():
+    ex, *_ = make("ensemble", delay_ticks=2, horizon=12)
+    ex.run(30)
+    assert len(ex.queue) > 0
+    ex.external_hold = ("inactive", "lifecycle node deactivated")
+    ex.tick(30)
+    assert len(ex.queue) == 0 and list(ex.records)[-1].hold == "inactive"
+
+
 def test_rtc_weights_shape():
     w = rtc_weights(10, 3, 7)
     assert np.all(w[:3] == 1) and np.all(w[7:] == 0)
@@ -197,6 +230,8 @@ def test_config_validation():
         ExecutorConfig(sync_action_steps=0)
     with pytest.raises(ValueError, match="dt"):
         make("aligned", rate_hz=50)
+    with pytest.raises(ValueError, match="ensemble_rate"):
+        ExecutorConfig(mode="ensemble", ensemble_rate=float("inf"))
 
 
 @pytest.mark.parametrize("mode", ["aligned", "rtc"])
