@@ -40,17 +40,21 @@ def run_episode(env: Any, policy: Any, seed: int, spec: dict[str, Any], record: 
     queue: list[np.ndarray] = []
     rate = spec.get("temporal_ensemble")
     ensemble = TemporalEnsemble(rate) if rate is not None else None
+    every, since_query = int(spec.get("temporal_ensemble_every", 1)), 0
     guided_chunk, guided_steps = False, []
     total_reward, steps, n_intervention, n_recovery, t0 = 0.0, 0, 0, 0, time.perf_counter()
     done = False
     while not done:
+        if not queue and ensemble is not None and 0 < since_query < every and ensemble.live():
+            queue = [ensemble.action()]  # between queries: the mean of the chunks already predicted
+            since_query += 1
         if not queue:
             if isinstance(policy, ExpertPolicy):
                 policy.info = info
             chunk = np.asarray(policy.sample_chunk([obs]))[0]
-            if ensemble is not None:  # a chunk every step, its mean with the earlier ones' for this step
+            if ensemble is not None:  # a new chunk, its mean with the earlier ones' for this step
                 ensemble.add(chunk)
-                queue = [ensemble.action()]
+                queue, since_query = [ensemble.action()], 1
             else:
                 queue = list(chunk[: spec["n_action_steps"]])
             guided_chunk = bool(np.any(getattr(policy, "last_guided", False)))
@@ -63,6 +67,7 @@ def run_episode(env: Any, policy: Any, seed: int, spec: dict[str, Any], record: 
                 queue = []  # the policy re-plans from wherever the intervener hands back
                 if ensemble is not None:
                     ensemble.reset()  # its predictions were for a path the intervener left
+                    since_query = 0
             elif intervener.episode_done:
                 break  # RaC: the episode ends with the intervention
         if not is_intervention:

@@ -86,6 +86,9 @@ class EvalConfig:
     # prediction for it, weight exp(-rate * age) (vla.policy.ensemble; ACT's temporal ensemble with
     # recent predictions weighted most); None executes n_action_steps of each chunk instead
     temporal_ensemble: float | None = None
+    # with temporal_ensemble: a new chunk every this many steps (1: every step, ACT's); between queries
+    # the ensemble's mean of the chunks already predicted runs, at 1/N of the policy calls
+    temporal_ensemble_every: int = 1
     out_dir: str = "runs/eval"
     policy_version: int = 0
     intervener: str = ""  # "" (none), "rac" (rewind + correct, episode ends) or "hg_dagger"
@@ -122,6 +125,8 @@ class EvalConfig:
             if not valid_rate(self.temporal_ensemble):
                 raise ValueError(f"temporal_ensemble must be a finite rate (or null: off), "
                                  f"got {self.temporal_ensemble}")
+        if not (isinstance(self.temporal_ensemble_every, int) and self.temporal_ensemble_every >= 1):
+            raise ValueError(f"temporal_ensemble_every must be an integer >= 1, got {self.temporal_ensemble_every!r}")
         if self.expert_rot_speed is not None and not 0.0 < self.expert_rot_speed <= 1.0:
             raise ValueError(f"expert_rot_speed must be in (0, 1] (or null: no cap), got {self.expert_rot_speed}")
         if not 0.0 <= self.expert_drop <= 1.0:

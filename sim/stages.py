@@ -71,15 +71,17 @@ def eval_stage(ctx: JobContext) -> dict[str, Any]:
 
     scale = load_config(ctx.checkpoint).noise_scale
     # how the chunks are sampled is part of the figure: 0 is the prior's mean, 1 the learnt distribution
+    every = f", a chunk every {cfg.temporal_ensemble_every} steps" if cfg.temporal_ensemble_every > 1 else ""
     out: dict[str, Any] = {"task": task, "noise_scale": scale,
-                           "execution": f"temporal ensemble, rate {cfg.temporal_ensemble}" if cfg.temporal_ensemble
-                           is not None else f"{cfg.n_action_steps} steps of each chunk"}
+                           "execution": f"temporal ensemble, rate {cfg.temporal_ensemble}{every}"
+                           if cfg.temporal_ensemble is not None else f"{cfg.n_action_steps} steps of each chunk"}
     t0 = time.perf_counter()
     for name, path in targets.items():
         n = cfg.onnx_episodes if name == "onnx" and cfg.onnx_episodes > 0 else cfg.episodes
         s = run_evaluation(EvalConfig(task=task, policy=str(path), episodes=n, seed_start=1000,
                                       workers=cfg.workers, n_action_steps=cfg.n_action_steps,
                                       temporal_ensemble=cfg.temporal_ensemble,
+                                      temporal_ensemble_every=cfg.temporal_ensemble_every,
                                       image_size=ctx.config.demos.image_size, videos=2,
                                       out_dir=str(ctx.out_dir / f"eval_{name}")))
         lo, hi = s["wilson95"]
@@ -148,7 +150,8 @@ def _refine_round(ctx: JobContext, stage_name: str, method: str, iterations: int
               "episodes_per_iteration": episodes, "eval_episodes": eval_episodes,
               "workers": workers, "image_size": ctx.config.demos.image_size,
               "n_action_steps": ctx.config.eval.n_action_steps,
-              "temporal_ensemble": ctx.config.eval.temporal_ensemble, "videos": 2,
+              "temporal_ensemble": ctx.config.eval.temporal_ensemble,
+              "temporal_ensemble_every": ctx.config.eval.temporal_ensemble_every, "videos": 2,
               "train": {"steps": train_steps, "ckpt_every": train_steps}}
     if method_args is not None:
         values["method_args"] = method_args
@@ -158,10 +161,11 @@ def _refine_round(ctx: JobContext, stage_name: str, method: str, iterations: int
     evaluated = ctx.out_dir / "eval_torch" / "summary.json"
     if "eval" in ctx.results and evaluated.exists():
         done = json.loads(evaluated.read_text())
-        keys = ("episodes", "seed_start", "n_action_steps", "temporal_ensemble", "task")
-        same = {k: done["config"].get(k) for k in keys} == {
+        keys = ("episodes", "seed_start", "n_action_steps", "temporal_ensemble", "temporal_ensemble_every", "task")
+        same = {k: done["config"].get(k, 1 if k == "temporal_ensemble_every" else None) for k in keys} == {
             "episodes": run.cfg.eval_episodes, "seed_start": run.cfg.eval_seed_start,
-            "n_action_steps": run.cfg.n_action_steps, "temporal_ensemble": run.cfg.temporal_ensemble, "task": task}
+            "n_action_steps": run.cfg.n_action_steps, "temporal_ensemble": run.cfg.temporal_ensemble,
+            "temporal_ensemble_every": run.cfg.temporal_ensemble_every, "task": task}
         target = run.out / "iter_00" / "eval" / "summary.json"
         if same and not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)

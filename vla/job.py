@@ -88,6 +88,7 @@ class EvalStageConfig:
     # sim.evaluate.EvalConfig.temporal_ensemble); None: n_action_steps of each chunk. The refine stage's
     # rollouts and evaluations run the same way
     temporal_ensemble: float | None = None
+    temporal_ensemble_every: int = 1  # with temporal_ensemble: a new chunk every this many steps
     onnx: bool = True  # evaluate the ONNX export as well
     onnx_episodes: int = 0  # the export's check on the first N of the same seeds; 0: all `episodes`
 
@@ -162,6 +163,8 @@ class JobConfig:
             raise ConfigError(f"deploy.policy must be pretrained or refined, got '{self.deploy.policy}'")
         if self.lerobot.episodes < 0:
             raise ConfigError(f"lerobot.episodes must be >= 0 (0 = all), got {self.lerobot.episodes}")
+        if self.eval.temporal_ensemble_every < 1:
+            raise ConfigError(f"eval.temporal_ensemble_every must be >= 1, got {self.eval.temporal_ensemble_every}")
         if self.eval.onnx_episodes < 0:
             raise ConfigError(f"eval.onnx_episodes must be >= 0 (0 = all of eval.episodes), "
                               f"got {self.eval.onnx_episodes}")

@@ -302,15 +302,19 @@ def test_noise_scale_override_reaches_the_checkpoint_policy(tmp_path: Path, tiny
         EvalConfig(noise_scale=-1.0).validate()
 
 
-def test_a_temporal_ensemble_executes_the_mean_of_every_chunks_prediction(tmp_path: Path, tiny_ckpt: Path) -> None:
-    """temporal_ensemble: the worker queries the policy at every step and executes the weighted mean
-    of every chunk's prediction for it; replayed here with the same deterministic policy (noise 0)."""
+@pytest.mark.parametrize("every", [1, 3])
+def test_a_temporal_ensemble_executes_the_mean_of_every_chunks_prediction(tmp_path: Path, tiny_ckpt: Path,
+                                                                        every: int) -> None:
+    """temporal_ensemble: the worker queries the policy every `every` steps (temporal_ensemble_every)
+    and executes the weighted mean of every chunk's prediction for each step; replayed here with the
+    same deterministic policy (noise 0)."""
     from vla.policy.ensemble import TemporalEnsemble
 
     store = tmp_path / "te.zarr"
     run_evaluation(EvalConfig(task="pick_place", policy=str(tiny_ckpt), episodes=1, seed_start=3, workers=1,
                               horizon=8, n_action_steps=4, cameras=["agentview"], videos=0, noise_scale=0.0,
-                              temporal_ensemble=0.3, record=str(store), out_dir=str(tmp_path / "te")),
+                              temporal_ensemble=0.3, temporal_ensemble_every=every, record=str(store),
+                              out_dir=str(tmp_path / "te")),
                    progress=False)
     recorded = EpisodeStore(store, "r").episode(0, keys=["action"]).steps["action"]
     env = TASKS.make("pick_place", image_size=84, obs_mode="image", cameras=("agentview",), horizon=8)
@@ -318,14 +322,18 @@ def test_a_temporal_ensemble_executes_the_mean_of_every_chunks_prediction(tmp_pa
     policy = load_policy(tiny_ckpt, noise_scale=0.0)
     policy.reset(seed=3)
     ens, firsts = TemporalEnsemble(0.3), []
-    for action in recorded:
-        chunk = policy.sample_chunk([obs])[0]
-        firsts.append(chunk[0])
-        ens.add(chunk)
+    for step, action in enumerate(recorded):
+        if step % every == 0:
+            chunk = policy.sample_chunk([obs])[0]
+            firsts.append(chunk[0])
+            ens.add(chunk)
         np.testing.assert_allclose(ens.action(), action, atol=1e-5)
         ens.advance()
         obs, *_ = env.step(action)
-    # a mean of predictions, not each chunk's first action (re-planning)
-    assert len(recorded) == 8 and not np.allclose(recorded[1:], np.array(firsts)[1:], atol=1e-4)
+    assert len(recorded) == 8
+    if every == 1:  # a mean of predictions, not each chunk's first action (re-planning)
+        assert not np.allclose(recorded[1:], np.array(firsts)[1:], atol=1e-4)
     with pytest.raises(ValueError, match="temporal_ensemble must be a finite rate"):
         EvalConfig(temporal_ensemble=float("nan")).validate()
+    with pytest.raises(ValueError, match="temporal_ensemble_every must be an integer >= 1"):
+        EvalConfig(temporal_ensemble=0.3, temporal_ensemble_every=0).validate()

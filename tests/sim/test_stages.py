@@ -20,7 +20,7 @@ def test_tiny_main_job_writes_a_report_with_its_table_plots_and_videos(tmp_path:
             "demos.drop=0.5",
             "pretrain.train=debug", "pretrain.steps=2", "pretrain.batch_size=4",
             "eval.episodes=2", "eval.workers=1", "eval.onnx_episodes=1", "eval.n_action_steps=8",
-            "eval.temporal_ensemble=0.3",
+            "eval.temporal_ensemble=0.3", "eval.temporal_ensemble_every=2",
             "refine.method=hg_dagger", "refine.episodes_per_iteration=2", "refine.eval_episodes=2",
             "refine.train_steps=2", "refine.workers=1", "refine.overrides=[train.batch_size=8,horizon=40]"]
     res = subprocess.run([sys.executable, "-m", "vla.cli", "run", *args], capture_output=True, text=True,
@@ -33,9 +33,9 @@ def test_tiny_main_job_writes_a_report_with_its_table_plots_and_videos(tmp_path:
     assert summary["sim_demos"]["expert noise"] == "0.1 (label: clean)"
     assert summary["sim_demos"]["expert drops"].startswith("50%")
     # every evaluation (the eval stage's, the refine stage's rollouts and versions) ran the temporal ensemble
-    assert summary["eval"]["execution"] == "temporal ensemble, rate 0.3"
+    assert summary["eval"]["execution"] == "temporal ensemble, rate 0.3, a chunk every 2 steps"
     v1 = json.loads((out / "refine" / "iter_01" / "eval" / "summary.json").read_text())
-    assert v1["config"]["temporal_ensemble"] == 0.3
+    assert v1["config"]["temporal_ensemble"] == 0.3 and v1["config"]["temporal_ensemble_every"] == 2
     refine = summary["refine"]
     assert refine["gain_lo"] <= refine["gain_mean"] <= refine["gain_hi"] or refine["gain_lo"] != refine["gain_lo"]
     assert re.fullmatch(r"[+-]\d\.\d\d \[.*\] \(\d seeds better, \d worse, of 2\)", refine["gain"])

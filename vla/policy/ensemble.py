@@ -60,6 +60,10 @@ class TemporalEnsemble:
                              f"{self._chunks[0][1].shape[1]}")
         self._chunks.append((self.t, chunk[: self.horizon] if self.horizon else chunk))
 
+    def live(self) -> bool:
+        """Whether some chunk predicts the current step."""
+        return any(self.t - t0 < len(c) for t0, c in self._chunks)
+
     def action(self) -> np.ndarray:
         live = [(self.t - t0, c[self.t - t0]) for t0, c in self._chunks if self.t - t0 < len(c)]
         if not live:

@@ -56,6 +56,7 @@ class RefineConfig:
     # filtered_bc and intervener='' the policy imitates its own ensembled successes, which it is then
     # evaluated without (benchmarks/refine_budget.py `fbc100_te`)
     collect_temporal_ensemble: float | None = None
+    temporal_ensemble_every: int = 1  # sim.evaluate.EvalConfig.temporal_ensemble_every, rollouts and evaluations
     obs_mode: str = "image"  # image | state (state: object poses in the state vector, no cameras)
     cameras: list[str] | None = None  # None: the task's default cameras; []: none
     image_size: int = 84
@@ -110,6 +111,8 @@ class RefineConfig:
             rate = getattr(self, key)
             if rate is not None and not valid_rate(rate):
                 raise ValueError(f"{key} must be a finite rate (or null: off), got {rate}")
+        if not (isinstance(self.temporal_ensemble_every, int) and self.temporal_ensemble_every >= 1):
+            raise ValueError(f"temporal_ensemble_every must be an integer >= 1, got {self.temporal_ensemble_every!r}")
         lam = self.habc.adv_lambda
         if lam is not None and not 0.0 <= lam <= 1.0:
             raise ValueError(f"habc.adv_lambda must be in [0, 1] (or null: one-step advantages), got {lam}")

@@ -70,7 +70,8 @@ class RefineRun:
     def _eval_kwargs(self) -> dict[str, Any]:
         c = self.cfg
         return {"task": c.task, "workers": c.workers, "n_action_steps": c.n_action_steps,
-                "temporal_ensemble": c.temporal_ensemble, "cameras": c.cameras,
+                "temporal_ensemble": c.temporal_ensemble, "temporal_ensemble_every": c.temporal_ensemble_every,
+                "cameras": c.cameras,
                 "image_size": c.image_size, "horizon": c.horizon, "obs_mode": c.obs_mode, "backend": c.backend,
                 "ray_address": c.ray_address}
 
