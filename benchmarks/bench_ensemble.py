@@ -16,6 +16,16 @@ checkpoints of the main job's pretraining recipe (400 demos, 7000 steps, noise s
         "cameras=[corner2,behindGripper]" image_size=84 workers=2 videos=0 temporal_ensemble=0.3 \
         out_dir=runs/bl_mw/mw/eval_te03/$t/true     # train_seed1 -> eval_te03_seed1
   done
+  # a new chunk every 2 or 4 steps, the ensemble's mean between (temporal_ensemble_every; stop 33)
+  for n in 2 4; do
+    vla eval $C $E seed_start=1000 temporal_ensemble=0.3 temporal_ensemble_every=$n out_dir=runs/te/main28_te03_e$n
+  done
+  # the executor of the deploy path (mode ensemble, stop 33): simulated time, the joint-space adapter,
+  # chunks delivered 1, 2 or 4 ticks (50-200 ms) after their trigger, against sync and aligned
+  python benchmarks/bench_selection.py --checkpoint $C --episodes 200 --ns 1 --mode ensemble \
+      --delay-ticks D --tag _ens_dD --out benchmarks/results/ensemble_executor_dD.json   # D = 1, 2, 4
+  python benchmarks/bench_selection.py --checkpoint $C --episodes 200 --ns 1 --blend 2 --delay-ticks 1 \
+      --no-sync --tag _aligned_d1 --out benchmarks/results/ensemble_executor_d1.json
   python benchmarks/bench_ensemble.py        # -> results/ensemble.{md,json}
 
 The rate sweep (recent predictions weighted exp(-rate * age); ACT's weights are rate -0.01) was run
@@ -50,6 +60,67 @@ PAIRS = {  # name -> (plain evaluation, temporal ensemble), each a folder with s
     "d2k (2000 demos)": ("d2k/eval_torch", "te/d2k_te03"),
     "drop30b (30% demos with drops)": ("drop30b/eval_torch", "te/drop30b_te03"),
 }
+
+
+# a new chunk every n steps (temporal_ensemble_every), main28 on the job's seeds
+EVERY = {1: "te/main28_te03", 2: "te/main28_te03_e2", 4: "te/main28_te03_e4"}
+EXECUTOR_DELAYS = (1, 2, 4)  # ticks: results/ensemble_executor_d{D}.json
+
+
+def every_section(out: dict) -> list[str]:
+    base = RUNS / "main28/eval_torch/summary.json"
+    if not base.exists():
+        return []
+    pa = seed_outcomes(json.loads(base.read_text()))
+    lines = ["", "A new chunk every n steps, the ensemble's mean of the chunks already predicted between "
+             "(`temporal_ensemble_every=n`; main28, the job's seeds 1000-1199):", "",
+             "| n | policy calls | success | minus 4 steps a chunk |", "|---|---|---|---|"]
+    out["every"] = {}
+    for n, folder in EVERY.items():
+        f = RUNS / folder / "summary.json"
+        if not f.exists():
+            continue
+        pb = seed_outcomes(json.loads(f.read_text()))
+        d = paired_difference(pa, pb)
+        out["every"][str(n)] = {"success": float(np.mean(list(pb.values()))), "minus_plain": d}
+        lines.append(f"| {n} | {4 / n:g}x the job's | {np.mean(list(pb.values())):.3f} | {format_paired(d)} |")
+    return lines
+
+
+def executor_section(out: dict) -> list[str]:
+    """The deploy path's executor (real/executor.py, mode ensemble) in simulated time."""
+    rows, out["executor"] = [], {}
+    for d in EXECUTOR_DELAYS:
+        f = RESULTS / f"ensemble_executor_d{d}.json"
+        if not f.exists():
+            continue
+        r = json.loads(f.read_text())
+        entry: dict = {"sync": r["sync"]["success"], "sync_jump": r["sync"]["jump"]}
+        for key, label in ((f"n1_ens_d{d}", "ensemble"), (f"n1_aligned_d{d}", "aligned")):
+            if key in r:
+                entry[label] = {k: r[key][k] for k in ("success", "minus_sync", "jump")}
+        if f"n1_ens_d{d}" in r and f"n1_aligned_d{d}" in r:
+            pa, pb = (dict(enumerate(r[k]["per_seed_success"])) for k in (f"n1_aligned_d{d}", f"n1_ens_d{d}"))
+            entry["ensemble_minus_aligned"] = paired_difference(pa, pb)
+        out["executor"][str(d)] = entry
+        for label in ("ensemble", "aligned"):
+            if label in entry:
+                e = entry[label]
+                rows.append(f"| {d * 50} ms | {label} | {entry['sync']:.3f} | {e['success']:.3f} | "
+                            f"{format_paired(e['minus_sync'])} | {entry['sync_jump']:.2f} / {e['jump']:.2f} |")
+    if not rows:
+        return []
+    vs = [f"{int(d) * 50} ms: {format_paired(e['ensemble_minus_aligned'])}" for d, e in out["executor"].items()
+          if "ensemble_minus_aligned" in e]
+    tail = ["", "Ensemble minus aligned (2-tick ramp, the deploy default before), paired: " + "; ".join(vs) + "."]
+    tail = tail if vs else []
+    return ["", "In the deploy path's executor (`executor.mode=ensemble`, `real/chunk_queue.TickEnsemble`): main28 "
+            "behind the joint-space adapter, the simulator's arm in simulated time, each chunk delivered D ticks "
+            "after its trigger, a new request whenever the worker is free, 200 seeds 1000-1199, paired with `sync` "
+            "(8 steps a chunk, the robot holding while it infers) at the same delay. Jump: the action change at a "
+            "chunk switch over the median step (joint space). Command: the docstring.", "",
+            "| delay | executor | sync | executor's success | minus sync | jump (sync / executor) |",
+            "|---|---|---|---|---|---|", *rows, *tail]
 
 
 MW_TASKS = ("mw_reach", "mw_push", "mw_pick_place", "mw_peg_insert_side")
@@ -117,7 +188,7 @@ def main() -> None:
         out["over_trainings"] = {"per_training": means, "mean": m, "lo": m - h, "hi": m + h,
                                  "note": "one pair per training (main28 on its fresh seeds)"}
         out["pooled_episodes"] = paired_difference(pooled_a, pooled_b)
-    lines = ["# Temporal ensembling of action chunks (stop 32)", "",
+    lines = ["# Temporal ensembling of action chunks (stops 32-33)", "",
              "Command and protocol: the docstring of `benchmarks/bench_ensemble.py`. pick_place, 200 seeds per row,",
              "the policy queried at every step and the executed action the weighted mean of every live chunk's",
              "prediction for that step, weight exp(-0.3 x age) (`temporal_ensemble=0.3`), against executing 4",
@@ -141,6 +212,8 @@ def main() -> None:
               + ", ".join(f"{n}: {s:.3f}" for n, s in STEPS.items())
               + ". Re-planning at every step alone (n = 1) halves success; the mean of a few recent predictions "
               "is what helps."]
+    lines += every_section(out)
+    lines += executor_section(out)
     lines += metaworld(out)
     out["sweep"] = {str(k): v for k, v in SWEEP.items()}
     out["n_action_steps"] = STEPS
