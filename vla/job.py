@@ -124,7 +124,7 @@ class ImagineStageConfig:
 class DeployStageConfig:
     episodes: int = 1  # episodes run over ROS 2 against the MuJoCo robot bridge
     policy: str = "pretrained"  # pretrained | refined (the refine stage's last policy, exported to ONNX here)
-    mode: str = "aligned"  # executor mode: sync | naive_async | aligned | rtc | ensemble
+    mode: str = "ensemble"  # executor mode: sync | naive_async | aligned | rtc | ensemble (the preset's, ensemble.md)
     backend: str = "onnx"  # onnx | torch
     rate_hz: float = 20.0
     timeout_s: float = 180.0

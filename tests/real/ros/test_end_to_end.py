@@ -231,7 +231,7 @@ def test_deploy_stage_runs_an_episode(tmp_path) -> None:
     ctx = JobContext(JobConfig(deploy=DeployStageConfig(backend="torch", ros_domain_id=domain, timeout_s=90)),
                      tmp_path / "job", results={"pretrain": {"checkpoint": str(ckpt)}})
     out = deploy_stage(ctx)
-    assert out["success"] in ("0/1", "1/1") and out["mode"] == "aligned"
+    assert out["success"] in ("0/1", "1/1") and out["mode"] == "ensemble"
     assert 0 < out["steps"] <= 200 and out["commands rejected"] == 0
     assert out["starved ticks"] is not None and out["jitter p99 ms"] is not None
     episode = json.loads((tmp_path / "job/deploy/episodes.jsonl").read_text().splitlines()[0])
