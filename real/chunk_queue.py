@@ -159,7 +159,7 @@ class TickEnsemble:
         if not valid_rate(rate):
             raise ValueError(f"ensemble rate must be a finite number, got {rate!r}")
         self.action_dim, self.rate = action_dim, float(rate)
-        self.start_tick = 0  # ticks before it are forgotten
+        self.start_tick = 0  # the first tick not popped yet: predictions for earlier ticks are never kept
         self._chunks: list[tuple[int, int, np.ndarray, int]] = []  # (first tick, origin tick, actions, chunk id)
 
     @property
@@ -191,6 +191,7 @@ class TickEnsemble:
         self.drop_before(tick)
         live = [(a[tick - first], tick - origin, cid) for first, origin, a, cid in self._chunks if first <= tick]
         self.drop_before(tick + 1)
+        self.start_tick = max(self.start_tick, tick + 1)
         if not live:
             return None
         w = ensemble_weights(np.array([age for _, age, _ in live]), self.rate)
@@ -198,7 +199,9 @@ class TickEnsemble:
         return action, live[int(np.argmin([age for _, age, _ in live]))][2]
 
     def drop_before(self, tick: int) -> int:
-        """Forget the predictions for ticks before `tick`; returns how many ticks were forgotten."""
+        """Forget the predictions for ticks before `tick`; returns how many ticks were forgotten.
+        `drop_before(end_tick)` forgets every prediction (the executor's outside hold) without
+        refusing the ticks it covered: a chunk that arrives after the hold runs from its first tick."""
         n = max(0, min(tick, self.end_tick) - self.start_tick)
         kept = []
         for first, origin, a, cid in self._chunks:
@@ -206,5 +209,4 @@ class TickEnsemble:
             if cut < len(a):
                 kept.append((first + cut, origin, a[cut:], cid))
         self._chunks = kept
-        self.start_tick = max(self.start_tick, tick)
         return n

@@ -118,11 +118,14 @@ def test_tick_ensemble_large_rate_follows_the_newest_chunk_and_forgets_on_drop()
     e.add(chunk(8), first_tick=0, chunk_id=0, origin_tick=0)
     e.add(chunk(8, start=50.0), first_tick=2, chunk_id=1, origin_tick=1)
     np.testing.assert_allclose(e.pop(3)[0], chunk(8, start=50.0)[1])
-    assert e.drop_before(e.end_tick) == 6 and len(e) == 0 and e.pop(6) is None
-    e.add(chunk(4), first_tick=9, chunk_id=2, origin_tick=9)  # tick 9 was forgotten: it stays gone
-    assert e.remaining_after(5) == 3
-    action, cid = e.pop(10)
-    np.testing.assert_allclose(action, chunk(4)[1])
+    assert e.drop_before(e.end_tick) == 6 and len(e) == 0 and e.pop(4) is None
+    # a chunk after the hold runs from its first tick; the ticks already popped (0-4) are never kept
+    e.add(chunk(4), first_tick=6, chunk_id=2, origin_tick=6)
+    e.add(chunk(4, start=20.0), first_tick=3, chunk_id=3, origin_tick=3)
+    assert e.remaining_after(5) == 4 and e.end_tick == 10
+    np.testing.assert_allclose(e.pop(5)[0], chunk(4, start=20.0)[2])  # only chunk 3 predicts tick 5
+    action, cid = e.pop(6)  # both predict tick 6: the newest (age 0) wins at this rate
+    np.testing.assert_allclose(action, chunk(4)[0])
     assert cid == 2
 
 

@@ -136,6 +136,11 @@ def test_ensemble_forgets_its_predictions_during_an_outside_hold():
     ex.external_hold = ("inactive", "lifecycle node deactivated")
     ex.tick(30)
     assert len(ex.queue) == 0 and list(ex.records)[-1].hold == "inactive"
+    ex.external_hold = None  # released: the next chunk runs from the tick it arrives, no gap
+    for k in range(31, 45):
+        ex.tick(k)
+    after = [r for r in ex.records if r.tick > 33]
+    assert after and all(r.action is not None and r.hold is None for r in after)
 
 
 def test_rtc_weights_shape():
