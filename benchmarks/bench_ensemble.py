@@ -20,6 +20,10 @@ checkpoints of the main job's pretraining recipe (400 demos, 7000 steps, noise s
   for n in 2 4; do
     vla eval $C $E seed_start=1000 temporal_ensemble=0.3 temporal_ensemble_every=$n out_dir=runs/te/main28_te03_e$n
   done
+  for r in pp_base main27 d2k; do
+    vla eval runs/$r/train/checkpoints/step_00007000 $E seed_start=1000 temporal_ensemble=0.3 \
+        temporal_ensemble_every=2 out_dir=runs/te/${r}_te03_e2
+  done
   # the executor of the deploy path (mode ensemble, stop 33): simulated time, the joint-space adapter,
   # chunks delivered 1, 2 or 4 ticks (50-200 ms) after their trigger, against sync and aligned
   python benchmarks/bench_selection.py --checkpoint $C --episodes 200 --ns 1 --mode ensemble \
@@ -64,6 +68,10 @@ PAIRS = {  # name -> (plain evaluation, temporal ensemble), each a folder with s
 
 # a new chunk every n steps (temporal_ensemble_every), main28 on the job's seeds
 EVERY = {1: "te/main28_te03", 2: "te/main28_te03_e2", 4: "te/main28_te03_e4"}
+EVERY2_TRAININGS = {"main28": ("main28/eval_torch", "te/main28_te03_e2"),
+                    "pp_base": ("pp_base/eval_torch", "te/pp_base_te03_e2"),
+                    "main27": ("main27/eval_torch", "te/main27_te03_e2"),
+                    "d2k (2000 demos)": ("d2k/eval_torch", "te/d2k_te03_e2")}
 EXECUTOR_DELAYS = (1, 2, 4)  # ticks: results/ensemble_executor_d{D}.json
 
 
@@ -84,6 +92,28 @@ def every_section(out: dict) -> list[str]:
         d = paired_difference(pa, pb)
         out["every"][str(n)] = {"success": float(np.mean(list(pb.values()))), "minus_plain": d}
         lines.append(f"| {n} | {4 / n:g}x the job's | {np.mean(list(pb.values())):.3f} | {format_paired(d)} |")
+    rows, means = [], []
+    for name, (plain, e2) in EVERY2_TRAININGS.items():
+        a, b = RUNS / plain / "summary.json", RUNS / e2 / "summary.json"
+        if not (a.exists() and b.exists()):
+            continue
+        pa2, pb2 = seed_outcomes(json.loads(a.read_text())), seed_outcomes(json.loads(b.read_text()))
+        d = paired_difference(pa2, pb2)
+        means.append(d["mean"])
+        out["every"].setdefault("2_trainings", {})[name] = {"plain": float(np.mean(list(pa2.values()))),
+                                                           "every2": float(np.mean(list(pb2.values()))),
+                                                           "minus_plain": d}
+        rows.append(f"| {name} | {np.mean(list(pa2.values())):.3f} | {np.mean(list(pb2.values())):.3f} | "
+                    f"{format_paired(d)} |")
+    if len(means) >= 2:
+        m = float(np.mean(means))
+        h = float(stats.t.ppf(0.975, len(means) - 1) * np.std(means, ddof=1) / np.sqrt(len(means)))
+        out["every"]["2_over_trainings"] = {"per_training": means, "mean": m, "lo": m - h, "hi": m + h}
+        lines += ["", "A chunk every 2 steps (the job's setting) on trainings of the recipe, the job's seeds:",
+                  "", "| checkpoint | 4 steps a chunk | ensemble, a chunk every 2 steps | difference |",
+                  "|---|---|---|---|", *rows, "",
+                  f"Over these {len(means)} trainings: mean {m:+.3f}, 95% t interval over trainings "
+                  f"[{m - h:+.3f}, {m + h:+.3f}]."]
     return lines
 
 
