@@ -222,8 +222,8 @@ def main() -> None:
              "Command and protocol: the docstring of `benchmarks/bench_ensemble.py`. pick_place, 200 seeds per row,",
              "the policy queried at every step and the executed action the weighted mean of every live chunk's",
              "prediction for that step, weight exp(-0.3 x age) (`temporal_ensemble=0.3`), against executing 4",
-             "steps of each chunk (`n_action_steps=4`, the job's setting). Paired by seed, 95% t interval "
-             "(seeds better / worse).", "",
+             "steps of each chunk (`n_action_steps=4`, the job's setting until stop 33). Paired by seed, 95% t "
+             "interval (seeds better / worse).", "",
              "| checkpoint | 4 steps a chunk | temporal ensemble 0.3 | ensemble minus 4 steps |", "|---|---|---|---|",
              *rows, ""]
     if "over_trainings" in out:
