@@ -410,6 +410,8 @@ def report(args: argparse.Namespace) -> None:
                   "| sort: instruction | success | Wilson 95% |", "|---|---|---|"]
         lines += [f"| {k} | {v['success_rate']:.2f} | [{v['wilson95'][0]:.2f}, {v['wilson95'][1]:.2f}] |"
                   for k, v in sort.items() if v]
+        lines += ["", "A second training of this recipe, with the temporal ensemble at test time: "
+                  "`language_ensemble.md` (stop 33)."]
     alias_lines, alias_res = alias_report(out)
     lines += alias_lines
     res.update(alias_res)
