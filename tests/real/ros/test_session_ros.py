@@ -98,7 +98,9 @@ def test_a_correction_session_on_the_arm_over_dds(tmp_path: Path, domain_id: int
 
     cfg = SessionConfig(ckpt=str(build_tiny_checkpoint(tmp_path / "ckpt")), task="pick_place",
                         store=str(tmp_path / "sessions.zarr"), episodes=2, n_action_steps=4, show=False,
-                        control_hz=0.0, robot=str(ROOT / "configs/deploy/native_arm.yaml"),
+                        # paced as with a person: unpaced, the ~50 steps could end before DDS discovery matched
+                        # the monitor with the session's new node under the parallel suite's load (0 commands seen)
+                        control_hz=20.0, robot=str(ROOT / "configs/deploy/native_arm.yaml"),
                         robot_reset_service="/bridge/reset")
     mon = Monitor()
     hostile = Hostile(mon.node)
