@@ -43,10 +43,9 @@ import json
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
-from sim.evaluate import seed_outcomes
-from vla.metrics import format_paired, paired_difference
+from sim.evaluate import read_seed_outcomes
+from vla.metrics import format_paired, paired_difference, t_interval
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks/results"
@@ -75,29 +74,33 @@ EVERY2_TRAININGS = {"main28": ("main28/eval_torch", "te/main28_te03_e2"),
 EXECUTOR_DELAYS = (1, 2, 4)  # ticks: results/ensemble_executor_d{D}.json
 
 
+def read_pair(plain: str, ens: str) -> tuple[dict[int, bool], dict[int, bool]] | None:
+    """The per-seed outcomes of two evaluations under runs/ (None when either has not run)."""
+    a, b = read_seed_outcomes(RUNS / plain), read_seed_outcomes(RUNS / ens)
+    return None if a is None or b is None else (a, b)
+
+
 def every_section(out: dict) -> list[str]:
-    base = RUNS / "main28/eval_torch/summary.json"
-    if not base.exists():
+    pa = read_seed_outcomes(RUNS / "main28/eval_torch")
+    if pa is None:
         return []
-    pa = seed_outcomes(json.loads(base.read_text()))
     lines = ["", "A new chunk every n steps, the ensemble's mean of the chunks already predicted between "
              "(`temporal_ensemble_every=n`; main28, the job's seeds 1000-1199):", "",
              "| n | policy calls | success | minus 4 steps a chunk |", "|---|---|---|---|"]
     out["every"] = {}
     for n, folder in EVERY.items():
-        f = RUNS / folder / "summary.json"
-        if not f.exists():
+        pb = read_seed_outcomes(RUNS / folder)
+        if pb is None:
             continue
-        pb = seed_outcomes(json.loads(f.read_text()))
         d = paired_difference(pa, pb)
         out["every"][str(n)] = {"success": float(np.mean(list(pb.values()))), "minus_plain": d}
         lines.append(f"| {n} | {4 / n:g}x the job's | {np.mean(list(pb.values())):.3f} | {format_paired(d)} |")
     rows, means = [], []
     for name, (plain, e2) in EVERY2_TRAININGS.items():
-        a, b = RUNS / plain / "summary.json", RUNS / e2 / "summary.json"
-        if not (a.exists() and b.exists()):
+        pair = read_pair(plain, e2)
+        if pair is None:
             continue
-        pa2, pb2 = seed_outcomes(json.loads(a.read_text())), seed_outcomes(json.loads(b.read_text()))
+        pa2, pb2 = pair
         d = paired_difference(pa2, pb2)
         means.append(d["mean"])
         out["every"].setdefault("2_trainings", {})[name] = {"plain": float(np.mean(list(pa2.values()))),
@@ -106,14 +109,13 @@ def every_section(out: dict) -> list[str]:
         rows.append(f"| {name} | {np.mean(list(pa2.values())):.3f} | {np.mean(list(pb2.values())):.3f} | "
                     f"{format_paired(d)} |")
     if len(means) >= 2:
-        m = float(np.mean(means))
-        h = float(stats.t.ppf(0.975, len(means) - 1) * np.std(means, ddof=1) / np.sqrt(len(means)))
-        out["every"]["2_over_trainings"] = {"per_training": means, "mean": m, "lo": m - h, "hi": m + h}
+        m, (lo, hi) = float(np.mean(means)), t_interval(np.array(means))
+        out["every"]["2_over_trainings"] = {"per_training": means, "mean": m, "lo": lo, "hi": hi}
         lines += ["", "A chunk every 2 steps (the job's setting) on trainings of the recipe, the job's seeds:",
                   "", "| checkpoint | 4 steps a chunk | ensemble, a chunk every 2 steps | difference |",
                   "|---|---|---|---|", *rows, "",
                   f"Over these {len(means)} trainings: mean {m:+.3f}, 95% t interval over trainings "
-                  f"[{m - h:+.3f}, {m + h:+.3f}]."]
+                  f"[{lo:+.3f}, {hi:+.3f}]."]
     return lines
 
 
@@ -171,10 +173,10 @@ def metaworld(out: dict) -> list[str]:
         b: dict[tuple[str, int], bool] = {}
         cells = []
         for t in MW_TASKS:
-            pa, pb = (RUNS / "bl_mw/mw" / d / t / "true/summary.json" for d in (plain, ens))
-            if not (pa.exists() and pb.exists()):
+            pair = read_pair(f"bl_mw/mw/{plain}/{t}/true", f"bl_mw/mw/{ens}/{t}/true")
+            if pair is None:
                 break
-            sa, sb = seed_outcomes(json.loads(pa.read_text())), seed_outcomes(json.loads(pb.read_text()))
+            sa, sb = pair
             a.update({(t, k): v for k, v in sa.items()})
             b.update({(t, k): v for k, v in sb.items()})
             cells.append(f"{np.mean(list(sa.values())):.2f} -> {np.mean(list(sb.values())):.2f}")
@@ -196,11 +198,11 @@ def main() -> None:
     pooled_a: dict[tuple[str, int], bool] = {}
     pooled_b: dict[tuple[str, int], bool] = {}
     for name, (plain, ens) in PAIRS.items():
-        a, b = RUNS / plain / "summary.json", RUNS / ens / "summary.json"
-        if not (a.exists() and b.exists()):
-            print(f"skipped {name}: {a if not a.exists() else b} missing")
+        pair = read_pair(plain, ens)
+        if pair is None:
+            print(f"skipped {name}: runs/{plain} or runs/{ens} has no summary.json")
             continue
-        pa, pb = seed_outcomes(json.loads(a.read_text())), seed_outcomes(json.loads(b.read_text()))
+        pa, pb = pair
         if set(pa) != set(pb):
             raise ValueError(f"{name}: the two evaluations were not run on the same seeds")
         d = paired_difference(pa, pb)
@@ -213,9 +215,8 @@ def main() -> None:
                     f"{format_paired(d)} |")
     means = [p["ensemble_minus_plain"]["mean"] for k, p in out["pairs"].items() if "job's seeds" not in k]
     if len(means) >= 2:
-        m, h = float(np.mean(means)), float(stats.t.ppf(0.975, len(means) - 1) * np.std(means, ddof=1)
-                                            / np.sqrt(len(means)))
-        out["over_trainings"] = {"per_training": means, "mean": m, "lo": m - h, "hi": m + h,
+        m, (lo, hi) = float(np.mean(means)), t_interval(np.array(means))
+        out["over_trainings"] = {"per_training": means, "mean": m, "lo": lo, "hi": hi,
                                  "note": "one pair per training (main28 on its fresh seeds)"}
         out["pooled_episodes"] = paired_difference(pooled_a, pooled_b)
     lines = ["# Temporal ensembling of action chunks (stops 32-33)", "",
