@@ -102,15 +102,17 @@ def train(args: argparse.Namespace) -> None:
        out.parent / "logs" / f"{name}_{out.name}.log")
 
 
-def eval_sort(args: argparse.Namespace, ck: Path, evals: Path, logs: Path, log_stem: str) -> None:
-    """`ck` on `sort` under every instruction ablation into evals/<ablation> (finished ones skipped)."""
+def eval_sort(args: argparse.Namespace, ck: Path, evals: Path, logs: Path, log_stem: str,
+              extra: tuple[str, ...] = ()) -> None:
+    """`ck` on `sort` under every instruction ablation into evals/<ablation> (finished ones skipped);
+    `extra`: more `vla eval` overrides (language_ensemble.py: the temporal ensemble)."""
     for name, text in SORT_ABLATIONS.items():
         dest = evals / name
         if not (dest / "summary.json").exists():
             # quoted: the override's value is read as YAML, where a bare '@' is an error
             sh(vla("eval", ck, "task=sort", f"episodes={args.episodes}", "seed_start=1000", "workers=2",
                    "videos=2", f"instruction='{text}'", f"n_action_steps={args.n_action_steps}",
-                   f"out_dir={dest}"), logs / f"{log_stem}_{name}.log")
+                   f"out_dir={dest}", *extra), logs / f"{log_stem}_{name}.log")
 
 
 def eval_sort_alias(args: argparse.Namespace, out: Path) -> None:

@@ -10,32 +10,21 @@ embeddings, 15,000 steps at batch 64), then every instruction ablation both ways
   python benchmarks/language_ensemble.py --out runs/bl_sort --episodes 100   # -> results/language_ensemble.md
 
 `same_scene_*` in language.json stay the first training's (runs/bench_language); this run's figures go
-under `sort_rerun` (4 steps a chunk) and `sort_te` (the ensemble) with the paired differences.
+under `sort_rerun_ensemble` (both executions and their paired differences).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
-from bench_language import SORT_ABLATIONS
-from wm_candidates import ROOT, sh, vla
+from bench_language import SORT_ABLATIONS, eval_sort
+from wm_candidates import ROOT
 
 from sim.evaluate import read_seed_outcomes
 from vla.metrics import format_paired, paired_difference
 
 RESULTS = ROOT / "benchmarks" / "results"
-
-
-def evaluate(ck: Path, dest: Path, logs: Path, episodes: int, rate: float | None, every: int = 1) -> None:
-    for name, text in SORT_ABLATIONS.items():
-        if (dest / name / "summary.json").exists():
-            continue
-        te = [f"temporal_ensemble={rate}", f"temporal_ensemble_every={every}"] if rate is not None else []
-        sh(vla("eval", ck, "task=sort", f"episodes={episodes}", "seed_start=1000", "workers=2", "videos=2",
-               f"instruction='{text}'", "n_action_steps=4", f"out_dir={dest / name}", *te),
-           logs / f"{dest.name}_{name}.log")
 
 
 def main() -> None:
@@ -44,6 +33,7 @@ def main() -> None:
     ap.add_argument("--episodes", type=int, default=100)
     ap.add_argument("--rate", type=float, default=0.3)
     ap.add_argument("--every", type=int, default=2, help="a new chunk every N steps (the main job's 2)")
+    ap.add_argument("--n-action-steps", type=int, default=4, help="the plain execution: actions run from each chunk")
     ap.add_argument("--report", action="store_true", help="only the page, from the evaluations already run")
     args = ap.parse_args()
     from vla.train.trainer import latest_checkpoint
@@ -55,17 +45,18 @@ def main() -> None:
     plain_dir = out / "sort" / f"eval_{args.episodes}"
     te_dir = out / "sort" / f"eval_te{args.rate:g}_e{args.every}_{args.episodes}"
     if not args.report:
-        evaluate(ck, plain_dir, out / "logs", args.episodes, None)
-        evaluate(ck, te_dir, out / "logs", args.episodes, args.rate, args.every)
+        eval_sort(args, ck, plain_dir, out / "logs", plain_dir.name)
+        eval_sort(args, ck, te_dir, out / "logs", te_dir.name,
+                  (f"temporal_ensemble={args.rate}", f"temporal_ensemble_every={args.every}"))
     res: dict = {"checkpoint": str(ck.relative_to(ROOT)), "episodes": args.episodes, "rate": args.rate,
                  "every": args.every}
     lines = ["# `sort` with the temporal ensemble (issue 19)", "",
              f"Commands: the docstring of `benchmarks/language_ensemble.py`. Checkpoint `{res['checkpoint']}` "
              f"(a second training of `language.md`'s recipe), {args.episodes} held-out seeds (1000+), every "
-             f"instruction ablation executed 4 steps a chunk and with the temporal ensemble (rate {args.rate:g}, "
-             f"a chunk every {args.every} steps, each step the age-weighted mean of every live chunk's prediction: "
-             "the main job's setting). Paired by seed, 95% t "
-             "interval (seeds better / worse). A goal-blind policy is right 1 time in 6.", "",
+             f"instruction ablation executed {args.n_action_steps} steps a chunk and with the temporal ensemble "
+             f"(rate {args.rate:g}, a chunk every {args.every} steps, each step the age-weighted mean of every "
+             "live chunk's prediction: the main job's setting). Paired by seed, 95% t interval (seeds better / "
+             "worse). A goal-blind policy is right 1 time in 6.", "",
              "| instruction | 4 steps a chunk | temporal ensemble | ensemble minus 4 steps |", "|---|---|---|---|"]
     for name in SORT_ABLATIONS:
         a, b = read_seed_outcomes(plain_dir / name), read_seed_outcomes(te_dir / name)
