@@ -188,15 +188,15 @@ class TickEnsemble:
     def pop(self, tick: int) -> tuple[np.ndarray, int] | None:
         """(the ensembled action for `tick`, the newest contributing chunk's id), forgetting every
         earlier tick; None if no chunk predicts `tick`."""
-        self.drop_before(tick)
-        live = [(a[tick - first], tick - origin, cid) for first, origin, a, cid in self._chunks if first <= tick]
+        live = [(a[tick - first], tick - origin, cid) for first, origin, a, cid in self._chunks
+                if first <= tick < first + len(a)]
         self.drop_before(tick + 1)
         self.start_tick = max(self.start_tick, tick + 1)
         if not live:
             return None
-        w = ensemble_weights(np.array([age for _, age, _ in live]), self.rate)
-        action = np.einsum("i,ij->j", w, np.stack([p for p, _, _ in live]))
-        return action, live[int(np.argmin([age for _, age, _ in live]))][2]
+        ages = np.array([age for _, age, _ in live])
+        action = np.einsum("i,ij->j", ensemble_weights(ages, self.rate), np.stack([p for p, _, _ in live]))
+        return action, live[int(np.argmin(ages))][2]
 
     def drop_before(self, tick: int) -> int:
         """Forget the predictions for ticks before `tick`; returns how many ticks were forgotten.

@@ -45,6 +45,7 @@ from real.chunk_queue import ChunkQueue, TickEnsemble, align_chunk, blend_switch
 from real.safety import SafetyFilter
 from real.worker import Clock, InferenceRequest, InferenceResult, InferenceWorker, MonotonicClock
 from vla.interfaces import GuidanceFn, Observation
+from vla.policy.ensemble import valid_rate
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +92,7 @@ class ExecutorConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not 0 <= self.rtc_soft_fraction < 1:
             raise ValueError(f"rtc_soft_fraction must be in [0, 1), got {self.rtc_soft_fraction}")
-        if not (isinstance(self.ensemble_rate, (int, float)) and math.isfinite(self.ensemble_rate)):
+        if not valid_rate(self.ensemble_rate):
             raise ValueError(f"ensemble_rate must be a finite number, got {self.ensemble_rate!r}")
         if self.blend_ticks < 0:
             raise ValueError(f"blend_ticks must be >= 0, got {self.blend_ticks}")
