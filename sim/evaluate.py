@@ -119,13 +119,11 @@ class EvalConfig:
 
         if self.noise_scale is not None and not valid_noise_scale(self.noise_scale):
             raise ValueError(f"noise_scale must be finite and >= 0 (or null: the checkpoint's), got {self.noise_scale}")
-        if self.temporal_ensemble is not None:
-            from vla.policy.ensemble import valid_rate
+        from vla.policy.ensemble import valid_every, valid_rate
 
-            if not valid_rate(self.temporal_ensemble):
-                raise ValueError(f"temporal_ensemble must be a finite rate (or null: off), "
-                                 f"got {self.temporal_ensemble}")
-        if not (isinstance(self.temporal_ensemble_every, int) and self.temporal_ensemble_every >= 1):
+        if self.temporal_ensemble is not None and not valid_rate(self.temporal_ensemble):
+            raise ValueError(f"temporal_ensemble must be a finite rate (or null: off), got {self.temporal_ensemble}")
+        if not valid_every(self.temporal_ensemble_every):
             raise ValueError(f"temporal_ensemble_every must be an integer >= 1, got {self.temporal_ensemble_every!r}")
         if self.expert_rot_speed is not None and not 0.0 < self.expert_rot_speed <= 1.0:
             raise ValueError(f"expert_rot_speed must be in (0, 1] (or null: no cap), got {self.expert_rot_speed}")

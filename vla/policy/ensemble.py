@@ -33,6 +33,11 @@ def valid_rate(rate: float) -> bool:
     return isinstance(rate, (int, float)) and not isinstance(rate, bool) and math.isfinite(rate)
 
 
+def valid_every(every: int) -> bool:
+    """A query stride (`temporal_ensemble_every`): an integer >= 1."""
+    return isinstance(every, int) and every >= 1
+
+
 class TemporalEnsemble:
     """The chunks predicted so far and the current step: `add` the chunk predicted at this step,
     `action()` is this step's ensembled action, `advance()` moves to the next step (chunks whose

@@ -105,13 +105,13 @@ class RefineConfig:
                 raise ValueError(f"group_shares: unknown group '{bad[0]}'" + closest(bad[0], GROUPS))
             if self.method not in METHODS:
                 raise ValueError("group_shares is for the built-in methods; plug-ins have their own method_args")
-        from vla.policy.ensemble import valid_rate
+        from vla.policy.ensemble import valid_every, valid_rate
 
         for key in ("temporal_ensemble", "collect_temporal_ensemble"):
             rate = getattr(self, key)
             if rate is not None and not valid_rate(rate):
                 raise ValueError(f"{key} must be a finite rate (or null: off), got {rate}")
-        if not (isinstance(self.temporal_ensemble_every, int) and self.temporal_ensemble_every >= 1):
+        if not valid_every(self.temporal_ensemble_every):
             raise ValueError(f"temporal_ensemble_every must be an integer >= 1, got {self.temporal_ensemble_every!r}")
         lam = self.habc.adv_lambda
         if lam is not None and not 0.0 <= lam <= 1.0:
