@@ -112,7 +112,7 @@ def prep(args: argparse.Namespace) -> None:
     """A base for a task other than pick_place (whose is the world-model benchmark's): `--demos`
     expert demos, a tiny policy on them, the latest checkpoint at 20-50% success (the issue's band)."""
     cands = prep_base(Path(args.inputs).resolve(), args.task, args.demos, args.eval_episodes, (0.2, 0.5),
-                      tuple(int(x) for x in args.steps.split(",")))
+                      tuple(int(x) for x in args.steps.split(",")), tuple(args.train_args.split()))
     print(f"base {cands['base']} ({cands[cands['base']]['real_success']:.2f})")
 
 
@@ -498,6 +498,8 @@ def main() -> None:
                     "from wm_candidates.py; another's from `prep`)")
     ap.add_argument("--demos", type=int, default=40, help="prep: the base's expert demos")
     ap.add_argument("--steps", default="1000,2000,3000", help="prep: the base's candidate checkpoints")
+    ap.add_argument("--train-args", default="", help="prep: more `vla train` overrides for the base, space-separated "
+                    "(stack3's: 'train.lr=1e-3 policy.noise_scale=0', the main job's recipe)")
     ap.add_argument("--run", default="autonomous/habc/seed1", help="diagnose: SETTING/METHOD/seedS")
     ap.add_argument("--inputs", default=None, help="default: runs/bench_wm/inputs (pick_place), "
                     "runs/bench_habc_TASK/inputs")

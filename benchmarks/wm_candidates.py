@@ -77,10 +77,11 @@ def refine_run(method: str, ckpt: str, demos: Path, run_dir: Path, log: Path, *,
 
 
 def prep_base(inputs: Path, task: str, n: int, eval_episodes: int, band: tuple[float, float],
-              steps: tuple[int, ...] = (1000, 2000, 3000)) -> dict[str, Any]:
+              steps: tuple[int, ...] = (1000, 2000, 3000), train_args: tuple[str, ...] = ()) -> dict[str, Any]:
     """A refinement benchmark's base policy on `task`, resumable: the first `n` expert demos (seeds
-    0.., noise 0.1), a tiny policy trained on them for max(steps), each of its checkpoints at `steps`
-    evaluated on the seeds 100000+. The base is the latest checkpoint whose success lies in `band`
+    0.., noise 0.1), a tiny policy trained on them for max(steps) (`train_args`: more `vla train`
+    overrides), each of its checkpoints at `steps` evaluated on the seeds 100000+. The base is the
+    latest checkpoint whose success lies in `band`
     (a base that starts there leaves room to improve and something to learn from), else the one
     closest to the band's middle; `inputs/candidates.json` holds them all and names it."""
     logs = inputs / "logs"
@@ -94,7 +95,7 @@ def prep_base(inputs: Path, task: str, n: int, eval_episodes: int, band: tuple[f
         sh(vla("train", store, "--out", run, "--policy", "tiny", "--train", "default", "--resume",
                f"train.steps={max(steps)}", "train.batch_size=64", "train.warmup_steps=100",
                f"train.ckpt_every={min(steps)}", "train.keep_checkpoints=0", "train.progress=false",
-               "train.val_every=100000"), logs / "pretrain.log")
+               "train.val_every=100000", *train_args), logs / "pretrain.log")
         (run / "done").touch()
     cands: dict[str, Any] = {}
     for step in steps:
