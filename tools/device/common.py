@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 T0 = time.time()
@@ -36,6 +37,16 @@ def run(cmd: list[str], logfile: Path, timeout: float) -> int:
             rc = -9
     log(f"{logfile.name}: rc={rc} in {time.time() - t:.0f} s")
     return rc
+
+
+def main_logged(main: Callable[[], None]) -> None:
+    """Run a job's main; an exception goes to the log in $OUT (which comes back) instead of being lost."""
+    try:
+        main()
+    except Exception as e:
+        import traceback
+
+        log("job failed: " + "".join(traceback.format_exception(e)))
 
 
 def tail(p: Path, n: int = 15) -> str:

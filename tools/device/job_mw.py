@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import OUT, left, log, run, run_side_by_side, tail, vla  # this folder, not a package
+from common import OUT, left, log, main_logged, run, run_side_by_side, tail, vla  # this folder, not a package
 
 WORK = Path("/tmp/job/mw")
 CAMERAS = os.environ.get("JOB_CAMERAS", "corner2,behindGripper,topview")
@@ -106,9 +106,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except Exception as e:
-        import traceback
-
-        log("job failed: " + "".join(traceback.format_exception(e)))
+    main_logged(main)

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import OUT, log, run_side_by_side, side_by_side, tail, vla  # this folder, not a package
+from common import OUT, log, main_logged, run_side_by_side, side_by_side, tail, vla  # this folder, not a package
 
 WORK = Path("/tmp/job_pp")
 VARIANTS = [(n, float(d)) for n, d in (v.split(":") for v in os.environ.get("JOB_VARIANTS", "base:0,drop:0.3")
@@ -87,9 +87,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except Exception as e:
-        import traceback
-
-        log("job failed: " + "".join(traceback.format_exception(e)))
+    main_logged(main)

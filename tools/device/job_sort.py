@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import OUT, T0, log, run, run_side_by_side, tail, vla  # this folder, not a package
+from common import OUT, T0, log, main_logged, run, run_side_by_side, tail, vla  # this folder, not a package
 
 WORK = Path("/tmp/job")
 WORK.mkdir(parents=True, exist_ok=True)
@@ -114,9 +114,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except Exception as e:
-        import traceback
-
-        log("job failed: " + "".join(traceback.format_exception(e)))
+    main_logged(main)

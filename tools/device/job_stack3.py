@@ -20,7 +20,7 @@ import tarfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import OUT, log, run_side_by_side, side_by_side, tail, vla  # this folder, not a package
+from common import OUT, log, main_logged, run_side_by_side, side_by_side, tail, vla  # this folder, not a package
 
 WORK = Path("/tmp/job_stack3")
 VARIANTS = [v.split(":") for v in os.environ.get(
@@ -97,9 +97,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except Exception as e:
-        import traceback
-
-        log("job failed: " + "".join(traceback.format_exception(e)))
+    main_logged(main)
