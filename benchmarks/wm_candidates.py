@@ -81,9 +81,9 @@ def prep_base(inputs: Path, task: str, n: int, eval_episodes: int, band: tuple[f
     """A refinement benchmark's base policy on `task`, resumable: the first `n` expert demos (seeds
     0.., noise 0.1), a tiny policy trained on them for max(steps) (`train_args`: more `vla train`
     overrides), each of its checkpoints at `steps` evaluated on the seeds 100000+. The base is the
-    latest checkpoint whose success lies in `band`
-    (a base that starts there leaves room to improve and something to learn from), else the one
-    closest to the band's middle; `inputs/candidates.json` holds them all and names it."""
+    latest checkpoint whose success lies in `band` (a base that starts there leaves room to improve
+    and something to learn from), else the one closest to the band's middle;
+    `inputs/candidates.json` holds them all and names it."""
     logs = inputs / "logs"
     store = inputs / f"demos_{n}.zarr"
     if not (inputs / f"demos_{n}.done").exists():
