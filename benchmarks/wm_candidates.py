@@ -76,6 +76,13 @@ def refine_run(method: str, ckpt: str, demos: Path, run_dir: Path, log: Path, *,
     return code
 
 
+def choose_base(success: dict[str, float], band: tuple[float, float]) -> str:
+    """The base among candidates (in training order) by success: the latest inside `band`, else the
+    one closest to the band's middle."""
+    in_band = [k for k, v in success.items() if band[0] <= v <= band[1]]
+    return in_band[-1] if in_band else min(success, key=lambda k: abs(success[k] - sum(band) / 2))
+
+
 def prep_base(inputs: Path, task: str, n: int, eval_episodes: int, band: tuple[float, float],
               steps: tuple[int, ...] = (1000, 2000, 3000), train_args: tuple[str, ...] = ()) -> dict[str, Any]:
     """A refinement benchmark's base policy on `task`, resumable: the first `n` expert demos (seeds
@@ -103,9 +110,7 @@ def prep_base(inputs: Path, task: str, n: int, eval_episodes: int, band: tuple[f
         real = evaluate(str(ckpt), inputs / "eval" / f"d{n}_s{step}", eval_episodes, 100_000, task)["success_rate"]
         cands[f"d{n}_s{step}"] = {"ckpt": str(ckpt), "real_success": real}
         print(f"d{n}_s{step}: real success {real:.2f}", flush=True)
-    in_band = [k for k, v in cands.items() if band[0] <= v["real_success"] <= band[1]]
-    base = in_band[-1] if in_band else min(cands, key=lambda k: abs(cands[k]["real_success"] - sum(band) / 2))
-    table = {**cands, "base": base}
+    table = {**cands, "base": choose_base({k: v["real_success"] for k, v in cands.items()}, band)}
     (inputs / "candidates.json").write_text(json.dumps(table, indent=1))
     return table
 

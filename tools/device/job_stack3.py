@@ -14,13 +14,14 @@ MUJOCO_GL=disable OUT=/tmp/out JOB=job_stack3.py bash tools/device/run.sh"""
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tarfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import OUT, log, main_logged, run_side_by_side, side_by_side, tail, vla  # this folder, not a package
+sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+from common import OUT, left, log, main_logged, run, run_side_by_side, side_by_side, tail, vla  # not packages
+from wm_candidates import choose_base  # the benchmark's own rule for the base
 
 WORK = Path("/tmp/job_stack3")
 VARIANTS = [v.split(":") for v in os.environ.get(
@@ -36,13 +37,10 @@ CPUS = os.cpu_count() or 2
 
 def collect(n: int) -> Path:
     store = WORK / f"demos_{n}.zarr"
-    if not store.exists():
-        with open(OUT / f"collect_{n}.log", "w") as f:
-            rc = subprocess.run(vla("sim", "collect", store, f"episodes={n}", "seed_start=0",
-                                    f"workers={max(1, CPUS - 2)}", "task=stack3", "noise=0.1",
-                                    f"out_dir={WORK / f'collect_{n}'}", *STATE),
-                                stdout=f, stderr=subprocess.STDOUT).returncode
-        log(f"collect {n}: rc={rc}")
+    if not store.exists():  # bounded by the trainings' deadline: past it nothing could train on them
+        run(vla("sim", "collect", store, f"episodes={n}", "seed_start=0", f"workers={max(1, CPUS - 2)}",
+                "task=stack3", "noise=0.1", f"out_dir={WORK / f'collect_{n}'}", *STATE),
+            OUT / f"collect_{n}.log", TRAIN_END - left())
     return store
 
 
@@ -67,8 +65,8 @@ def main() -> None:
                                    "tests/vla/train/test_trainer_gpu.py"], OUT / "gpu_tests.log")
     for name, rc in side_by_side(trainings, TRAIN_END).items():
         log(f"{name}: rc={rc}\n" + tail(trainings[name][1], 2))
-    ckpts = {(name, c): c for name, *_ in VARIANTS
-             for c in sorted((WORK / f"train_{name}" / "checkpoints").glob("step_*"))}
+    ckpts = [(name, c) for name, *_ in VARIANTS
+             for c in sorted((WORK / f"train_{name}" / "checkpoints").glob("step_*"))]
     per = max(1, CPUS // max(1, len(ckpts)))
     jobs = {f"{name}_{c.name}": (vla("eval", c, "task=stack3", f"episodes={EVAL_EPISODES}", "seed_start=100000",
                                      f"workers={per}", f"out_dir={WORK / 'eval' / f'{name}_{c.name}'}", *STATE),
@@ -85,8 +83,7 @@ def main() -> None:
         scored = {k: v for k, v in table[name].items() if v is not None}
         if preset != "tiny" or not scored:
             continue
-        in_band = [k for k, v in scored.items() if BAND[0] <= v <= BAND[1]]
-        pick = in_band[-1] if in_band else min(scored, key=lambda k: abs(scored[k] - sum(BAND) / 2))
+        pick = choose_base(scored, BAND)
         src = WORK / f"train_{name}" / "checkpoints" / pick
         with tarfile.open(OUT / f"{name}_{pick}.tar", "w") as t:
             for f in src.iterdir():
