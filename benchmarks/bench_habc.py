@@ -9,7 +9,8 @@ the critic's held-out AUROC per iteration, and the protocol's minimum detectable
   python benchmarks/bench_habc.py prep --task stack3 --demos 400 --steps 4000,8000,12000,16000,20000 \
       --train-args "train.lr=1e-3 policy.noise_scale=0"   # another task's base (stack3's: 0.26 at 20,000)
   python benchmarks/bench_habc.py prep --task lift --demos 3   # lift's: 0.16 / 0.26 / 0.24 at 1k / 2k / 3k
-  python benchmarks/bench_habc.py run --task lift --methods sft,habc,demos_only,hg_dagger,rac,habc_gated
+  python benchmarks/bench_habc.py run --task lift --settings autonomous --methods sft,habc,demos_only,habc_gated,pa_rl
+  python benchmarks/bench_habc.py run --task lift --settings interventions --methods sft,habc,hg_dagger,rac
   python benchmarks/bench_habc.py report --task lift --name habc_lift --json habc
   python benchmarks/bench_habc.py run --out runs/bench_habc_p10 --shares 0.4,0.5,0.1   # other shares: own --out
 
