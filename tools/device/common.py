@@ -53,7 +53,7 @@ def tail(p: Path, n: int = 15) -> str:
     return "\n".join(p.read_text(errors="replace").splitlines()[-n:]) if p.exists() else ""
 
 
-def left() -> float:
+def elapsed() -> float:
     """Seconds since the job started."""
     return time.time() - T0
 
@@ -68,7 +68,7 @@ def side_by_side(jobs: dict[str, tuple[list[str], Path]], deadline: float) -> di
     codes: dict[str, int] = {}
     for name, p in procs.items():
         try:
-            codes[name] = p.wait(timeout=max(5.0, deadline - left()))
+            codes[name] = p.wait(timeout=max(5.0, deadline - elapsed()))
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import OUT, left, log, main_logged, run, run_side_by_side, tail, vla  # this folder, not a package
+from common import OUT, elapsed, log, main_logged, run, run_side_by_side, tail, vla  # this folder, not a package
 
 WORK = Path("/tmp/job/mw")
 CAMERAS = os.environ.get("JOB_CAMERAS", "corner2,behindGripper,topview")
@@ -42,7 +42,7 @@ def collect(tasks: list[str], store: Path) -> bool:
             continue
         rc = run(vla("sim", "collect", store, f"task={task}", f"episodes={DEMOS}", "seed_start=0",
                      f"workers={WORKERS}", "videos=0", f"cameras=[{CAMERAS}]", "image_size=84", f"out_dir={dest}"),
-                 OUT / f"collect_{task}.log", COLLECT_END - left())
+                 OUT / f"collect_{task}.log", COLLECT_END - elapsed())
         if rc != 0:
             log(f"collect {task} failed:\n" + tail(OUT / f"collect_{task}.log", 20))
             return False
@@ -83,7 +83,7 @@ def main() -> None:
                  "train.ckpt_every=1000", "train.val_every=1000", "train.progress=false", "train.num_workers=8",
                  f"train.device={os.environ.get('JOB_DEVICE', 'cuda')}", f"train.seed={SEED}",
                  "policy.language_norm=true", "policy.language_film=true", "data.success_only=true",
-                 f"policy.cameras=[{CAMERAS}]"), OUT / "train.log", TRAIN_END - left())
+                 f"policy.cameras=[{CAMERAS}]"), OUT / "train.log", TRAIN_END - elapsed())
     ckpts = sorted((run_dir / "checkpoints").glob("step_*"))
     log(f"train rc={rc} in {time.time() - t:.0f} s; checkpoints {[c.name for c in ckpts]}")
     if not ckpts:

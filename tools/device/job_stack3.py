@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
-from common import OUT, left, log, main_logged, run, run_side_by_side, side_by_side, tail, vla  # not packages
+from common import OUT, elapsed, log, main_logged, run, run_side_by_side, side_by_side, tail, vla  # not packages
 from wm_candidates import choose_base  # the benchmark's own rule for the base
 
 WORK = Path("/tmp/job_stack3")
@@ -40,7 +40,7 @@ def collect(n: int) -> Path:
     if not store.exists():  # bounded by the trainings' deadline: past it nothing could train on them
         run(vla("sim", "collect", store, f"episodes={n}", "seed_start=0", f"workers={max(1, CPUS - 2)}",
                 "task=stack3", "noise=0.1", f"out_dir={WORK / f'collect_{n}'}", *STATE),
-            OUT / f"collect_{n}.log", TRAIN_END - left())
+            OUT / f"collect_{n}.log", TRAIN_END - elapsed())
     return store
 
 
