@@ -174,7 +174,7 @@ COMPARISONS = (("habc", "sft"), ("habc", "demos_only"), ("sft", "demos_only"), (
                ("habc_mc", "filtered_bc"), ("habc_mc", "demos_only"), ("habc_chunk", "habc"),
                ("habc_chunk", "demos_only"), ("habc_gated", "sft"), ("habc_gated", "filtered_bc"),
                ("habc_gated", "demos_only"), ("habc_gated", "habc"), ("habc_gated", "habc_gated_single"),
-               ("habc_gated_single", "sft"),
+               ("habc_gated_single", "sft"), ("habc_single", "sft"),
                ("pa_rl", "sft"), ("pa_rl", "demos_only"), ("pa_rl", "habc"), ("pa_rl", "filtered_bc"),
                # with a person: corrections against the methods that also learn from the policy's own steps
                ("rac", "hg_dagger"), ("hg_dagger", "sft"), ("habc", "hg_dagger"), ("rac", "sft"),
@@ -330,6 +330,7 @@ def report(args: argparse.Namespace) -> None:
     out = Path(args.out).resolve()
     rows = load(out, args.iterations)
     res: dict[str, Any] = {}
+    entry_key = args.json_task or args.task  # the task's entry in the JSON
     args.shares = shares_used(out) or args.shares
     base = base_name(args)
     lines = ["# HABC with the issue-15 protocol", "",
@@ -355,7 +356,7 @@ def report(args: argparse.Namespace) -> None:
         if "habc" in by and "sft" in by:
             seeds = sorted(set(by["habc"]) & set(by["sft"]))
             d, lo, hi = paired_gain(by, "habc", "sft")
-            res.setdefault(args.task, {})[JSON_SETTING.get(setting, setting)] = {
+            res.setdefault(entry_key, {})[JSON_SETTING.get(setting, setting)] = {
                 "seeds": seeds, "sft_success": float(np.mean([by["sft"][s][-1]["success_rate"] for s in seeds])),
                 "habc_success": float(np.mean([by["habc"][s][-1]["success_rate"] for s in seeds])),
                 "paired_gain": float(d.mean()), "paired_gain_low": lo, "paired_gain_high": hi,
@@ -369,7 +370,7 @@ def report(args: argparse.Namespace) -> None:
             d, lo, hi = paired_gain(by, a, b)
             mdd = min_detectable(d)
             key = "paired_gain" if (a, b) == ("habc", "sft") else f"{a}_minus_{b}"
-            entry = res.setdefault(args.task, {}).setdefault(JSON_SETTING.get(setting, setting), {})
+            entry = res.setdefault(entry_key, {}).setdefault(JSON_SETTING.get(setting, setting), {})
             if key != "paired_gain":
                 entry[key] = {"mean": float(d.mean()), "low": lo if len(d) > 1 else None,
                               "high": hi if len(d) > 1 else None, "seeds": len(d)}
@@ -388,29 +389,30 @@ def report(args: argparse.Namespace) -> None:
                           + (" - a pilot: the protocol asks for >= 5 seeds." if len(d) < 5 else ".") + shorter)
     lines += paired
     ratio = intervention_ratio(rows.get("interventions", {}))
-    res.setdefault(args.task, {})["rac_vs_hg_dagger_intervention_ratio"] = ratio
+    res.setdefault(entry_key, {})["rac_vs_hg_dagger_intervention_ratio"] = ratio
     if args.task == "pick_place":  # the issue's headline key
         res["rac_vs_hg_dagger_intervention_ratio"] = ratio
     lines.append("\nRaC / HG-DAgger intervention steps at HG-DAgger's final mean success (equal shares): "
                  + (f"{ratio:.2f}" if ratio is not None else "RaC never reaches it"
                     if {"rac", "hg_dagger"} <= set(rows.get("interventions", {})) else "not run") + ".")
+    by_seed = intervention_ratio_by_seed(rows.get("interventions", {}))
     if "interventions" in rows:
-        by_seed = intervention_ratio_by_seed(rows["interventions"])
-        res[args.task]["rac_vs_hg_dagger_intervention_ratio_by_seed"] = by_seed
+        res[entry_key]["rac_vs_hg_dagger_intervention_ratio_by_seed"] = by_seed
+    if by_seed:  # empty unless both RaC and HG-DAgger ran
         lines.append("Seed by seed (RaC against HG-DAgger's final success on that seed): "
                      + ", ".join(f"seed {k}: {'never' if v is None else f'{v:.2f}'}" for k, v in by_seed.items())
                      + ".")
         final = final_steps_ratio(rows["interventions"])
         if final is not None:
-            res[args.task]["rac_vs_hg_dagger_final"] = final
+            res[entry_key]["rac_vs_hg_dagger_final"] = final
             lines.append(f"At the last version (same rounds and rollouts): RaC used {final['steps_ratio']:.2f} of "
                          f"HG-DAgger's intervention steps (per seed {final['steps_ratio_low']:.2f}-"
                          f"{final['steps_ratio_high']:.2f}) for a success difference of {final['success_diff']:+.3f} "
                          f"[{final['success_diff_low']:+.3f}, {final['success_diff_high']:+.3f}] paired by seed.")
     v0 = out / "v0_eval" / "summary.json"
     if v0.exists():
-        res[args.task]["base_success"] = json.loads(v0.read_text())["success_rate"]
-        lines[4:4] = [f"The base scores {res[args.task]['base_success']:.2f} on the evaluation seeds (version 0 of "
+        res[entry_key]["base_success"] = json.loads(v0.read_text())["success_rate"]
+        lines[4:4] = [f"The base scores {res[entry_key]['base_success']:.2f} on the evaluation seeds (version 0 of "
                       "every run).",
                       ""]
     if rows:
@@ -516,6 +518,8 @@ def main() -> None:
     ap.add_argument("--name", default="habc", help="report: benchmarks/results/NAME.md, _curves.png, _raw/")
     ap.add_argument("--json", default="", help="report: benchmarks/results/JSON.json (default NAME); the task's "
                     "entry is replaced, other tasks' kept")
+    ap.add_argument("--json-task", default="", help="report: the task's key in the JSON (default: --task); another "
+                    "key keeps the entry of runs from another base")
     ap.add_argument("--seeds", default="0,1,2,3,4")
     ap.add_argument("--settings", default="autonomous,interventions")
     ap.add_argument("--methods", default="habc,sft,habc_single,rac,hg_dagger")

@@ -16,6 +16,7 @@ tiny VLA on a Meta-World set, cameras + proprio, on this CPU.
   python benchmarks/bench_language.py film --seeds 0,1   # the FiLM ablation on `sort` in state mode
   python benchmarks/bench_language.py report
   python benchmarks/bench_language.py gpu --gpu-eval-here   # the recipe trained on a lent GPU (tools/device/)
+  python benchmarks/language_recipe.py ...   # sort with the main job's recipe (its docstring)
 (`--out runs/bench_language` by default.) Earlier runs, for the record (runs/lang_v1, lang_v2): 200 clean
 demos and 15,000 steps without language_norm, 0/50 (validation loss rising from step 3,000); 1,000
 noisy-expert demos and 6,000 steps without language_norm, 0/50: the arm goes between the cubes and
@@ -52,6 +53,8 @@ from language_mw_report import mw_report, mw_tasks
 from wm_candidates import ROOT, sh, vla
 
 SORT_ABLATIONS = {"true": "", "wrong": "@wrong", "neutral": "do the task", "heldout": "@heldout"}
+# the issue's same-scene figures in language.json (language_recipe.py owns them once it has reported)
+SAME_SCENE_KEYS = ("same_scene_true", "same_scene_wrong", "same_scene_neutral", "paraphrase_gap")
 
 
 def collect(args: argparse.Namespace) -> None:
@@ -103,12 +106,12 @@ def train(args: argparse.Namespace) -> None:
 
 
 def eval_sort(args: argparse.Namespace, ck: Path, evals: Path, logs: Path, log_stem: str,
-              extra: tuple[str, ...] = ()) -> None:
-    """`ck` on `sort` under every instruction ablation into evals/<ablation> (finished ones skipped);
-    `extra`: more `vla eval` overrides (language_ensemble.py: the temporal ensemble)."""
+              extra: tuple[str, ...] = (), names: tuple[str, ...] = tuple(SORT_ABLATIONS)) -> None:
+    """`ck` on `sort` under the instruction ablations `names` into evals/<ablation> (finished ones
+    skipped); `extra`: more `vla eval` overrides (language_ensemble.py: the temporal ensemble)."""
     for name, text in SORT_ABLATIONS.items():
         dest = evals / name
-        if not (dest / "summary.json").exists():
+        if name in names and not (dest / "summary.json").exists():
             # quoted: the override's value is read as YAML, where a bare '@' is an error
             sh(vla("eval", ck, "task=sort", f"episodes={args.episodes}", "seed_start=1000", "workers=2",
                    "videos=2", f"instruction='{text}'", f"n_action_steps={args.n_action_steps}",
@@ -413,7 +416,10 @@ def report(args: argparse.Namespace) -> None:
         lines += [f"| {k} | {v['success_rate']:.2f} | [{v['wilson95'][0]:.2f}, {v['wilson95'][1]:.2f}] |"
                   for k, v in sort.items() if v]
         lines += ["", "A second training of this recipe, with the temporal ensemble at test time: "
-                  "`language_ensemble.md` (stop 33)."]
+                  "`language_ensemble.md` (stop 33). The recipe trained and executed as the main job's policy "
+                  "(lr 1e-3, chunks from the prior's mean, the temporal ensemble): `language_recipe.md` (stop 36); "
+                  "the `same_scene_*` keys of language.json are that recipe's (the figures on this page are "
+                  "the first recipe's)."]
     alias_lines, alias_res = alias_report(out)
     lines += alias_lines
     res.update(alias_res)
@@ -447,6 +453,9 @@ def report(args: argparse.Namespace) -> None:
         print("\n".join(mw_lines))
     path = results / "language.json"
     table = json.loads(path.read_text()) if path.exists() else {}
+    # once language_recipe.py's figures hold the issue's keys, this run's are the first recipe's
+    if "same_scene_source" in table and (first := {k: res.pop(k) for k in SAME_SCENE_KEYS if k in res}):
+        res["same_scene_lr3e4"] = first
     table.update(res)
     path.write_text(json.dumps(table, indent=1))
 

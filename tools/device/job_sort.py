@@ -28,6 +28,10 @@ DEMOS = int(os.environ.get("JOB_DEMOS", 1000))
 WORKERS = int(os.environ.get("JOB_WORKERS", 14))
 MAX_STEPS = int(os.environ.get("JOB_MAX_STEPS", 60000))
 EVAL_EPISODES = int(os.environ.get("JOB_EVAL_EPISODES", 50))
+# how an evaluation executes the policy: `job` is the main job's setting (every chunk from the prior's
+# mean, the temporal ensemble at rate 0.3 with a chunk every 2 steps; vla/configs/job/default.yaml)
+EVAL_SETTINGS = {"plain": (), "ns0": ("noise_scale=0",),
+                 "job": ("noise_scale=0", "temporal_ensemble=0.3", "temporal_ensemble_every=2")}
 
 
 def rate_from_tb(run_dir: Path) -> float | None:
@@ -100,13 +104,17 @@ def main() -> None:
         return
     ck = ckpts[-1]
     ablations = {"true": "", "wrong": "@wrong", "heldout": "@heldout", "neutral": "do the task"}
-    per = max(1, WORKERS // len(ablations))
+    # JOB_EVALS: NAME:ABLATION:SETTING,... where SETTING is one of EVAL_SETTINGS (default: the four
+    # ablations executed 4 steps a chunk at the checkpoint's noise, as in stop 31)
+    default = ",".join(f"{a}:{a}:plain" for a in ablations)
+    specs = [e.split(":") for e in os.environ.get("JOB_EVALS", default).split(",")]
+    per = max(1, WORKERS // len(specs))
     jobs = {}
-    for name, text in ablations.items():
+    for name, ablation, setting in specs:
         dest = WORK / "sort" / "eval" / name
         jobs[name] = (vla("eval", ck, "task=sort", f"episodes={EVAL_EPISODES}", "seed_start=1000", f"workers={per}",
-                          "videos=0", f"instruction='{text}'", "n_action_steps=4", f"out_dir={dest}"),
-                      dest, WORK / f"eval_{name}.log")
+                          "videos=0", f"instruction='{ablations[ablation]}'", "n_action_steps=4", f"out_dir={dest}",
+                          *EVAL_SETTINGS[setting]), dest, WORK / f"eval_{name}.log")
     results = run_side_by_side(jobs, EVAL_END, tail_lines=10)
     with tarfile.open(OUT / "evals.tar", "w") as tf:
         tf.add(WORK / "sort" / "eval", arcname="eval")
