@@ -73,7 +73,7 @@ class Monitor:
         self.q: np.ndarray | None = None
         self.status: dict = {}
         self.diag_message = ""
-        self.node.create_subscription(Float64MultiArray, CMD_TOPIC, self._on_cmd, 100)
+        self.cmd_sub = self.node.create_subscription(Float64MultiArray, CMD_TOPIC, self._on_cmd, 100)
         self.node.create_subscription(JointState, "/joint_states", self._on_js, qos_profile_sensor_data)
         self.node.create_subscription(String, "/task/status", self._on_status, 10)
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag, 10)

@@ -92,15 +92,18 @@ def test_a_correction_session_on_the_arm_over_dds(tmp_path: Path, domain_id: int
     device = ReplayDevice(script)
 
     def person(env):
+        # Called once the session's node exists, before its first command: wait until DDS has matched its
+        # command publisher with the bridge and the monitor, seen from both ends. Pacing alone was not
+        # enough: under the parallel suite's load, discovery once outlasted the whole session (0 seen).
+        wait_for(lambda: env.pub.get_subscription_count() >= 2 and mon.cmd_sub.get_publisher_count() >= 1, 40,
+                 "the session's command publisher matched with the bridge and the monitor")
         envs.append(env)
         people.append(PoseLog(device, env, mode="rac"))
         return people[-1]
 
     cfg = SessionConfig(ckpt=str(build_tiny_checkpoint(tmp_path / "ckpt")), task="pick_place",
                         store=str(tmp_path / "sessions.zarr"), episodes=2, n_action_steps=4, show=False,
-                        # paced as with a person: unpaced, the ~50 steps could end before DDS discovery matched
-                        # the monitor with the session's new node under the parallel suite's load (0 commands seen)
-                        control_hz=20.0, robot=str(ROOT / "configs/deploy/native_arm.yaml"),
+                        control_hz=20.0, robot=str(ROOT / "configs/deploy/native_arm.yaml"),  # paced as with a person
                         robot_reset_service="/bridge/reset")
     mon = Monitor()
     hostile = Hostile(mon.node)
@@ -111,7 +114,7 @@ def test_a_correction_session_on_the_arm_over_dds(tmp_path: Path, domain_id: int
         hostile.stop()
         with mon.lock:
             assert not mon.bad, f"bad commands reached the robot topic: {mon.bad[:3]}"
-            assert len(mon.commands) >= 5  # what it saw once discovery matched it with the new session node
+            assert len(mon.commands) >= 5  # matched before the first command (person()), so it sees them all
     finally:
         mon.close()
         stop_group(bridge)
