@@ -331,15 +331,18 @@ def resolve_policy_folder(path: str | Path, backend: str) -> Path:
 
 def make_joint_vla(path: str, dt: float, action_dim: int, backend: str = "onnx", seed: int = 0,
                    delay_s: float = 0.0, select: int = 1, select_by: str = "coherence", select_cfn: str = "",
+                   instruction_vocab: str = "", instruction_vocab_margin: float = 0.03,
                    **unknown: Any) -> JointSpaceVLA:
     """Policy factory for `real.config.make_policy` (`{factory: "real.joint_vla:make_joint_vla", ...}`).
     `select: N` > 1 samples N chunks in one batched call and runs the best by `select_by` (coherence |
-    cfn | both; cfn needs `select_cfn`, a folder from `real.selection.save_cfn`): real/selection.py."""
+    cfn | both; cfn needs `select_cfn`, a folder from `real.selection.save_cfn`): real/selection.py.
+    `instruction_vocab`: the training phrasings' aliases file; an instruction from the topic that the
+    policy never saw is grounded on the nearest of them when unambiguous (vla.policy.grounding)."""
     from sim.policies import load_policy
 
     if unknown:
-        raise ValueError(f"make_joint_vla: unknown policy keys {sorted(unknown)} "
-                         "(known: path, backend, seed, delay_s, select, select_by, select_cfn)")
+        raise ValueError(f"make_joint_vla: unknown policy keys {sorted(unknown)} (known: path, backend, seed, "
+                         "delay_s, select, select_by, select_cfn, instruction_vocab, instruction_vocab_margin)")
     if action_dim != N_JOINTS:
         raise ValueError(f"the joint-space VLA commands {N_JOINTS} joints ({', '.join(JOINT_NAMES)}); "
                          f"the deploy config's limits name {action_dim}")
@@ -351,6 +354,10 @@ def make_joint_vla(path: str, dt: float, action_dim: int, backend: str = "onnx",
     # evaluator does; only the action dimension of the env is read for a folder spec.
     ee_env = SimpleNamespace(action_space=SimpleNamespace(shape=(EE_DIM,)))
     vla = load_policy(str(folder), ee_env, seed=seed)
+    if instruction_vocab:
+        from vla.policy.grounding import attach
+
+        attach(vla, instruction_vocab, instruction_vocab_margin)
     cfg = vla.cfg
     if cfg.state_dim != PROPRIO_DIM or cfg.action_dim != EE_DIM:
         raise ValueError(f"{folder}: the adapter needs an image-mode VLA with state_dim {PROPRIO_DIM} and "

@@ -33,6 +33,7 @@ def run_episode(env: Any, policy: Any, seed: int, spec: dict[str, Any], record: 
         intervener.expert.reset(seed)
     builder = EpisodeBuilder(task=spec["task"], instruction=obs["instruction"], source=spec["source"],
                              seed=seed) if record else None
+    instruction, grounding = str(obs["instruction"]), getattr(policy, "grounding", None)
     video_size = int(spec["video_size"])
     frames: list[np.ndarray] = [annotate(view_frame(env, obs, video_size), 0, info.get("subtask"), "policy")
                                 ] if video and can_view(env, obs, video_size) else []
@@ -107,7 +108,8 @@ def run_episode(env: Any, policy: Any, seed: int, spec: dict[str, Any], record: 
                            takeovers=len(intervener.takeovers) if intervener is not None else 0,
                            takeover_reasons=[f"{why}@{at}" for at, why in intervener.takeovers]
                            if intervener is not None else [],
-                           guided_steps=guided_steps, control_hz=float(env.metadata.get("render_fps", 20.0)))
+                           guided_steps=guided_steps, control_hz=float(env.metadata.get("render_fps", 20.0)),
+                           grounded_to=grounding.grounded_to(instruction) if grounding is not None else "")
     return result, builder, frames
 
 
@@ -157,6 +159,10 @@ def run_worker(spec: dict[str, Any]) -> Iterator[EpisodeResult]:
     policy = load_policy(spec["policy"], env, noise=spec["noise"], skill=spec["skill"],
                          seed=spec["seeds"][0] if spec["seeds"] else 0, noise_scale=spec.get("noise_scale"),
                          rot_speed=spec.get("expert_rot_speed"), drop=spec.get("expert_drop", 0.0))
+    if spec.get("instruction_vocab"):
+        from vla.policy.grounding import attach
+
+        attach(policy, spec["instruction_vocab"], spec.get("instruction_vocab_margin", 0.03))
     intervener = None
     if spec["intervener"]:
         from sim.intervener import ExpertIntervener

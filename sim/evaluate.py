@@ -97,6 +97,12 @@ class EvalConfig:
     # (a neutral phrase), "@wrong" (another goal of the same scene) or "@heldout" (a held-out phrasing
     # of the episode's goal), for the language ablations; the scene and the goal stay the episode's own
     instruction: str = ""
+    # checkpoints: ground instructions the policy never saw on the phrasings it was trained on, grouped by
+    # meaning (an aliases file {instruction: [paraphrase, ...]}, the one given to data.instruction_aliases):
+    # an unseen text is replaced by the nearest phrasing when that one's group leads the next by
+    # instruction_vocab_margin in cosine similarity, and passes as said otherwise (vla.policy.grounding)
+    instruction_vocab: str = ""
+    instruction_vocab_margin: float = 0.03
     backend: str = "local"  # local: worker subprocesses here | ray: Ray tasks (sim/ray_backend.py)
     ray_address: str = ""  # ray: HOST:PORT of a cluster's head, "auto", or "" for a private one-machine cluster
 
@@ -134,6 +140,11 @@ class EvalConfig:
                              f"would teach the forced opening), got policy={self.policy} label={self.label}")
         if self.instruction and not self.instruction.strip():
             raise ValueError("instruction must be text or empty (the task's own), got only whitespace")
+        if self.instruction_vocab:
+            from vla.policy.grounding import DEFAULT_MIN_COS, check_thresholds, load_vocab
+
+            check_thresholds(self.instruction_vocab_margin, DEFAULT_MIN_COS)
+            load_vocab(self.instruction_vocab)  # a missing or malformed file fails here, not in a worker
         if self.intervener_args:
             from sim.eval_worker import intervener_args
 
@@ -158,6 +169,8 @@ class EpisodeResult:
     takeover_reasons: list[str] = field(default_factory=list)
     # steps whose chunk was sampled under guidance (a guided policy's `last_guided`, e.g. ReGuide)
     guided_steps: list[int] = field(default_factory=list)
+    # with instruction_vocab: the training phrasing the episode's instruction was replaced by ("" = none)
+    grounded_to: str = ""
     control_hz: float = 20.0  # the env's control rate: length / control_hz is the episode's robot time
 
     @classmethod
@@ -202,6 +215,7 @@ def summarise(results: list[EpisodeResult], config: EvalConfig) -> dict[str, Any
         "recovery_steps": sum(r.recovery_steps for r in results),
         "episodes_with_takeover": sum(r.takeovers > 0 for r in results),
         "takeover_reasons": dict(Counter(x.split("@")[0] for r in results for x in r.takeover_reasons)),
+        "grounded_episodes": sum(bool(r.grounded_to) for r in results),
         "env_steps_per_s_per_worker": steps / seconds if seconds else None,
         "config": asdict(config), "episodes_detail": [asdict(r) for r in results],
     }

@@ -283,6 +283,27 @@ def test_factory_with_a_real_tiny_checkpoint(tmp_path: Path) -> None:
     np.testing.assert_array_equal(chunk2[:, :3], chunk[:, :3])
 
 
+def test_factory_grounds_unseen_instructions_from_the_topic(tmp_path: Path) -> None:
+    import json
+
+    vocab = tmp_path / "aliases.json"
+    vocab.write_text(json.dumps({"pick up the cube and put it in the zone": ["move the cube to the zone"],
+                                 "stack the red block on the green one": ["put the red block on the green one"]}))
+    ckpt = build_tiny_checkpoint(tmp_path / "ckpt")
+    pol = make_joint_vla(str(ckpt), dt=CONTROL_DT, action_dim=8, backend="torch", instruction_vocab=str(vocab))
+    env = PickPlaceEnv(cameras=CAMERAS)
+    obs, _ = env.reset(seed=0)
+    q = joints_of(env).astype(np.float32)
+    said, known = "carry the cube over to the zone", "pick up the cube and put it in the zone"
+    noise = np.random.default_rng(0).standard_normal((1, 16, 7))
+    chunk = pol.vla.sample_chunk([{**obs, "state": np.zeros(9, np.float32), "instruction": said}], noise=noise)
+    pol.vla.reset()
+    same = pol.vla.sample_chunk([{**obs, "state": np.zeros(9, np.float32), "instruction": known}], noise=noise)
+    assert pol.vla.grounding.grounded_to(said) == known
+    np.testing.assert_array_equal(chunk, same)
+    assert pol.sample_chunk([{**obs, "state": q}]).shape == (1, 16, len(JOINT_NAMES))
+
+
 def test_factory_warns_on_a_policy_that_reads_the_quaternion_raw(tmp_path: Path, recwarn) -> None:
     make_joint_vla(str(build_tiny_checkpoint(tmp_path / "new")), dt=CONTROL_DT, action_dim=8, backend="torch")
     assert not [w for w in recwarn if "quaternion" in str(w.message)]

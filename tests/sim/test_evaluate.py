@@ -337,3 +337,32 @@ def test_a_temporal_ensemble_executes_the_mean_of_every_chunks_prediction(tmp_pa
         EvalConfig(temporal_ensemble=float("nan")).validate()
     with pytest.raises(ValueError, match="temporal_ensemble_every must be an integer >= 1"):
         EvalConfig(temporal_ensemble=0.3, temporal_ensemble_every=0).validate()
+
+
+def test_a_grounded_heldout_phrasing_drives_the_policy_as_its_training_phrasing_does(tmp_path: Path) -> None:
+    from sim.tasks.native.sort import instruction_aliases
+    from tests.real.test_joint_vla import build_tiny_checkpoint
+
+    vocab = tmp_path / "aliases.json"
+    vocab.write_text(json.dumps(instruction_aliases()))
+    ck = str(build_tiny_checkpoint(tmp_path / "ck"))
+
+    def run(name: str, **kw: object) -> tuple[dict, EpisodeStore]:
+        cfg = EvalConfig(task="sort", policy=ck, seed_start=3, workers=1, videos=0, horizon=6,
+                         record=str(tmp_path / f"{name}.zarr"), out_dir=str(tmp_path / name), **{"episodes": 2, **kw})
+        summary = run_evaluation(cfg, progress=False)
+        return summary, EpisodeStore.open(tmp_path / f"{name}.zarr")
+
+    grounded, g_store = run("grounded", instruction="@heldout", instruction_vocab=str(vocab))
+    assert grounded["grounded_episodes"] == 2
+    targets = [e["grounded_to"] for e in grounded["episodes_detail"]]
+    assert all(t in instruction_aliases() or any(t in v for v in instruction_aliases().values()) for t in targets)
+    plain, p_store = run("plain", instruction="@heldout")
+    assert plain["grounded_episodes"] == 0
+    # the episode with the training phrasing it was grounded on, told literally: the same actions
+    _, s_store = run("same", instruction=targets[0], episodes=1)
+    n = s_store.episode(0).steps["action"].shape[0]
+    assert np.array_equal(g_store.episode(0).steps["action"][:n], s_store.episode(0).steps["action"])
+    assert not np.array_equal(g_store.episode(0).steps["action"], p_store.episode(0).steps["action"])
+    with pytest.raises(FileNotFoundError, match=r"nowhere\.json"):
+        EvalConfig(task="sort", instruction_vocab=str(tmp_path / "nowhere.json")).validate()

@@ -1,0 +1,84 @@
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vla.policy.grounding import GroundedEncoder, attach, ground, load_vocab, phrasing_groups
+from vla.policy.language import shared_encoder
+
+
+def test_groups_merge_phrasings_that_share_a_paraphrase_and_ignore_file_order() -> None:
+    aliases = {"a1": ["a2"], "a2": ["a3"], "b1": ["b2"], "c": []}
+    assert phrasing_groups(aliases) == [("a1", "a2", "a3"), ("b1", "b2"), ("c",)]
+    assert phrasing_groups(dict(reversed(list(aliases.items())))) == phrasing_groups(aliases)
+
+
+def test_ground_takes_the_nearest_phrasing_only_when_its_group_leads_by_the_margin() -> None:
+    vocab = np.array([[1.0, 0.0, 0.0], [0.8, 0.0, 0.6], [0.0, 1.0, 0.0]])
+    group = np.array([0, 0, 1])
+    assert ground(np.array([0.7, 0.05, 0.5]), vocab, group) == 1
+    assert ground(np.array([2.0, 0.0, 0.0]), vocab, group) == 0  # cosine: the query's length does not matter
+    tie = np.array([1.0, 1.0, 0.0])  # as close to group 0's best as to group 1's
+    assert ground(tie, vocab, group, margin=0.03) is None
+    assert ground(tie, vocab, group, margin=0.0) in (0, 2)
+    assert ground(tie + np.array([0.0, -0.05, 0.0]), vocab, group, margin=0.03) == 0  # leads by 0.036
+    # far from everything: abstains below min_cos even with a clear leader
+    assert ground(np.array([0.0, 0.3, -1.0]), vocab, group, margin=0.0, min_cos=0.5) is None  # best: 0.29
+    assert ground(np.array([1.0, 0.0, 0.0]), vocab, np.zeros(3, int)) is None  # one group: nothing to choose
+    with pytest.raises(ValueError, match="shapes"):
+        ground(np.ones(2), vocab, group)
+
+
+def sort_vocab(tmp_path: Path) -> Path:
+    import json
+
+    from sim.tasks.native.sort import instruction_aliases
+
+    path = tmp_path / "aliases.json"
+    path.write_text(json.dumps(instruction_aliases()))
+    return path
+
+
+def test_sort_heldout_phrasings_ground_on_their_goal_and_vague_ones_pass_as_said(tmp_path: Path) -> None:
+    from sim.tasks.native.sort import GOALS, HELDOUT_TEMPLATES, TRAIN_TEMPLATES, instruction_for
+
+    groups = load_vocab(sort_vocab(tmp_path))
+    assert len(groups) == len(GOALS)  # the aliases file's phrasings, one group per goal
+    base = shared_encoder()
+    enc = GroundedEncoder(base, groups)
+    for goal in GOALS:
+        for template in HELDOUT_TEMPLATES:
+            text = instruction_for(goal, template)
+            vec = enc.encode([text])
+            target = enc.grounded_to(text)
+            assert target and f"{goal[0]} " in target and f"{goal[1]} " in target, (text, target)
+            assert np.array_equal(vec, base.encode([target]))
+    known = instruction_for(GOALS[0], TRAIN_TEMPLATES[0])
+    assert np.array_equal(enc.encode([known]), base.encode([known])) and enc.grounded_to(known) == ""
+    for vague in ("sort the cubes", "put the red cube somewhere", "put the purple cube in the white zone",
+                  "do the task"):
+        assert np.array_equal(enc.encode([vague]), base.encode([vague])) and enc.grounded_to(vague) == "", vague
+    with pytest.raises(ValueError, match="empty"):
+        enc.encode(["  "])
+
+
+def test_vocab_files_that_cannot_ground_fail_with_the_file_named(tmp_path: Path) -> None:
+    one = tmp_path / "one.json"
+    one.write_text('{"open the drawer": ["pull the drawer out"]}')
+    with pytest.raises(ValueError, match=r"one\.json.*1 group"):
+        load_vocab(one)
+    with pytest.raises(FileNotFoundError, match=r"missing\.json"):
+        load_vocab(tmp_path / "missing.json")
+    with pytest.raises(ValueError, match="margin"):
+        GroundedEncoder(shared_encoder(), [("a",), ("b",)], margin=float("nan"))
+
+
+def test_attach_grounds_one_policy_and_leaves_the_shared_encoder(tmp_path: Path) -> None:
+    from tests.real.test_joint_vla import build_tiny_checkpoint
+    from vla.policy.policy import load_policy
+
+    ck = build_tiny_checkpoint(tmp_path / "ck")
+    grounded, plain = load_policy(ck, seed=0), load_policy(ck, seed=0)
+    enc = attach(grounded, sort_vocab(tmp_path))
+    assert grounded.grounding is enc and grounded.model.language is enc
+    assert plain.model.language is shared_encoder()
