@@ -29,20 +29,30 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from bench_language import SAME_SCENE_KEYS, SORT_ABLATIONS, eval_sort, sort_aliases
 from wm_candidates import ROOT, sh, vla
 
 from sim.evaluate import read_seed_outcomes, wilson_interval
-from vla.metrics import format_paired, paired_difference
+from vla.metrics import format_paired, paired_difference, t_interval
 
 RESULTS = ROOT / "benchmarks" / "results"
 # how an evaluation executes the policy (tools/device/job_sort.py names them the same)
 SETTINGS = {"plain": (), "ns0": ("noise_scale=0",),
             "job": ("noise_scale=0", "temporal_ensemble=0.3", "temporal_ensemble_every=2")}
+# the job's execution with unseen instructions grounded on the training phrasings (the aliases file; its
+# instruction_vocab= is added at run time): only the held-out phrasing can differ from `job`
+SETTINGS["grounded"] = SETTINGS["job"]
 RECIPE = ("policy.language_norm=true", "policy.language_film=true", "train.lr=1e-3")
+# language.json's sort_job_recipe keys: an evaluation, a paired difference of two executions, the grounded gap
+ROW = re.compile(r"seed(\d+)_step(\d+)_(" + "|".join(SETTINGS) + ")")
+PAIR = re.compile(r"seed(\d+)_step(\d+)_(?!grounded_heldout_minus)(\w+?)_minus_(\w+)_(true|heldout)")
+GAP = re.compile(r"seed(\d+)_step(\d+)_grounded_heldout_minus_job_true")
+DEVICE_PAIR = re.compile(r"device_(\w+)_minus_(\w+)")
 
 
 def tag(seed: int) -> str:
@@ -68,8 +78,10 @@ def evaluate(args: argparse.Namespace, out: Path) -> None:
             evals = out / f"eval_recipe{tag(args.train_seed)}_{step}_{setting}_{args.episodes}"
             # plain and ns0 are references for the job's execution: their wrong and neutral instructions
             # (failures, so the longest episodes) are known from every earlier run to score ~0
-            names = {"job": tuple(SORT_ABLATIONS), "plain": ("true", "heldout")}.get(setting, ("true",))
-            eval_sort(args, ck, evals, out.parent / "logs", evals.name, SETTINGS[setting], names)
+            names = {"job": tuple(SORT_ABLATIONS), "plain": ("true", "heldout"),
+                     "grounded": ("heldout",)}.get(setting, ("true",))
+            vocab = (f"instruction_vocab={sort_aliases(out)}",) if setting == "grounded" else ()
+            eval_sort(args, ck, evals, out.parent / "logs", evals.name, (*SETTINGS[setting], *vocab), names)
 
 
 def rates(folder: Path) -> tuple[dict[str, dict[int, bool]], dict[str, float]]:
@@ -77,19 +89,9 @@ def rates(folder: Path) -> tuple[dict[str, dict[int, bool]], dict[str, float]]:
     return o, {k: sum(v.values()) / len(v) for k, v in o.items()}
 
 
-def report(args: argparse.Namespace, out: Path) -> None:
-    res: dict[str, Any] = {"recipe": [*RECIPE, "data.instruction_aliases=<sort's augmentation phrasings>"],
-                           "steps": args.steps, "episodes": args.episodes}
-    lines = ["# `sort` with the main job's recipe (issue 19)", "",
-             "Commands and what the recipe is: the docstring of `benchmarks/language_recipe.py`. Evaluated on "
-             f"{args.episodes} held-out seeds (1000+); `plain`: 4 steps a chunk at the checkpoint's noise (every "
-             "earlier language figure); `job`: every chunk from the prior's mean, the temporal ensemble (0.3, a "
-             "chunk every 2 steps); `ns0`: chunks from the prior's mean without the ensemble. A goal-blind policy is "
-             "right 1 time in 6.", "",
-             "| training seed | checkpoint | execution | true | Wilson 95% | wrong | neutral | held-out phrasing "
-             "| paraphrase gap |", "|---|---|---|---|---|---|---|---|---|"]
-    paired = []
-    finals = {}
+def measure(args: argparse.Namespace, out: Path, res: dict[str, Any]) -> None:
+    """Every training seed's evaluations found under `out` into `res` (rates, Wilson intervals, paired
+    differences); seeds whose runs are not here keep what `res` already holds."""
     seeds = [0, *sorted(int(d.name.rsplit("_s", 1)[1]) for d in out.glob("train_recipe_s[0-9]*"))]
     for seed in seeds:
         for step in [int(x) for x in args.eval_steps.split(",")]:
@@ -99,39 +101,87 @@ def report(args: argparse.Namespace, out: Path) -> None:
                     continue
                 lo, hi = wilson_interval(sum(o["true"].values()), len(o["true"]))
                 gap = r["true"] - r["heldout"] if "heldout" in r else None
-                res[f"seed{seed}_step{step}_{s}"] = {**r, "wilson95_true": [lo, hi], "paraphrase_gap": gap}
-                if s == "job" and step == args.steps:
-                    finals[seed] = res[f"seed{seed}_step{step}_{s}"]
-                cells = [f"{r[k]:.2f}" if k in r else "-" for k in ("wrong", "neutral", "heldout")]
-                lines.append(f"| {seed} | step {step} | {s} | {r['true']:.2f} | [{lo:.2f}, {hi:.2f}] | "
-                             + " | ".join(cells) + f" | {'-' if gap is None else f'{gap:+.2f}'} |")
-            for a, b in (("plain", "job"), ("plain", "ns0"), ("ns0", "job")):
-                for k in ("true", "heldout"):
-                    if k in per[a][0] and k in per[b][0]:
-                        d = paired_difference(per[a][0][k], per[b][0][k])
-                        res[f"seed{seed}_step{step}_{b}_minus_{a}_{k}"] = d
-                        paired.append(f"- training seed {seed}, step {step}, {k} instruction, {b} minus {a}: "
-                                      f"{format_paired(d)}")
+                entry = {**r, "wilson95_true": [lo, hi], "paraphrase_gap": gap}
+                if s == "job" and "heldout" in per["grounded"][1]:
+                    entry["heldout_grounded"] = per["grounded"][1]["heldout"]
+                    entry["paraphrase_gap_grounded"] = r["true"] - entry["heldout_grounded"]
+                res[f"seed{seed}_step{step}_{s}"] = entry
+            pairs = [(a, b, k) for a, b in (("plain", "job"), ("plain", "ns0"), ("ns0", "job"))
+                     for k in ("true", "heldout")]
+            for a, b, k in [*pairs, ("job", "grounded", "heldout")]:
+                if k in per[a][0] and k in per[b][0]:
+                    res[f"seed{seed}_step{step}_{b}_minus_{a}_{k}"] = paired_difference(per[a][0][k], per[b][0][k])
+            if "heldout" in per["grounded"][0] and "true" in per["job"][0]:
+                # the paraphrase gap left with grounding, paired by seed: held-out grounded minus true
+                res[f"seed{seed}_step{step}_grounded_heldout_minus_job_true"] = paired_difference(
+                    per["job"][0]["true"], per["grounded"][0]["heldout"])
+
+
+def report(args: argparse.Namespace, out: Path) -> None:
+    path = RESULTS / "language.json"
+    table = json.loads(path.read_text()) if path.exists() else {}
+    res: dict[str, Any] = dict(table.get("sort_job_recipe", {}))  # runs no longer here keep their figures
+    res.update(recipe=[*RECIPE, "data.instruction_aliases=<sort's augmentation phrasings>"], steps=args.steps,
+               episodes=args.episodes)
+    measure(args, out, res)
+    if args.device_run:
+        device_measure(Path(args.device_run), res)
+    lines = ["# `sort` with the main job's recipe (issue 19)", "",
+             "Commands and what the recipe is: the docstring of `benchmarks/language_recipe.py`. Evaluated on "
+             f"{args.episodes} held-out seeds (1000+); `plain`: 4 steps a chunk at the checkpoint's noise (every "
+             "earlier language figure); `job`: every chunk from the prior's mean, the temporal ensemble (0.3, a "
+             "chunk every 2 steps); `ns0`: chunks from the prior's mean without the ensemble. A goal-blind policy is "
+             "right 1 time in 6. `grounded`: the job's execution with the held-out phrasing grounded on the "
+             "training phrasings (`instruction_vocab=`, `vla.policy.grounding`; training phrasings and the wrong "
+             "and neutral instructions pass unchanged, so only the held-out column differs).", "",
+             "| training seed | checkpoint | execution | true | Wilson 95% | wrong | neutral | held-out phrasing "
+             "| paraphrase gap | held-out, grounded | gap, grounded |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    rows = sorted((int(m[1]), int(m[2]), m[3]) for k in res if (m := ROW.fullmatch(k)))
+    for seed, step, s in sorted(rows, key=lambda x: (x[0], x[1], list(SETTINGS).index(x[2]))):
+        r = res[f"seed{seed}_step{step}_{s}"]
+        lo, hi = r["wilson95_true"]
+        cells = ["-" if r.get(k) is None else f"{r[k]:+.2f}" if "gap" in k else f"{r[k]:.2f}"
+                 for k in ("wrong", "neutral", "heldout", "paraphrase_gap", "heldout_grounded",
+                           "paraphrase_gap_grounded")]
+        lines.append(f"| {seed} | step {step} | {s} | {r['true']:.2f} | [{lo:.2f}, {hi:.2f}] | " + " | ".join(cells)
+                     + " |")
+    paired = [f"- training seed {m[1]}, step {m[2]}, {m[5]} instruction, {m[3]} minus {m[4]}: {format_paired(v)}"
+              for k, v in res.items() if (m := PAIR.fullmatch(k))]
+    gaps = [f"- training seed {m[1]}, step {m[2]}: {format_paired(v)}" for k, v in res.items()
+            if (m := GAP.fullmatch(k))]
     if paired:
         lines += ["", "The execution's effect on the same checkpoint, paired by seed (95% t interval; seeds "
                   "better / worse):", "", *paired]
+    if gaps:
+        lines += ["", "With grounding, the held-out phrasing minus the true instruction (the paraphrase gap, paired "
+                  "by seed):", "", *gaps]
+    lines += device_lines(res)
     # the headline: the job's execution of the finished recipe, averaged over the training seeds run
-    final = {k: float(sum(f[k] for f in finals.values()) / len(finals))
+    finals = {int(m[1]): v for k, v in res.items()
+              if (m := ROW.fullmatch(k)) and m[3] == "job" and int(m[2]) == args.steps}
+    final = {k: float(np.mean([f[k] for f in finals.values()]))
              for k in ("true", "wrong", "neutral", "heldout") if finals and all(k in f for f in finals.values())}
-    if args.device_run:
-        lines += device_lines(Path(args.device_run), res)
+    grounded = [f["paraphrase_gap_grounded"] for f in finals.values() if "paraphrase_gap_grounded" in f]
     if "true" in final:
         final["paraphrase_gap"] = final["true"] - final["heldout"]
+        spread = t_interval([f["true"] for f in finals.values()]) if len(finals) > 1 else None
+        final["true_95_over_training_seeds"] = list(spread) if spread else None
+        if grounded:
+            final["paraphrase_gap_grounded"] = float(np.mean(grounded))
+            final["grounded_training_seeds"] = sorted(s for s, f in finals.items() if "paraphrase_gap_grounded" in f)
         res["mean_over_training_seeds"] = {**final, "training_seeds": sorted(finals)}
         per_seed = ", ".join(f"{finals[s]['true']:.2f}" for s in sorted(finals))
+        over = f"over training seeds [{spread[0]:.3f}, {spread[1]:.3f}]; " if spread else ""
         lines += ["", f"Targets (issue 19), the job's execution at step {args.steps}, mean over training seeds "
                   f"{sorted(finals)} ({per_seed}): true instruction >= 0.85: **{final['true']:.3f}** "
-                  f"({'met' if final['true'] >= 0.85 else 'not met'}); wrong instruction <= chance + 5 points "
-                  f"(0.22): {final['wrong']:.3f}; paraphrase gap <= 0.05: {final['paraphrase_gap']:+.3f} "
-                  f"({'met' if final['paraphrase_gap'] <= 0.05 else 'not met'})."]
+                  f"({over}{'met' if final['true'] >= 0.85 else 'not met'}); "
+                  f"wrong instruction <= chance + 5 points (0.22): {final['wrong']:.3f}; paraphrase gap <= 0.05: "
+                  f"{final['paraphrase_gap']:+.3f} ({'met' if final['paraphrase_gap'] <= 0.05 else 'not met'})"
+                  + (f"; with grounding (training seeds {final['grounded_training_seeds']}): "
+                     f"{final['paraphrase_gap_grounded']:+.3f} "
+                     f"({'met' if final['paraphrase_gap_grounded'] <= 0.05 else 'not met'})" if grounded else "")
+                  + "."]
     (RESULTS / "language_recipe.md").write_text("\n".join(lines) + "\n")
-    path = RESULTS / "language.json"
-    table = json.loads(path.read_text()) if path.exists() else {}
     table["sort_job_recipe"] = res
     if "true" in final:
         if "same_scene_lr3e4" not in table:
@@ -141,33 +191,41 @@ def report(args: argparse.Namespace, out: Path) -> None:
                      same_scene_source="language_recipe.md: the job's recipe, step "
                                        f"{args.steps}, job execution, {args.episodes} seeds, mean over training "
                                        f"seeds {sorted(finals)}")
+        if grounded:
+            table["paraphrase_gap_grounded"] = final["paraphrase_gap_grounded"]
     path.write_text(json.dumps(table, indent=1))
     print("\n".join(lines))
 
 
-def device_lines(run: Path, res: dict[str, Any]) -> list[str]:
-    """The device run's evaluations (RUN/eval/<ablation>_<setting>, 50 seeds), paired within it; its
-    training (steps, batch, lr) read from its last checkpoint (RUN/checkpoints/step_*)."""
+def device_measure(run: Path, res: dict[str, Any]) -> None:
+    """The device run's evaluations (RUN/eval/<ablation>_<setting>, 50 seeds), paired within it, and its
+    training (steps, batch, lr) read from its last checkpoint (RUN/checkpoints/step_*), into `res`."""
     from vla.train.trainer import latest_checkpoint
 
-    ev = run / "eval"
-    o = {p.name: v for p in sorted(ev.glob("*")) if (v := read_seed_outcomes(p)) is not None}
+    o = {p.name: v for p in sorted((run / "eval").glob("*")) if (v := read_seed_outcomes(p)) is not None}
     ck = latest_checkpoint(run)
     if not o or ck is None:
-        return []
+        return
     state = json.loads((ck / "train_state.json").read_text())
-    r = {k: sum(v.values()) / len(v) for k, v in o.items()}
-    res[f"device_{state['step']}"] = r
-    lines = ["", f"The same recipe on a lent H200 (`{run.relative_to(ROOT) if run.is_relative_to(ROOT) else run}`: "
-             f"{state['step']:,} steps at batch {state['train_config']['batch_size']}, lr "
-             f"{state['train_config']['lr']:g}, demos collected there with EGL; 50 seeds 1000+; evaluated there):",
-             "", "| evaluation | success |", "|---|---|", *[f"| {k} | {v:.2f} |" for k, v in r.items()], ""]
+    res["device_train"] = {"run": str(run.relative_to(ROOT) if run.is_relative_to(ROOT) else run),
+                           "step": state["step"], "batch_size": state["train_config"]["batch_size"],
+                           "lr": state["train_config"]["lr"]}
+    res[f"device_{state['step']}"] = {k: sum(v.values()) / len(v) for k, v in o.items()}
     for a, b in (("true_plain", "true_job"), ("true_plain", "true_ns0"), ("true_ns0", "true_job")):
         if a in o and b in o:
-            d = paired_difference(o[a], o[b])
-            res[f"device_{b}_minus_{a}"] = d
-            lines.append(f"- {b} minus {a}: {format_paired(d)}")
-    return lines
+            res[f"device_{b}_minus_{a}"] = paired_difference(o[a], o[b])
+
+
+def device_lines(res: dict[str, Any]) -> list[str]:
+    t = res.get("device_train")
+    if t is None or f"device_{t['step']}" not in res:
+        return []
+    lines = ["", f"The same recipe on a lent H200 (`{t['run']}`: {t['step']:,} steps at batch {t['batch_size']}, "
+             f"lr {t['lr']:g}, demos collected there with EGL; 50 seeds 1000+; evaluated there):", "",
+             "| evaluation | success |", "|---|---|",
+             *[f"| {k} | {v:.2f} |" for k, v in res[f"device_{t['step']}"].items()], ""]
+    return lines + [f"- {m[1]} minus {m[2]}: {format_paired(v)}" for k, v in res.items()
+                    if (m := DEVICE_PAIR.fullmatch(k))]
 
 
 def main() -> None:
@@ -179,7 +237,8 @@ def main() -> None:
     ap.add_argument("--train-seed", type=int, default=0, help="train/eval: the training seed (0: the first run)")
     ap.add_argument("--episodes", type=int, default=100)
     ap.add_argument("--eval-steps", default="20000", help="eval/report: the checkpoints' steps")
-    ap.add_argument("--settings", default="job,plain,ns0", help="eval: the executions (SETTINGS), in this order")
+    ap.add_argument("--settings", default="job,grounded,plain,ns0",
+                    help="eval: the executions (SETTINGS), in this order")
     ap.add_argument("--n-action-steps", type=int, default=4, help="eval: actions run from each chunk")
     ap.add_argument("--device-run", default="", help="report: the device job's unpacked results")
     args = ap.parse_args()
