@@ -55,12 +55,10 @@ def phrasing_groups(aliases: Mapping[str, Sequence[str]]) -> list[tuple[str, ...
     return sorted(tuple(sorted(g)) for g in groups.values())
 
 
-def ground(query: np.ndarray, vocab: np.ndarray, group: np.ndarray, margin: float = DEFAULT_MARGIN,
-           min_cos: float = DEFAULT_MIN_COS) -> int | None:
-    """Which vocabulary phrasing stands for `query` (float[D]): the index of the most similar row of
-    `vocab` (float[N, D]) when its group (`group`: int[N]) leads every other group's best by at least
-    `margin` in cosine similarity and the similarity is at least `min_cos`; None (abstain) otherwise,
-    and always with a single group (there is no alternative to tell it from)."""
+def scores(query: np.ndarray, vocab: np.ndarray, group: np.ndarray) -> tuple[int, float, float]:
+    """(index of the most similar row of `vocab` (float[N, D]) to `query` (float[D]), its cosine
+    similarity, its lead over the best row of any other group (`group`: int[N]); the lead is -inf with a
+    single group)."""
     q = np.asarray(query, np.float64)
     v = np.asarray(vocab, np.float64)
     g = np.asarray(group)
@@ -69,9 +67,16 @@ def ground(query: np.ndarray, vocab: np.ndarray, group: np.ndarray, margin: floa
     sims = v @ q / (np.linalg.norm(v, axis=1) * np.linalg.norm(q) + 1e-12)
     best = int(np.argmax(sims))
     others = sims[g != g[best]]
-    if others.size == 0 or sims[best] < min_cos or sims[best] - others.max() < margin:
-        return None
-    return best
+    return best, float(sims[best]), float(sims[best] - others.max()) if others.size else float("-inf")
+
+
+def ground(query: np.ndarray, vocab: np.ndarray, group: np.ndarray, margin: float = DEFAULT_MARGIN,
+           min_cos: float = DEFAULT_MIN_COS) -> int | None:
+    """Which vocabulary phrasing stands for `query`: the most similar row of `vocab` when its group leads
+    every other group's best by at least `margin` in cosine similarity and the similarity is at least
+    `min_cos`; None (abstain) otherwise, and always with a single group (nothing to tell it from)."""
+    best, cos, lead = scores(query, vocab, group)
+    return best if cos >= min_cos and lead >= margin else None
 
 
 class GroundedEncoder:
@@ -157,3 +162,32 @@ def attach(policy: Any, path: str | Path, margin: float = DEFAULT_MARGIN,
     holder.language = enc
     policy.grounding = enc
     return enc
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m vla.policy.grounding ALIASES TEXT [TEXT ...]`: what each text would be grounded on, with
+    the similarity and the lead that decide it, to check a vocabulary and its margin before deploying."""
+    import argparse
+
+    from vla.policy.language import shared_encoder
+
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("aliases", help="the aliases file: {instruction: [paraphrase, ...]}")
+    ap.add_argument("texts", nargs="+")
+    ap.add_argument("--margin", type=float, default=DEFAULT_MARGIN)
+    ap.add_argument("--min-cos", type=float, default=DEFAULT_MIN_COS)
+    args = ap.parse_args(argv)
+    try:
+        enc = GroundedEncoder(shared_encoder(), load_vocab(args.aliases), args.margin, args.min_cos)
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"error: {e}") from None
+    vocab = enc.base.encode(enc.phrasings)
+    for text in args.texts:
+        best, cos, lead = scores(enc.base.encode([enc.check(text)])[0], vocab, enc.group)
+        enc.encode([text])
+        print(f"{text!r}: {'-> ' + repr(enc.grounded_to(text)) if enc.grounded_to(text) else 'as said'} "
+              f"(nearest {enc.phrasings[best]!r}, cosine {cos:.3f}, lead {lead:+.3f})")
+
+
+if __name__ == "__main__":
+    main()

@@ -82,3 +82,14 @@ def test_attach_grounds_one_policy_and_leaves_the_shared_encoder(tmp_path: Path)
     enc = attach(grounded, sort_vocab(tmp_path))
     assert grounded.grounding is enc and grounded.model.language is enc
     assert plain.model.language is shared_encoder()
+
+
+def test_the_command_line_says_what_each_text_would_become(tmp_path: Path, capsys) -> None:
+    from vla.policy.grounding import main
+
+    main([str(sort_vocab(tmp_path)), "drop the red cube into the white region", "sort the cubes"])
+    held, vague = capsys.readouterr().out.splitlines()
+    assert "-> '" in held and "red cube" in held.split("->")[1] and "white" in held.split("->")[1]
+    assert "as said" in vague and "lead +0.0" in vague
+    with pytest.raises(SystemExit, match=r"error: .*nowhere\.json"):
+        main([str(tmp_path / "nowhere.json"), "x"])
