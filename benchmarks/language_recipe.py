@@ -159,40 +159,44 @@ def report(args: argparse.Namespace, out: Path) -> None:
     # the headline: the job's execution of the finished recipe, averaged over the training seeds run
     finals = {int(m[1]): v for k, v in res.items()
               if (m := ROW.fullmatch(k)) and m[3] == "job" and int(m[2]) == args.steps}
-    final = {k: float(np.mean([f[k] for f in finals.values()]))
-             for k in ("true", "wrong", "neutral", "heldout") if finals and all(k in f for f in finals.values())}
-    grounded = [f["paraphrase_gap_grounded"] for f in finals.values() if "paraphrase_gap_grounded" in f]
+    keys = ("true", "wrong", "neutral", "heldout", "paraphrase_gap", "paraphrase_gap_grounded")
+    # each figure over the training seeds that have it (a seed's evaluations may still be running); the
+    # gaps are each seed's own (true minus held-out on the same seeds), averaged
+    have = {k: sorted(s for s, f in finals.items() if f.get(k) is not None) for k in keys}
+    final: dict[str, Any] = {k: float(np.mean([finals[s][k] for s in have[k]])) for k in keys if have[k]}
     if "true" in final:
-        final["paraphrase_gap"] = final["true"] - final["heldout"]
-        spread = t_interval([f["true"] for f in finals.values()]) if len(finals) > 1 else None
+        spread = t_interval([finals[s]["true"] for s in have["true"]]) if len(have["true"]) > 1 else None
         final["true_95_over_training_seeds"] = list(spread) if spread else None
-        if grounded:
-            final["paraphrase_gap_grounded"] = float(np.mean(grounded))
-            final["grounded_training_seeds"] = sorted(s for s, f in finals.items() if "paraphrase_gap_grounded" in f)
-        res["mean_over_training_seeds"] = {**final, "training_seeds": sorted(finals)}
-        per_seed = ", ".join(f"{finals[s]['true']:.2f}" for s in sorted(finals))
+        res["mean_over_training_seeds"] = {**final, "training_seeds": sorted(finals),
+                                           "seeds_per_figure": {k: v for k, v in have.items() if v}}
+
+        def target(k: str, name: str, ok: bool, fmt: str = ".3f") -> str:
+            if k not in final:
+                return f"{name}: not measured"
+            seeds = "" if have[k] == have["true"] else f" (training seeds {have[k]})"
+            return f"{name}: {final[k]:{fmt}}{seeds} ({'met' if ok else 'not met'})"
+
+        per_seed = ", ".join(f"{finals[s]['true']:.2f}" for s in have["true"])
         over = f"over training seeds [{spread[0]:.3f}, {spread[1]:.3f}]; " if spread else ""
         lines += ["", f"Targets (issue 19), the job's execution at step {args.steps}, mean over training seeds "
-                  f"{sorted(finals)} ({per_seed}): true instruction >= 0.85: **{final['true']:.3f}** "
+                  f"{have['true']} ({per_seed}): true instruction >= 0.85: **{final['true']:.3f}** "
                   f"({over}{'met' if final['true'] >= 0.85 else 'not met'}); "
-                  f"wrong instruction <= chance + 5 points (0.22): {final['wrong']:.3f}; paraphrase gap <= 0.05: "
-                  f"{final['paraphrase_gap']:+.3f} ({'met' if final['paraphrase_gap'] <= 0.05 else 'not met'})"
-                  + (f"; with grounding (training seeds {final['grounded_training_seeds']}): "
-                     f"{final['paraphrase_gap_grounded']:+.3f} "
-                     f"({'met' if final['paraphrase_gap_grounded'] <= 0.05 else 'not met'})" if grounded else "")
-                  + "."]
+                  + "; ".join([target("wrong", "wrong instruction <= chance + 5 points (0.22)",
+                                      final.get("wrong", 1.0) <= 0.22),
+                               target("paraphrase_gap", "paraphrase gap <= 0.05",
+                                      final.get("paraphrase_gap", 1.0) <= 0.05, "+.3f"),
+                               target("paraphrase_gap_grounded", "with grounding",
+                                      final.get("paraphrase_gap_grounded", 1.0) <= 0.05, "+.3f")]) + "."]
     (RESULTS / "language_recipe.md").write_text("\n".join(lines) + "\n")
     table["sort_job_recipe"] = res
     if "true" in final:
         if "same_scene_lr3e4" not in table:
             table["same_scene_lr3e4"] = {k: table.get(k) for k in SAME_SCENE_KEYS}
-        table.update(same_scene_true=final["true"], same_scene_wrong=final["wrong"],
-                     same_scene_neutral=final["neutral"], paraphrase_gap=final["paraphrase_gap"],
-                     same_scene_source="language_recipe.md: the job's recipe, step "
-                                       f"{args.steps}, job execution, {args.episodes} seeds, mean over training "
-                                       f"seeds {sorted(finals)}")
-        if grounded:
-            table["paraphrase_gap_grounded"] = final["paraphrase_gap_grounded"]
+        table.update({f"same_scene_{k}": final[k] for k in ("true", "wrong", "neutral") if k in final})
+        table.update({k: final[k] for k in ("paraphrase_gap", "paraphrase_gap_grounded") if k in final})
+        table["same_scene_source"] = (f"language_recipe.md: the job's recipe, step {args.steps}, job execution, "
+                                      f"{args.episodes} seeds, mean over the training seeds that have each figure "
+                                      "(sort_job_recipe.mean_over_training_seeds.seeds_per_figure)")
     path.write_text(json.dumps(table, indent=1))
     print("\n".join(lines))
 
