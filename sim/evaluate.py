@@ -141,8 +141,12 @@ class EvalConfig:
         if self.instruction and not self.instruction.strip():
             raise ValueError("instruction must be text or empty (the task's own), got only whitespace")
         if self.instruction_vocab:
+            from sim.policies import BUILTIN
             from vla.policy.grounding import DEFAULT_MIN_COS, check_thresholds, load_vocab
 
+            if self.policy in BUILTIN:
+                raise ValueError(f"instruction_vocab grounds a checkpoint's instructions; policy '{self.policy}' "
+                                 "takes none")
             check_thresholds(self.instruction_vocab_margin, DEFAULT_MIN_COS)
             load_vocab(self.instruction_vocab)  # a missing or malformed file fails here, not in a worker
         if self.intervener_args:

@@ -365,4 +365,6 @@ def test_a_grounded_heldout_phrasing_drives_the_policy_as_its_training_phrasing_
     assert np.array_equal(g_store.episode(0).steps["action"][:n], s_store.episode(0).steps["action"])
     assert not np.array_equal(g_store.episode(0).steps["action"], p_store.episode(0).steps["action"])
     with pytest.raises(FileNotFoundError, match=r"nowhere\.json"):
-        EvalConfig(task="sort", instruction_vocab=str(tmp_path / "nowhere.json")).validate()
+        EvalConfig(task="sort", policy=ck, instruction_vocab=str(tmp_path / "nowhere.json")).validate()
+    with pytest.raises(ValueError, match="policy 'zero' takes none"):
+        EvalConfig(task="sort", policy="zero", instruction_vocab=str(vocab)).validate()
