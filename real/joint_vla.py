@@ -331,7 +331,7 @@ def resolve_policy_folder(path: str | Path, backend: str) -> Path:
 
 def make_joint_vla(path: str, dt: float, action_dim: int, backend: str = "onnx", seed: int = 0,
                    delay_s: float = 0.0, select: int = 1, select_by: str = "coherence", select_cfn: str = "",
-                   instruction_vocab: str = "", instruction_vocab_margin: float = 0.03,
+                   instruction_vocab: str = "", instruction_vocab_margin: float = 0.05,
                    **unknown: Any) -> JointSpaceVLA:
     """Policy factory for `real.config.make_policy` (`{factory: "real.joint_vla:make_joint_vla", ...}`).
     `select: N` > 1 samples N chunks in one batched call and runs the best by `select_by` (coherence |

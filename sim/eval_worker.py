@@ -160,9 +160,9 @@ def run_worker(spec: dict[str, Any]) -> Iterator[EpisodeResult]:
                          seed=spec["seeds"][0] if spec["seeds"] else 0, noise_scale=spec.get("noise_scale"),
                          rot_speed=spec.get("expert_rot_speed"), drop=spec.get("expert_drop", 0.0))
     if spec.get("instruction_vocab"):
-        from vla.policy.grounding import attach
+        from vla.policy.grounding import DEFAULT_MARGIN, attach
 
-        attach(policy, spec["instruction_vocab"], spec.get("instruction_vocab_margin", 0.03))
+        attach(policy, spec["instruction_vocab"], spec.get("instruction_vocab_margin", DEFAULT_MARGIN))
     intervener = None
     if spec["intervener"]:
         from sim.intervener import ExpertIntervener

@@ -99,10 +99,10 @@ class EvalConfig:
     instruction: str = ""
     # checkpoints: ground instructions the policy never saw on the phrasings it was trained on, grouped by
     # meaning (an aliases file {instruction: [paraphrase, ...]}, the one given to data.instruction_aliases):
-    # an unseen text is replaced by the nearest phrasing when that one's group leads the next by
-    # instruction_vocab_margin in cosine similarity, and passes as said otherwise (vla.policy.grounding)
+    # an unseen text is replaced by a phrasing of the nearest meaning when that one leads the next by
+    # instruction_vocab_margin in relative (whitened) distance, and passes as said otherwise (vla.policy.grounding)
     instruction_vocab: str = ""
-    instruction_vocab_margin: float = 0.03
+    instruction_vocab_margin: float = 0.05
     backend: str = "local"  # local: worker subprocesses here | ray: Ray tasks (sim/ray_backend.py)
     ray_address: str = ""  # ray: HOST:PORT of a cluster's head, "auto", or "" for a private one-machine cluster
 

@@ -3,7 +3,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vla.policy.grounding import GroundedEncoder, attach, ground, load_vocab, phrasing_groups
+from vla.policy.grounding import GroundedEncoder, attach, ground, load_vocab, phrasing_groups, scores
 from vla.policy.language import shared_encoder
 
 
@@ -13,18 +13,39 @@ def test_groups_merge_phrasings_that_share_a_paraphrase_and_ignore_file_order() 
     assert phrasing_groups(dict(reversed(list(aliases.items())))) == phrasing_groups(aliases)
 
 
-def test_ground_takes_the_nearest_phrasing_only_when_its_group_leads_by_the_margin() -> None:
-    vocab = np.array([[1.0, 0.0, 0.0], [0.8, 0.0, 0.6], [0.0, 1.0, 0.0]])
-    group = np.array([0, 0, 1])
-    assert ground(np.array([0.7, 0.05, 0.5]), vocab, group) == 1
-    assert ground(np.array([2.0, 0.0, 0.0]), vocab, group) == 0  # cosine: the query's length does not matter
-    tie = np.array([1.0, 1.0, 0.0])  # as close to group 0's best as to group 1's
-    assert ground(tie, vocab, group, margin=0.03) is None
-    assert ground(tie, vocab, group, margin=0.0) in (0, 2)
-    assert ground(tie + np.array([0.0, -0.05, 0.0]), vocab, group, margin=0.03) == 0  # leads by 0.036
+def unit(x: np.ndarray) -> np.ndarray:
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+def test_whitening_discounts_template_wording_that_the_vocabulary_shows_varies_within_a_goal() -> None:
+    # two goals (x = +-0.5) said with three templates (y, -y, z); the query is goal a in template y,
+    # which the vocabulary has only for goal b: by cosine its nearest phrasing is b's, but every goal's
+    # phrasings spread along y and z, so the whitened metric reads the goal off x
+    a, b, t1, t2, t3 = [0.5, 0, 0], [-0.5, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1]
+    vocab = unit(np.array([np.add(a, t2), np.add(a, t3), np.add(b, t1), np.add(b, t2), np.add(b, t3)], float))
+    group = np.array([0, 0, 1, 1, 1])
+    query = unit(np.add(a, t1).astype(float))
+    assert int(np.argmax(vocab @ query)) == 2  # the nearest phrasing is goal b's
+    best, cos, lead = scores(query, vocab, group)
+    assert group[best] == 0 and lead > 0.05
+    assert cos == pytest.approx(max(vocab[group == 0] @ query))  # the chosen goal's most similar phrasing
+    assert ground(query, vocab, group, min_cos=0.0) in (0, 1)  # (3-d vectors: cosines far below a sentence's)
+    # with no within-goal spread to learn from, the metric is the plain one: goal b's template-y phrasing wins
+    best0, _, _ = scores(query, vocab, group, shrinkage=1.0)
+    assert group[best0] == 1
+
+
+def test_ground_abstains_on_ties_far_texts_and_single_groups() -> None:
+    vocab = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])  # one phrasing per group: nearest phrasing
+    group = np.array([0, 1])
+    assert ground(np.array([2.0, 0.3, 0.0]), vocab, group) == 0  # the query's length does not matter
+    tie = np.array([1.0, 1.0, 0.0])
+    assert scores(tie, vocab, group)[2] == pytest.approx(0.0)
+    assert ground(tie, vocab, group, margin=0.05) is None
+    assert ground(tie + np.array([0.0, 0.2, 0.0]), vocab, group, margin=0.05) == 1
     # far from everything: abstains below min_cos even with a clear leader
-    assert ground(np.array([0.0, 0.3, -1.0]), vocab, group, margin=0.0, min_cos=0.5) is None  # best: 0.29
-    assert ground(np.array([1.0, 0.0, 0.0]), vocab, np.zeros(3, int)) is None  # one group: nothing to choose
+    assert ground(np.array([0.3, 0.0, -1.0]), vocab, group, margin=0.0, min_cos=0.5) is None  # cosine 0.29
+    assert ground(np.array([1.0, 0.0, 0.0]), vocab, np.zeros(2, int)) is None  # one group: nothing to choose
     with pytest.raises(ValueError, match="shapes"):
         ground(np.ones(2), vocab, group)
 
@@ -90,6 +111,8 @@ def test_the_command_line_says_what_each_text_would_become(tmp_path: Path, capsy
     main([str(sort_vocab(tmp_path)), "drop the red cube into the white region", "sort the cubes"])
     held, vague = capsys.readouterr().out.splitlines()
     assert "-> '" in held and "red cube" in held.split("->")[1] and "white" in held.split("->")[1]
-    assert "as said" in vague and "lead +0.0" in vague
+    assert "as said" in vague
     with pytest.raises(SystemExit, match=r"error: .*nowhere\.json"):
         main([str(tmp_path / "nowhere.json"), "x"])
+    with pytest.raises(SystemExit, match=r"error: '  ': .*empty"):
+        main([str(sort_vocab(tmp_path)), "  "])
