@@ -154,7 +154,11 @@ def report(args: argparse.Namespace, out: Path) -> None:
                   "better / worse):", "", *paired]
     if gaps:
         lines += ["", "With grounding, the held-out phrasing minus the true instruction (the paraphrase gap, paired "
-                  "by seed):", "", *gaps]
+                  "by seed):", "", *gaps, "", "How often grounding picks the right meaning, abstains or picks a wrong "
+                  "one on phrasings left out of other vocabularies (Meta-World's, LIBERO-Goal's): grounding.md. "
+                  "Seed 2's grounded run used the nearest-phrasing rule that preceded the whitened one; both ground "
+                  "each of sort's 12 held-out phrasings on the same training phrasing, so its inputs are the "
+                  "same."]
     lines += device_lines(res)
     # the headline: the job's execution of the finished recipe, averaged over the training seeds run
     finals = {int(m[1]): v for k, v in res.items()
