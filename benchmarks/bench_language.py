@@ -419,7 +419,10 @@ def report(args: argparse.Namespace) -> None:
                   "`language_ensemble.md` (stop 33). The recipe trained and executed as the main job's policy "
                   "(lr 1e-3, chunks from the prior's mean, the temporal ensemble): `language_recipe.md` (stop 36); "
                   "the `same_scene_*` keys of language.json are that recipe's (the figures on this page are "
-                  "the first recipe's)."]
+                  "the first recipe's). Unseen phrasings grounded on the training ones (`instruction_vocab=`, "
+                  "`vla.policy.grounding`): `language_recipe.md`'s grounded column; how often grounding picks the "
+                  "right meaning, abstains or picks a wrong one on left-out phrasings of sort, Meta-World and "
+                  "LIBERO-Goal: `grounding.md`."]
     alias_lines, alias_res = alias_report(out)
     lines += alias_lines
     res.update(alias_res)
