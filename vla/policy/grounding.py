@@ -240,7 +240,8 @@ def main(argv: list[str] | None = None) -> None:
         best, cos, lead = scores(enc.base.encode([text])[0], vocab, enc.group)
         enc.encode([text])
         print(f"{text!r}: {'-> ' + repr(enc.grounded_to(text)) if enc.grounded_to(text) else 'as said'} "
-              f"(nearest {enc.phrasings[best]!r}, cosine {cos:.3f}, lead {lead:+.3f})")
+              f"(nearest meaning's closest phrasing {enc.phrasings[best]!r}, cosine {cos:.3f}, lead {lead:+.3f} "
+              f"against the margin {args.margin:g})")
 
 
 if __name__ == "__main__":
