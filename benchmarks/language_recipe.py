@@ -18,6 +18,10 @@ as every earlier language figure) and `job` (the job's execution):
   python benchmarks/language_recipe.py eval --episodes 100 --train-seed 1
   python benchmarks/language_recipe.py report --device-run runs/device_sort2
 
+Training runs one thread per process unless OMP_NUM_THREADS is set (`wm_candidates.ENV`): alone on this
+2-core machine, `OMP_NUM_THREADS=2 python benchmarks/language_recipe.py train ...` takes ~95 min for the
+20,000 steps instead of ~160.
+
 `--device-run`: the same recipe trained on a lent H200 (`tools/device/job_sort.py` with
 `JOB_LR=1e-3 JOB_BATCH=128`, 4,000 steps; its evaluations unpacked into RUN/eval/<name>), shown
 beside. The job's execution at the last step, averaged over the training seeds run, becomes the
