@@ -336,8 +336,9 @@ def make_joint_vla(path: str, dt: float, action_dim: int, backend: str = "onnx",
     """Policy factory for `real.config.make_policy` (`{factory: "real.joint_vla:make_joint_vla", ...}`).
     `select: N` > 1 samples N chunks in one batched call and runs the best by `select_by` (coherence |
     cfn | both; cfn needs `select_cfn`, a folder from `real.selection.save_cfn`): real/selection.py.
-    `instruction_vocab`: the training phrasings' aliases file; an instruction from the topic that the
-    policy never saw is grounded on the nearest of them when unambiguous (vla.policy.grounding)."""
+    `instruction_vocab`: "checkpoint" (the training phrasings the checkpoint carries), their aliases file
+    or another checkpoint's folder; an instruction from the topic that the policy never saw is grounded
+    on the nearest of them when unambiguous (vla.policy.grounding)."""
     from sim.policies import load_policy
 
     if unknown:

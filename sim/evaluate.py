@@ -98,9 +98,11 @@ class EvalConfig:
     # of the episode's goal), for the language ablations; the scene and the goal stay the episode's own
     instruction: str = ""
     # checkpoints: ground instructions the policy never saw on the phrasings it was trained on, grouped by
-    # meaning (an aliases file {instruction: [paraphrase, ...]}, the one given to data.instruction_aliases):
-    # an unseen text is replaced by a phrasing of the nearest meaning when that one leads the next by
-    # instruction_vocab_margin in relative (whitened) distance, and passes as said otherwise (vla.policy.grounding)
+    # meaning: "checkpoint" (those the checkpoint carries: its training instructions with their aliases),
+    # an aliases file {instruction: [paraphrase, ...]} (the one given to data.instruction_aliases) or
+    # another checkpoint's folder. An unseen text is replaced by a phrasing of the nearest meaning when that
+    # one leads the next by instruction_vocab_margin in relative (whitened) distance, and passes as said
+    # otherwise (vla.policy.grounding)
     instruction_vocab: str = ""
     instruction_vocab_margin: float = 0.05
     backend: str = "local"  # local: worker subprocesses here | ray: Ray tasks (sim/ray_backend.py)
@@ -142,13 +144,21 @@ class EvalConfig:
             raise ValueError("instruction must be text or empty (the task's own), got only whitespace")
         if self.instruction_vocab:
             from sim.policies import BUILTIN
-            from vla.policy.grounding import DEFAULT_MIN_COS, check_thresholds, load_vocab
+            from vla.policy.grounding import DEFAULT_MIN_COS, OWN, check_thresholds, load_vocab
 
             if self.policy in BUILTIN:
                 raise ValueError(f"instruction_vocab grounds a checkpoint's instructions; policy '{self.policy}' "
                                  "takes none")
             check_thresholds(self.instruction_vocab_margin, DEFAULT_MIN_COS)
-            load_vocab(self.instruction_vocab)  # a missing or malformed file fails here, not in a worker
+            # a missing or malformed file (or a checkpoint without phrasings) fails here, not in a worker;
+            # a wrapped policy spec's own phrasings are checked when its worker loads it
+            if self.instruction_vocab != OWN:
+                load_vocab(self.instruction_vocab)
+            elif Path(self.policy).is_dir():
+                try:
+                    load_vocab(self.policy)
+                except ValueError as e:
+                    raise ValueError(f"instruction_vocab={OWN}: {e}") from None
         if self.intervener_args:
             from sim.eval_worker import intervener_args
 

@@ -22,10 +22,12 @@ from sim.tasks.native.pick_place import PickPlaceEnv
 CAMERAS = ("agentview", "robot0_eye_in_hand")
 
 
-def build_tiny_checkpoint(path: Path, image_size: int = 84, state_quats: tuple[int, ...] = (3,)) -> Path:
+def build_tiny_checkpoint(path: Path, image_size: int = 84, state_quats: tuple[int, ...] = (3,),
+                          groups: list[tuple[str, ...]] | None = None) -> Path:
     """A real VLAModel checkpoint for the native pick_place interface (2 cameras, 9-d proprio, 7-d
     EE actions), fresh weights and plausible statistics; saved with the repo's checkpoint code.
-    `state_quats=()` is a checkpoint from before the quaternion's 6D features."""
+    `state_quats=()` is a checkpoint from before the quaternion's 6D features; `groups`: the training
+    phrasings it carries (none by default, as a checkpoint from before they were saved)."""
     from vla.data.stats import ByteHistogramStats, RunningStats
     from vla.policy.checkpoint import save_checkpoint
     from vla.policy.config import load_policy_config
@@ -48,6 +50,7 @@ def build_tiny_checkpoint(path: Path, image_size: int = 84, state_quats: tuple[i
         stats[f"images/{cam}"] = hist.finish()
     model = VLAModel(cfg, stats)
     model.language.encode(list(PickPlaceEnv.INSTRUCTIONS))  # cached in the checkpoint
+    model.instruction_groups = list(groups or [])
     return save_checkpoint(path, model, stats)
 
 
@@ -302,6 +305,8 @@ def test_factory_grounds_unseen_instructions_from_the_topic(tmp_path: Path) -> N
     assert pol.vla.grounding.grounded_to(said) == known
     np.testing.assert_array_equal(chunk, same)
     assert pol.sample_chunk([{**obs, "state": q}]).shape == (1, 16, len(JOINT_NAMES))
+    with pytest.raises(ValueError, match=r"instruction_vocab=checkpoint: .*0 group"):  # ckpt carries none
+        make_joint_vla(str(ckpt), dt=CONTROL_DT, action_dim=8, backend="torch", instruction_vocab="checkpoint")
 
 
 def test_factory_warns_on_a_policy_that_reads_the_quaternion_raw(tmp_path: Path, recwarn) -> None:

@@ -342,10 +342,11 @@ def test_a_temporal_ensemble_executes_the_mean_of_every_chunks_prediction(tmp_pa
 def test_a_grounded_heldout_phrasing_drives_the_policy_as_its_training_phrasing_does(tmp_path: Path) -> None:
     from sim.tasks.native.sort import instruction_aliases
     from tests.real.test_joint_vla import build_tiny_checkpoint
+    from vla.policy.grounding import phrasing_groups
 
     vocab = tmp_path / "aliases.json"
     vocab.write_text(json.dumps(instruction_aliases()))
-    ck = str(build_tiny_checkpoint(tmp_path / "ck"))
+    ck = str(build_tiny_checkpoint(tmp_path / "ck", groups=phrasing_groups(instruction_aliases())))
 
     def run(name: str, **kw: object) -> tuple[dict, EpisodeStore]:
         cfg = EvalConfig(task="sort", policy=ck, seed_start=3, workers=1, videos=0, horizon=6,
@@ -357,6 +358,8 @@ def test_a_grounded_heldout_phrasing_drives_the_policy_as_its_training_phrasing_
     assert grounded["grounded_episodes"] == 2
     targets = [e["grounded_to"] for e in grounded["episodes_detail"]]
     assert all(t in instruction_aliases() or any(t in v for v in instruction_aliases().values()) for t in targets)
+    own, _ = run("own", instruction="@heldout", instruction_vocab="checkpoint")  # the phrasings ck carries
+    assert [e["grounded_to"] for e in own["episodes_detail"]] == targets
     plain, p_store = run("plain", instruction="@heldout")
     assert plain["grounded_episodes"] == 0
     # the episode with the training phrasing it was grounded on, told literally: the same actions
@@ -368,3 +371,6 @@ def test_a_grounded_heldout_phrasing_drives_the_policy_as_its_training_phrasing_
         EvalConfig(task="sort", policy=ck, instruction_vocab=str(tmp_path / "nowhere.json")).validate()
     with pytest.raises(ValueError, match="policy 'zero' takes none"):
         EvalConfig(task="sort", policy="zero", instruction_vocab=str(vocab)).validate()
+    bare = str(build_tiny_checkpoint(tmp_path / "bare"))
+    with pytest.raises(ValueError, match=r"instruction_vocab=checkpoint: .*bare: its phrasings form 0 group"):
+        EvalConfig(task="sort", policy=bare, instruction_vocab="checkpoint").validate()

@@ -5,7 +5,9 @@
     ema.safetensors          EMA weights (optional; preferred by `load_model` when present)
     stats.json               the normalisation statistics the model was built from
     instructions.safetensors cached instruction embeddings (names in the metadata), so inference
-                             on known instructions does not need the language model
+                             on known instructions does not need the language model; the metadata's
+                             `groups` are the training phrasings grouped by meaning (the model's
+                             `instruction_groups`, what `instruction_vocab=checkpoint` grounds on)
     optimizer.safetensors    (training only) optimizer tensors; `train_state.json` the rest
 
 A folder is written under a temporary name and renamed, so a crash never leaves a half-written
@@ -145,11 +147,7 @@ def save_checkpoint(path: str | Path, model: VLAModel, stats: dict[str, Stats] |
         _save_tensors(ema_state, tmp / "ema.safetensors")
     if stats is not None:
         (tmp / "stats.json").write_text(json.dumps({k: s.to_json() for k, s in stats.items()}))
-    table = model.language.cached()
-    if table:
-        names = sorted(table)
-        _save_tensors({"embeddings": torch.from_numpy(np.stack([table[n] for n in names]))},
-                      tmp / "instructions.safetensors", metadata={"instructions": json.dumps(names)})
+    write_instruction_table(tmp / "instructions.safetensors", model.language.cached(), model.instruction_groups)
     if optimizer_tensors is not None:
         _save_tensors(optimizer_tensors, tmp / "optimizer.safetensors")
     if train_state is not None:
@@ -185,6 +183,43 @@ def load_config(path: str | Path) -> PolicyConfig:
         return PolicyConfig.from_dict(meta["policy"])
     except (TypeError, ValueError) as e:
         raise CheckpointError(f"{folder / 'config.json'}: invalid policy config ({e})") from e
+
+
+def write_instruction_table(path: Path, table: dict[str, np.ndarray], groups: list[tuple[str, ...]]) -> None:
+    """instructions.safetensors: the cached embeddings, with the phrasing groups in the metadata; nothing
+    is written when there is neither."""
+    if not table and not groups:
+        return
+    from safetensors.numpy import save_file
+
+    names = sorted(table)
+    emb = np.stack([table[n] for n in names]).astype(np.float32) if names else np.zeros((0, EMBED_DIM), np.float32)
+    meta = {"instructions": json.dumps(names)}
+    if groups:
+        meta["groups"] = json.dumps([list(g) for g in groups])
+    save_file({"embeddings": emb}, str(path), metadata=meta)
+
+
+def load_instruction_groups(folder: str | Path) -> list[tuple[str, ...]]:
+    """The phrasing groups a checkpoint or ONNX export carries ([] for one trained before they were
+    saved, or without instructions)."""
+    folder = Path(folder)
+    path = folder / "instructions.safetensors"
+    if not _expected(folder, path.name):
+        return []
+    from safetensors import safe_open
+
+    verify_file(path)
+    try:
+        with safe_open(str(path), "np") as f:
+            groups = json.loads((f.metadata() or {}).get("groups", "[]"))
+    except (OSError, ValueError, TypeError) as e:
+        raise CheckpointError(f"checkpoint file is corrupt: {path} ({e!r})") from None
+    if not (isinstance(groups, list) and all(isinstance(g, list) and g and all(isinstance(p, str) for p in g)
+                                             for g in groups)):
+        raise CheckpointError(f"checkpoint file is corrupt: {path}: its 'groups' metadata is not a list of lists "
+                              "of phrasings")
+    return [tuple(g) for g in groups]
 
 
 def load_instruction_table(folder: Path) -> dict[str, np.ndarray]:
@@ -292,6 +327,7 @@ def load_model(path: str | Path, use_ema: bool = True, device: str | torch.devic
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise CheckpointError(f"checkpoint file is corrupt: {folder / 'stats.json'} ({e!r})") from None
     model.language.preload(load_instruction_table(folder))
+    model.instruction_groups = load_instruction_groups(folder)
     return model.to(device).eval(), stats
 
 

@@ -4,7 +4,7 @@
                   -> context tokens + mask  (image/state normalisation inside the graph)
     step.onnx     (x, per-position tau, context, mask) -> velocity
     runtime.json  config, input names, action centre/scale, format version
-    instructions.safetensors  cached instruction embeddings (as in the checkpoint)
+    instructions.safetensors  cached instruction embeddings and phrasing groups (as in the checkpoint)
 
 Why two graphs and not one unrolled loop: the K Euler steps, the committed prefix and the guidance
 hook stay in (numpy) Python, so the ONNX policy supports `prefix` and `guidance` exactly like the
@@ -33,7 +33,13 @@ import torch
 
 from vla.interfaces import GuidanceFn, Observation
 from vla.policy import flow
-from vla.policy.checkpoint import CheckpointError, load_instruction_table, load_model
+from vla.policy.checkpoint import (
+    CheckpointError,
+    load_instruction_groups,
+    load_instruction_table,
+    load_model,
+    write_instruction_table,
+)
 from vla.policy.config import PolicyConfig
 from vla.policy.language import EMBED_DIM, InstructionEncoder
 from vla.policy.model import VLAModel, check_prefix
@@ -117,13 +123,8 @@ def export_onnx(source: str | Path | VLAModel, out_dir: str | Path, camera_sizes
     (out / "runtime.json").write_text(json.dumps(meta, indent=2))
     if folder is not None and (folder / "instructions.safetensors").exists():
         shutil.copy2(folder / "instructions.safetensors", out / "instructions.safetensors")
-    elif model.language.cached():
-        from safetensors.numpy import save_file
-
-        table = model.language.cached()
-        names = sorted(table)
-        save_file({"embeddings": np.stack([table[n] for n in names])}, str(out / "instructions.safetensors"),
-                  metadata={"instructions": json.dumps(names)})
+    else:
+        write_instruction_table(out / "instructions.safetensors", model.language.cached(), model.instruction_groups)
     return out
 
 
@@ -171,6 +172,7 @@ class OnnxPolicy:
         self.scale = np.asarray(meta["action_scale"], np.float32)
         self.language = language or InstructionEncoder()
         self.language.preload(load_instruction_table(self.folder))
+        self.instruction_groups = load_instruction_groups(self.folder)
         self.history = ObservationHistory(self.cfg.cameras, self.cfg.state_dim, self.cfg.n_obs_steps)
         self.seed = seed
         self.rng = np.random.default_rng(seed)

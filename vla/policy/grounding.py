@@ -7,7 +7,8 @@ language onto what the robot knows is how SayCan (arXiv 2204.01691) picks a skil
 instruction against every skill's text and takes the best. Ours differs in three ways:
 
 - the texts are the training phrasings, grouped by meaning (the `data.instruction_aliases` file:
-  `{instruction: [paraphrase, ...]}`, groups that share a phrasing merged), scored with the policy's own
+  `{instruction: [paraphrase, ...]}`, groups that share a phrasing merged; `vla train` saves these groups
+  with the checkpoint, so `instruction_vocab=checkpoint` needs no file), scored with the policy's own
   frozen sentence embeddings (all-MiniLM-L6-v2), not by an LLM;
 - the meaning is the group whose mean embedding is nearest after whitening by how phrasings of one
   meaning vary (a shrunk within-group covariance: linear discriminant analysis, Fisher 1936; shrinkage
@@ -186,29 +187,48 @@ def check_thresholds(margin: float, min_cos: float) -> None:
         raise ValueError(f"instruction_vocab_min_cos must be a cosine in [-1, 1], got {min_cos}")
 
 
+# `instruction_vocab=checkpoint`: the phrasing groups the policy's own checkpoint carries (its training
+# instructions with their aliases, saved by `vla train`)
+OWN = "checkpoint"
+
+
 def load_vocab(path: str | Path) -> list[tuple[str, ...]]:
     """The phrasing groups of an aliases file (`vla.data.dataset.load_instruction_aliases`'s format and
-    checks), which must tell at least two meanings apart."""
+    checks), or those a checkpoint or ONNX export folder carries; they must tell at least two meanings
+    apart."""
+    if Path(path).is_dir():
+        from vla.policy.checkpoint import load_instruction_groups
+
+        return check_groups(load_instruction_groups(path), str(path))
     from vla.data.dataset import load_instruction_aliases
 
-    groups = phrasing_groups(load_instruction_aliases(path))
+    return check_groups(phrasing_groups(load_instruction_aliases(path)), str(path))
+
+
+def check_groups(groups: list[tuple[str, ...]], source: str) -> list[tuple[str, ...]]:
     if len(groups) < 2:
-        raise ValueError(f"{path}: its phrasings form {len(groups)} group of meaning; grounding needs >= 2 to "
-                         "choose between")
+        raise ValueError(f"{source}: its phrasings form {len(groups)} group(s) of meaning; grounding needs >= 2 "
+                         "to choose between (a checkpoint saved before it carried its training phrasings, or "
+                         "trained on one instruction: pass its aliases file)")
     return groups
 
 
 def attach(policy: Any, path: str | Path, margin: float = DEFAULT_MARGIN,
            min_cos: float = DEFAULT_MIN_COS) -> GroundedEncoder:
-    """Ground `policy`'s instructions on the phrasings of the aliases file `path`: the torch policy's
-    model encoder or the ONNX export's, whichever it has (this policy only: the process-wide encoder
-    other policies share is left as it is). Returns the encoder, also kept as `policy.grounding`."""
+    """Ground `policy`'s instructions on the phrasings of `path`: an aliases file, a checkpoint folder,
+    or `OWN` ("checkpoint") for the groups the policy itself was loaded with. The torch policy's model
+    encoder or the ONNX export's, whichever it has, is wrapped (this policy only: the process-wide
+    encoder other policies share is left as it is). Returns the encoder, also kept as `policy.grounding`."""
     holder = getattr(policy, "model", None)
     if holder is None or not hasattr(holder, "language"):
         holder = policy
     if not hasattr(holder, "language"):
         raise ValueError(f"instruction_vocab: {type(policy).__name__} takes no instruction, nothing to ground")
-    enc = GroundedEncoder(holder.language, load_vocab(path), margin, min_cos)
+    if str(path) == OWN:
+        groups = check_groups(list(getattr(holder, "instruction_groups", [])), f"instruction_vocab={OWN}")
+    else:
+        groups = load_vocab(path)
+    enc = GroundedEncoder(holder.language, groups, margin, min_cos)
     holder.language = enc
     policy.grounding = enc
     return enc
@@ -222,14 +242,15 @@ def main(argv: list[str] | None = None) -> None:
     from vla.policy.language import shared_encoder
 
     ap = argparse.ArgumentParser(description=main.__doc__)
-    ap.add_argument("aliases", help="the aliases file: {instruction: [paraphrase, ...]}")
+    ap.add_argument("aliases", help="the aliases file ({instruction: [paraphrase, ...]}), or a checkpoint or ONNX "
+                    "export folder (the training phrasings it carries)")
     ap.add_argument("texts", nargs="+")
     ap.add_argument("--margin", type=float, default=DEFAULT_MARGIN)
     ap.add_argument("--min-cos", type=float, default=DEFAULT_MIN_COS)
     args = ap.parse_args(argv)
     try:
         enc = GroundedEncoder(shared_encoder(), load_vocab(args.aliases), args.margin, args.min_cos)
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, RuntimeError) as e:  # RuntimeError: a damaged checkpoint (CheckpointError)
         raise SystemExit(f"error: {e}") from None
     vocab = enc.base.encode(enc.phrasings)
     for text in args.texts:

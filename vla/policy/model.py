@@ -43,6 +43,9 @@ class VLAModel(nn.Module):
         self.cfg = cfg
         d = cfg.d_model
         self.language = language or shared_encoder()
+        # the training phrasings grouped by meaning (each instruction with its aliases), saved with the
+        # checkpoint: `instruction_vocab=checkpoint` grounds unseen instructions on them (vla.policy.grounding)
+        self.instruction_groups: list[tuple[str, ...]] = []
         self.normalizer = PolicyNormalizer(cfg)
         if stats is not None:
             self.normalizer.set_stats(stats)

@@ -8,6 +8,7 @@ into train and validation episodes with a seeded random split.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -142,6 +143,14 @@ def build(store_path: str | Path, policy_preset: str, train_preset: str, overrid
     return policy_cfg, train_cfg, train_ds, val_ds, stats
 
 
+def instruction_groups(instructions: list[str], aliases: Mapping[str, Sequence[str]]) -> list[tuple[str, ...]]:
+    """The training phrasings grouped by meaning: each distinct non-blank instruction with its aliases
+    (groups that share a phrasing merged), which the checkpoint carries for grounding."""
+    from vla.policy.grounding import phrasing_groups
+
+    return phrasing_groups({t: list(aliases.get(t, ())) for t in set(instructions) if t.strip()})
+
+
 def run_training(store_path: str | Path, out_dir: str | Path, policy_preset: str = "tiny",
                  train_preset: str = "default", overrides: list[str] | None = None,
                  resume: bool = False, eval_task: str = "", eval_episodes: int = 10) -> Any:
@@ -164,9 +173,10 @@ def run_training(store_path: str | Path, out_dir: str | Path, policy_preset: str
 
         n = load_partial_weights(model, train_cfg.init_weights)
         print(f"initialised {n} tensors from {train_cfg.init_weights}", flush=True)
+    table = train_ds.store.table()
+    stored = [str(table.instruction[e]) for e in train_ds.episodes]
+    model.instruction_groups = instruction_groups(stored, train_ds.instruction_aliases)
     if policy_cfg.language_norm and not can_resume:  # a resumed run loads them with the weights
-        table = train_ds.store.table()
-        stored = [str(table.instruction[e]) for e in train_ds.episodes]
         model.set_language_stats(stored + [a for t in set(stored) for a in train_ds.instruction_aliases.get(t, ())])
     evaluator = None
     if eval_task:

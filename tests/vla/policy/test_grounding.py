@@ -105,6 +105,33 @@ def test_attach_grounds_one_policy_and_leaves_the_shared_encoder(tmp_path: Path)
     assert plain.model.language is shared_encoder()
 
 
+def test_a_checkpoint_grounds_on_the_phrasings_it_carries_and_one_without_them_says_so(tmp_path: Path) -> None:
+    from sim.tasks.native.sort import instruction_aliases
+    from tests.real.test_joint_vla import build_tiny_checkpoint
+    from vla.policy.export import OnnxPolicy, export_onnx
+    from vla.policy.policy import load_policy
+
+    groups = phrasing_groups(instruction_aliases())
+    ck = build_tiny_checkpoint(tmp_path / "ck", groups=groups)
+    torch_policy = load_policy(ck, seed=0)
+    assert torch_policy.model.instruction_groups == groups
+    onnx_policy = OnnxPolicy(export_onnx(ck, tmp_path / "onnx"))
+    assert onnx_policy.instruction_groups == groups and load_vocab(tmp_path / "onnx") == groups
+    held = "drop the red cube into the white region"
+    from_file = attach(load_policy(ck, seed=0), sort_vocab(tmp_path))
+    from_file.encode([held])
+    assert "red cube" in from_file.grounded_to(held) and "white" in from_file.grounded_to(held)
+    for policy in (torch_policy, onnx_policy):
+        enc = attach(policy, "checkpoint")
+        enc.encode([held])
+        assert enc.grounded_to(held) == from_file.grounded_to(held)
+    bare = build_tiny_checkpoint(tmp_path / "bare")
+    with pytest.raises(ValueError, match=r"instruction_vocab=checkpoint: .*0 group"):
+        attach(load_policy(bare, seed=0), "checkpoint")
+    with pytest.raises(ValueError, match=r"bare: its phrasings form 0 group"):
+        load_vocab(bare)
+
+
 def test_the_command_line_says_what_each_text_would_become(tmp_path: Path, capsys) -> None:
     from vla.policy.grounding import main
 

@@ -57,6 +57,32 @@ def test_instruction_aliases_reach_the_training_windows_only(tmp_path: Path) -> 
         build(store.path, "tiny", "debug", [f"data.instruction_aliases={aliases}"])
 
 
+def test_the_checkpoint_carries_the_training_phrasings_grouped_by_meaning(tmp_path: Path) -> None:
+    """What `instruction_vocab=checkpoint` grounds on: every training instruction with its aliases, kept
+    through a resumed run, and nothing from the validation episodes' instructions alone."""
+    from vla.policy.checkpoint import load_instruction_groups, load_model
+    from vla.train.job import instruction_groups, run_training
+    from vla.train.trainer import latest_checkpoint
+
+    assert instruction_groups(["b", "a", "a", " "], {"a": ("a", "say a")}) == [("a", "say a"), ("b",)]
+    schema = default_schema(image_size=16, cameras=(), state_dim=5, action_dim=3)
+    store = EpisodeStore.create(tmp_path / "s.zarr", schema)
+    for seed in range(6):
+        store.append_episode(synthetic_episode(schema, seed))
+    stored = sorted(set(store.table().instruction.astype(str)))
+    aliases = tmp_path / "aliases.json"
+    aliases.write_text('{"' + stored[0] + '": ["say it another way"]}')
+    small = ["policy.d_model=32", "policy.n_heads=2", "policy.trunk_layers=1", "policy.expert_layers=1",
+             "policy.state_quats=[]", "data.val_fraction=0", f"data.instruction_aliases={aliases}"]
+    want = sorted([(stored[0], "say it another way") if stored[0] < "say it another way"
+                   else ("say it another way", stored[0]), *[(t,) for t in stored[1:]]])
+    run_training(store.path, tmp_path / "run", "tiny", "debug", [*small, "train.steps=1"])
+    assert load_instruction_groups(latest_checkpoint(tmp_path / "run")) == want
+    run_training(store.path, tmp_path / "run", "tiny", "debug", [*small, "train.steps=2"], resume=True)
+    last = latest_checkpoint(tmp_path / "run")
+    assert last.name.endswith("2") and load_model(last)[0].instruction_groups == want
+
+
 def test_task_balanced_weights_give_every_task_the_same_total() -> None:
     # episodes: 0 reach (10 steps), 1 push (30), 2 reach (20), 3 push (40, not selected)
     ends = np.array([10, 40, 60, 100])
