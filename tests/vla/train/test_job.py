@@ -40,7 +40,8 @@ def test_build_takes_the_interface_from_the_store(tmp_path: Path) -> None:
         build(store.path, "tiny", "debug", ["policy.dmodel=3"])
 
 
-def test_instruction_aliases_reach_the_training_windows_only(tmp_path: Path) -> None:
+def aliased_store(tmp_path: Path) -> tuple[EpisodeStore, list[str], Path]:
+    """Six synthetic episodes, their distinct instructions, and an aliases file for the first of them."""
     schema = default_schema(image_size=16, cameras=(), state_dim=5, action_dim=3)
     store = EpisodeStore.create(tmp_path / "s.zarr", schema)
     for seed in range(6):
@@ -48,6 +49,11 @@ def test_instruction_aliases_reach_the_training_windows_only(tmp_path: Path) -> 
     stored = sorted(set(store.table().instruction.astype(str)))
     aliases = tmp_path / "aliases.json"
     aliases.write_text('{"' + stored[0] + '": ["say it another way"]}')
+    return store, stored, aliases
+
+
+def test_instruction_aliases_reach_the_training_windows_only(tmp_path: Path) -> None:
+    store, stored, aliases = aliased_store(tmp_path)
     _, _, train_ds, val_ds, _ = build(store.path, "tiny", "debug", [f"data.instruction_aliases={aliases}",
                                                                     "data.val_fraction=0.34"])
     assert train_ds.instruction_aliases == {stored[0]: (stored[0], "say it another way")}
@@ -59,19 +65,13 @@ def test_instruction_aliases_reach_the_training_windows_only(tmp_path: Path) -> 
 
 def test_the_checkpoint_carries_the_training_phrasings_grouped_by_meaning(tmp_path: Path) -> None:
     """What `instruction_vocab=checkpoint` grounds on: every training instruction with its aliases, kept
-    through a resumed run, and nothing from the validation episodes' instructions alone."""
+    through a resumed run."""
     from vla.policy.checkpoint import load_instruction_groups, load_model
     from vla.train.job import instruction_groups, run_training
     from vla.train.trainer import latest_checkpoint
 
     assert instruction_groups(["b", "a", "a", " "], {"a": ("a", "say a")}) == [("a", "say a"), ("b",)]
-    schema = default_schema(image_size=16, cameras=(), state_dim=5, action_dim=3)
-    store = EpisodeStore.create(tmp_path / "s.zarr", schema)
-    for seed in range(6):
-        store.append_episode(synthetic_episode(schema, seed))
-    stored = sorted(set(store.table().instruction.astype(str)))
-    aliases = tmp_path / "aliases.json"
-    aliases.write_text('{"' + stored[0] + '": ["say it another way"]}')
+    store, stored, aliases = aliased_store(tmp_path)
     small = ["policy.d_model=32", "policy.n_heads=2", "policy.trunk_layers=1", "policy.expert_layers=1",
              "policy.state_quats=[]", "data.val_fraction=0", f"data.instruction_aliases={aliases}"]
     want = sorted([(stored[0], "say it another way") if stored[0] < "say it another way"
