@@ -200,44 +200,42 @@ def write_instruction_table(path: Path, table: dict[str, np.ndarray], groups: li
     save_file({"embeddings": emb}, str(path), metadata=meta)
 
 
-def load_instruction_groups(folder: str | Path) -> list[tuple[str, ...]]:
-    """The phrasing groups a checkpoint or ONNX export carries ([] for one trained before they were
-    saved, or without instructions)."""
+def load_instructions(folder: str | Path) -> tuple[dict[str, np.ndarray], list[tuple[str, ...]]]:
+    """instructions.safetensors of a checkpoint or ONNX export, checked and read once: the cached
+    embeddings by instruction, and the phrasing groups ([] for a folder saved before they were, or
+    without instructions)."""
     folder = Path(folder)
     path = folder / "instructions.safetensors"
     if not _expected(folder, path.name):
-        return []
-    from safetensors import safe_open
-
-    verify_file(path)
-    try:
-        with safe_open(str(path), "np") as f:
-            groups = json.loads((f.metadata() or {}).get("groups", "[]"))
-    except (OSError, ValueError, TypeError) as e:
-        raise CheckpointError(f"checkpoint file is corrupt: {path} ({e!r})") from None
-    if not (isinstance(groups, list) and all(isinstance(g, list) and g and all(isinstance(p, str) for p in g)
-                                             for g in groups)):
-        raise CheckpointError(f"checkpoint file is corrupt: {path}: its 'groups' metadata is not a list of lists "
-                              "of phrasings")
-    return [tuple(g) for g in groups]
-
-
-def load_instruction_table(folder: Path) -> dict[str, np.ndarray]:
-    path = folder / "instructions.safetensors"
-    if not _expected(folder, path.name):
-        return {}
+        return {}, []
     from safetensors import safe_open
 
     tensors = load_tensors(path)
     try:
         emb = tensors["embeddings"].numpy()
         with safe_open(str(path), "np") as f:
-            names = json.loads((f.metadata() or {}).get("instructions", "[]"))
-    except (KeyError, ValueError, TypeError) as e:
+            meta = f.metadata() or {}
+        names = json.loads(meta.get("instructions", "[]"))
+        groups = json.loads(meta.get("groups", "[]"))
+    except (KeyError, OSError, ValueError, TypeError) as e:
         raise CheckpointError(f"checkpoint file is corrupt: {path} ({e!r})") from None
     if emb.shape != (len(names), EMBED_DIM):
         raise CheckpointError(f"{path}: {emb.shape[0]} embeddings for {len(names)} instructions")
-    return dict(zip(names, emb, strict=True))
+    if not (isinstance(groups, list) and all(isinstance(g, list) and g and all(isinstance(p, str) for p in g)
+                                             for g in groups)):
+        raise CheckpointError(f"checkpoint file is corrupt: {path}: its 'groups' metadata is not a list of lists "
+                              "of phrasings")
+    return dict(zip(names, emb, strict=True)), [tuple(g) for g in groups]
+
+
+def load_instruction_groups(folder: str | Path) -> list[tuple[str, ...]]:
+    """The phrasing groups a checkpoint or ONNX export carries (`load_instructions`)."""
+    return load_instructions(folder)[1]
+
+
+def load_instruction_table(folder: Path) -> dict[str, np.ndarray]:
+    """The cached instruction embeddings a checkpoint or ONNX export carries (`load_instructions`)."""
+    return load_instructions(folder)[0]
 
 
 def _fit(own: dict[str, torch.Tensor], tensors: dict[str, torch.Tensor]
@@ -326,8 +324,8 @@ def load_model(path: str | Path, use_ema: bool = True, device: str | torch.devic
             stats = stats_from_json(_read_json(folder / "stats.json"))
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise CheckpointError(f"checkpoint file is corrupt: {folder / 'stats.json'} ({e!r})") from None
-    model.language.preload(load_instruction_table(folder))
-    model.instruction_groups = load_instruction_groups(folder)
+    table, model.instruction_groups = load_instructions(folder)
+    model.language.preload(table)
     return model.to(device).eval(), stats
 
 

@@ -35,8 +35,7 @@ from vla.interfaces import GuidanceFn, Observation
 from vla.policy import flow
 from vla.policy.checkpoint import (
     CheckpointError,
-    load_instruction_groups,
-    load_instruction_table,
+    load_instructions,
     load_model,
     write_instruction_table,
 )
@@ -171,8 +170,8 @@ class OnnxPolicy:
         self.center = np.asarray(meta["action_center"], np.float32)
         self.scale = np.asarray(meta["action_scale"], np.float32)
         self.language = language or InstructionEncoder()
-        self.language.preload(load_instruction_table(self.folder))
-        self.instruction_groups = load_instruction_groups(self.folder)
+        table, self.instruction_groups = load_instructions(self.folder)
+        self.language.preload(table)
         self.history = ObservationHistory(self.cfg.cameras, self.cfg.state_dim, self.cfg.n_obs_steps)
         self.seed = seed
         self.rng = np.random.default_rng(seed)
