@@ -69,7 +69,8 @@ def collect(args: argparse.Namespace) -> None:
         noise = [f"noise={args.noise}", "label=clean"] if args.noise > 0 else []
         if not done.exists():
             sh(vla("sim", "collect", out / family / "demos.zarr", f"task={task}", f"episodes={n}", "seed_start=0",
-                   "workers=2", "videos=0", f"cameras={cams}", "image_size=84", f"out_dir={done.parent}", *noise),
+                   "workers=2", "videos=0", f"cameras={cams}", "image_size=84", f"out_dir={done.parent}", *noise,
+                   *args.expert),
                out / "logs" / f"collect_{task}.log")
 
 
@@ -481,6 +482,9 @@ def main() -> None:
     ap.add_argument("--overrides", nargs="*", default=["policy.language_norm=true", "policy.language_film=true"],
                     help="train: more key=value overrides (default: the centred instruction embeddings, FiLM)")
     ap.add_argument("--noise", type=float, default=0.0, help="collect: expert action noise (clean labels)")
+    ap.add_argument("--expert", nargs="*", default=[], metavar="KEY=VALUE",
+                    help="collect: more of the expert's options (`vla sim collect` keys, e.g. expert_turn_late=true "
+                         "expert_rot_speed=0.3)")
     ap.add_argument("--n-action-steps", type=int, default=4, help="eval: actions run from each chunk")
     ap.add_argument("--episodes", type=int, default=50)
     ap.add_argument("--frames", type=int, default=200)

@@ -19,7 +19,16 @@ rather than after the drop.
     python benchmarks/failure_modes.py --ckpt runs/main26/train/checkpoints/step_00007000 \\
         --seeds 1000-1199 --out benchmarks/results/failure_modes_main26.json
 
-Native pick_place only (it reads the cube through `sim.intervener.task_view`); one process, ~1 s an
+For `sort` (issue 19) the object is the goal's cube: a failure that never held it may have taken
+another cube. Every lost grasp also records how far the object then was from its goal (`lost_goal_mm`,
+horizontal), which tells a drop in transit from a release just outside the zone. `--ensemble RATE
+--every K --noise-scale 0` executes the policy as the main job does (the temporal ensemble), instead of
+`--n-action-steps` at a time:
+
+    python benchmarks/failure_modes.py --task sort --ensemble 0.3 --every 2 --noise-scale 0 \\
+        --ckpt runs/bench_language/sort/train_recipe_s3/checkpoints/step_00020000 --seeds 1000-1099
+
+Native tasks only (it reads the object through `sim.intervener.task_view`); one process, ~1 s an
 episode here.
 """
 
@@ -57,24 +66,36 @@ def grasp_geometry(env: Any) -> dict[str, float]:
 
     u = env.unwrapped
     r = u.eef_mat()
-    local = r.T @ (u.cube_pos() - u.eef_pos())
+    from sim.intervener import task_view
+
+    local = r.T @ (task_view(u)[0] - u.eef_pos())
     return {"x_mm": round(1000 * float(local[0]), 1), "y_mm": round(1000 * float(local[1]), 1),
             "z_mm": round(1000 * float(local[2]), 1), "yaw_deg": round(float(grasp_yaw_error(u)), 1),
             "tilt_deg": round(float(np.degrees(np.arccos(np.clip(-r[2, 2], -1.0, 1.0)))), 1)}
 
 
-def run_episode(env: Any, policy: Any, expert_peek: Any, seed: int, n_action_steps: int, horizon: int
-                ) -> dict[str, Any]:
-    from sim.intervener import task_view
+def run_episode(env: Any, policy: Any, expert_peek: Any, seed: int, n_action_steps: int, horizon: int,
+                ensemble: float | None = None, every: int = 1) -> dict[str, Any]:
+    from sim.intervener import hand_object_yaw, task_view
+    from vla.policy.ensemble import TemporalEnsemble
 
     obs, info = env.reset(seed=seed)
+    start_yaw = hand_object_yaw(env.unwrapped)
+    policy.reset(seed)  # as the evaluator: an episode's noise does not depend on the episodes before it
+    te = TemporalEnsemble(ensemble) if ensemble is not None else None
     queue: list[np.ndarray] = []
-    held, grip, first_close, grasp = [], [], None, None
-    for _ in range(horizon):
-        if not queue:
+    held, grip, first_close, grasp, lost_goal = [], [], None, None, []
+    for t in range(horizon):
+        if te is not None:
+            if t % every == 0 or not te.live():
+                te.add(np.asarray(policy.sample_chunk([obs]))[0])
+            queue = [te.action()]
+        elif not queue:
             queue = list(np.asarray(policy.sample_chunk([obs]))[0][:n_action_steps])
         a = queue.pop(0)
-        h = bool(task_view(env.unwrapped)[2])
+        pos, goal, h = task_view(env.unwrapped)
+        if held and held[-1] and not h:
+            lost_goal.append(round(1000 * float(np.linalg.norm(np.asarray(pos)[:2] - np.asarray(goal)[:2])), 1))
         if first_close is None and a[-1] > 0 and not h:
             first_close = bool(expert_peek(obs, info)[-1] > 0)
         if h and grasp is None:
@@ -82,11 +103,34 @@ def run_episode(env: Any, policy: Any, expert_peek: Any, seed: int, n_action_ste
         held.append(h)
         grip.append(float(a[-1]))
         obs, _, term, trunc, info = env.step(a)
+        if te is not None:
+            te.advance()
         if term or trunc or info.get("success"):
             break
     outcome, lost = classify([*held, bool(task_view(env.unwrapped)[2])], [*grip, 0.0], bool(info.get("success")))
-    return {"seed": seed, "outcome": outcome, "lost_at": lost, "length": len(held),
+    return {"seed": seed, "outcome": outcome, "lost_at": lost, "lost_goal_mm": lost_goal, "length": len(held),
+            "start_yaw_deg": None if start_yaw is None else round(fold_yaw(np.degrees(start_yaw)), 1),
             "expert_agrees_at_close": first_close, "grasp": grasp}
+
+
+def fold_yaw(deg: float) -> float:
+    """An angle between hand and cube in degrees, folded to [-45, 45) (a cube looks the same every 90)."""
+    return float((deg + 45.0) % 90.0 - 45.0)
+
+
+def turn_summary(episodes: list[dict[str, Any]]) -> dict[str, Any]:
+    """Does the policy turn its hand to the object? The correlation between how far the object starts
+    turned from the hand and how far off the first grasp is (1: the hand grasps as it started, 0: it
+    turns), and the success rate by the starting angle."""
+    pairs = [(abs(e["start_yaw_deg"]), abs(e["grasp"]["yaw_deg"])) for e in episodes
+             if e.get("grasp") and e.get("start_yaw_deg") is not None]
+    out: dict[str, Any] = {"grasp_yaw_follows_start_r": round(float(np.corrcoef(np.array(pairs).T)[0, 1]), 3)
+                           if len(pairs) > 2 else None}
+    for lo, hi in ((0, 15), (15, 30), (30, 46)):
+        sel = [e for e in episodes if e.get("start_yaw_deg") is not None and lo <= abs(e["start_yaw_deg"]) < hi]
+        rate = round(float(np.mean([e["outcome"] == "success" for e in sel])), 3) if sel else None
+        out[f"success_start_yaw_{lo}_{min(hi, 45)}"] = (rate, len(sel))
+    return out
 
 
 def grasp_summary(episodes: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
@@ -102,6 +146,10 @@ def grasp_summary(episodes: list[dict[str, Any]]) -> dict[str, dict[str, float]]
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ckpt", required=True)
+    ap.add_argument("--task", default="pick_place", help="a native task (pick_place, sort, ...)")
+    ap.add_argument("--ensemble", type=float, default=None, help="temporal ensemble rate (default: off)")
+    ap.add_argument("--every", type=int, default=1, help="with --ensemble: a new chunk every this many steps")
+    ap.add_argument("--noise-scale", type=float, default=None, help="the checkpoint's inference noise instead")
     ap.add_argument("--seeds", default="1000-1199", help="FIRST-LAST")
     ap.add_argument("--n-action-steps", type=int, default=4)
     ap.add_argument("--horizon", type=int, default=200)
@@ -114,22 +162,27 @@ def main() -> None:
     from vla.registry import TASKS
 
     first, last = (int(x) for x in args.seeds.split("-"))
-    env = TASKS.make("pick_place", image_size=args.image_size)
-    policy = load_policy(args.ckpt, env, seed=first)
+    env = TASKS.make(args.task, image_size=args.image_size)
+    policy = load_policy(args.ckpt, env, seed=first, noise_scale=args.noise_scale)
     person = ExpertIntervener(env, mode="hg_dagger")  # only for its side-effect-free look at the expert
     t0 = time.time()
     episodes = []
     for seed in range(first, last + 1):
         person.reset()
-        episodes.append(run_episode(env, policy, person._expert_action_peek, seed, args.n_action_steps, args.horizon))
+        episodes.append(run_episode(env, policy, person._expert_action_peek, seed, args.n_action_steps, args.horizon,
+                                    args.ensemble, args.every))
     counts = collections.Counter(e["outcome"] for e in episodes)
     agree = collections.Counter((e["expert_agrees_at_close"], e["outcome"]) for e in episodes)
-    res = {"checkpoint": args.ckpt, "seeds": [first, last], "episodes": len(episodes),
+    lost_goal = [d for e in episodes if e["outcome"] != "success" for d in e["lost_goal_mm"]]
+    res = {"checkpoint": args.ckpt, "task": args.task, "ensemble": args.ensemble, "every": args.every,
+           "noise_scale": args.noise_scale, "seeds": [first, last], "episodes": len(episodes),
            "outcomes": {k: counts.get(k, 0) for k in OUTCOMES},
            "expert_agrees_at_close": {f"{'agrees' if a else 'says_open' if a is False else 'no_close'}/{o}": n
                                       for (a, o), n in sorted(agree.items(), key=str)},
            "grasp_by_outcome": grasp_summary(episodes),
+           "turn": turn_summary(episodes),
            "lost_at_median": float(np.median([e["lost_at"] for e in episodes if e["lost_at"] is not None] or [np.nan])),
+           "failed_lost_goal_mm": sorted(lost_goal),
            "seconds": round(time.time() - t0, 1), "per_episode": episodes}
     print(json.dumps({k: v for k, v in res.items() if k != "per_episode"}, indent=1))
     if args.out:

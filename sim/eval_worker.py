@@ -158,7 +158,8 @@ def run_worker(spec: dict[str, Any]) -> Iterator[EpisodeResult]:
     env = TASKS.make(spec["task"], **env_kwargs(spec))
     policy = load_policy(spec["policy"], env, noise=spec["noise"], skill=spec["skill"],
                          seed=spec["seeds"][0] if spec["seeds"] else 0, noise_scale=spec.get("noise_scale"),
-                         rot_speed=spec.get("expert_rot_speed"), drop=spec.get("expert_drop", 0.0))
+                         rot_speed=spec.get("expert_rot_speed"), drop=spec.get("expert_drop", 0.0),
+                         turn_late=bool(spec.get("expert_turn_late", False)))
     if spec.get("instruction_vocab"):
         from vla.policy.grounding import DEFAULT_MARGIN, attach
 

@@ -79,6 +79,9 @@ class EvalConfig:
     # and the expert picks it up again (demos with recoveries; needs label=clean, which keeps the
     # forced opening out of the recorded actions)
     expert_drop: float = 0.0
+    # expert only (native tasks): keep the hand's yaw until it hovers over the object, then turn
+    # (under the wrist camera; sim.experts.native.NativePickPlaceExpert)
+    expert_turn_late: bool = False
     # checkpoints only: the scale of the flow's initial noise instead of the checkpoint's
     # policy.noise_scale (0: every chunk from the prior's mean); None keeps the checkpoint's
     noise_scale: float | None = None

@@ -21,12 +21,13 @@ ONNX_META = "runtime.json"  # written by vla.policy.export: the folder is an ONN
 
 
 def make_expert(env: Any, noise: float = 0.0, skill: float = 1.0, seed: int | None = None,
-                rot_speed: float | None = None, drop: float = 0.0) -> Any:
+                rot_speed: float | None = None, drop: float = 0.0, turn_late: bool = False) -> Any:
     """The scripted expert of an env's task: robosuite tasks have their own, native tasks share one
-    (`rot_speed`, `drop`: theirs only, see NativePickPlaceExpert)."""
+    (`rot_speed`, `drop`, `turn_late`: theirs only, see NativePickPlaceExpert)."""
     unwrapped = env.unwrapped
     native = type(unwrapped).__module__.startswith("sim.tasks.native")
-    for name, value, default in (("expert_rot_speed", rot_speed, None), ("expert_drop", drop, 0.0)):
+    for name, value, default in (("expert_rot_speed", rot_speed, None), ("expert_drop", drop, 0.0),
+                                 ("expert_turn_late", turn_late, False)):
         if value != default and not native:
             raise ValueError(f"{name} is an option of the native tasks' expert, not of "
                              f"{type(unwrapped).__name__}'s")
@@ -40,7 +41,8 @@ def make_expert(env: Any, noise: float = 0.0, skill: float = 1.0, seed: int | No
         return make_robosuite_expert(env, noise=noise, skill=skill, seed=seed)
     from sim.experts.native import NativePickPlaceExpert
 
-    return NativePickPlaceExpert(env, noise=noise, skill=skill, seed=seed, rot_speed=rot_speed, drop=drop)
+    return NativePickPlaceExpert(env, noise=noise, skill=skill, seed=seed, rot_speed=rot_speed, drop=drop,
+                                 turn_late=turn_late)
 
 
 def expert_action(expert: Any, obs: Observation, info: dict[str, Any]) -> np.ndarray:
@@ -88,8 +90,9 @@ class ExpertPolicy:
     """The scripted expert as a one-step-chunk Policy; the runner feeds it the latest `info`."""
 
     def __init__(self, env: Any, noise: float = 0.0, skill: float = 1.0, seed: int | None = None,
-                 rot_speed: float | None = None, drop: float = 0.0) -> None:
-        self.expert = make_expert(env, noise=noise, skill=skill, seed=seed, rot_speed=rot_speed, drop=drop)
+                 rot_speed: float | None = None, drop: float = 0.0, turn_late: bool = False) -> None:
+        self.expert = make_expert(env, noise=noise, skill=skill, seed=seed, rot_speed=rot_speed, drop=drop,
+                                  turn_late=turn_late)
         self.info: dict[str, Any] = {}
 
     def sample_chunk(self, obs_batch: Sequence[Observation], prefix: np.ndarray | None = None,
@@ -112,16 +115,18 @@ def wrapper_spec(spec: str) -> tuple[str, str] | None:
 
 
 def load_policy(spec: str, env: Any, *, noise: float = 0.0, skill: float = 1.0, seed: int = 0,
-                noise_scale: float | None = None, rot_speed: float | None = None, drop: float = 0.0) -> Any:
+                noise_scale: float | None = None, rot_speed: float | None = None, drop: float = 0.0,
+                turn_late: bool = False) -> Any:
     """`noise_scale`: a checkpoint's inference noise scale instead of its own (policy.noise_scale);
-    `noise`, `skill`, `rot_speed`, `drop`: the expert's (make_expert)."""
+    `noise`, `skill`, `rot_speed`, `drop`, `turn_late`: the expert's (make_expert)."""
     action_dim = int(env.action_space.shape[0])
     if spec == "zero":
         return ConstantPolicy(action_dim)
     if spec == "random":
         return RandomPolicy(action_dim, seed=seed)
     if spec == "expert":
-        return ExpertPolicy(env, noise=noise, skill=skill, seed=seed, rot_speed=rot_speed, drop=drop)
+        return ExpertPolicy(env, noise=noise, skill=skill, seed=seed, rot_speed=rot_speed, drop=drop,
+                            turn_late=turn_late)
     wrapper = wrapper_spec(spec)
     if wrapper is not None:
         from vla.registry import POLICY_SPECS

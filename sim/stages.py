@@ -22,7 +22,7 @@ def sim_demos_stage(ctx: JobContext) -> dict[str, Any]:
     summary = run_evaluation(EvalConfig(task=cfg.task, policy="expert", episodes=cfg.episodes, seed_start=0,
                                         workers=cfg.workers, image_size=cfg.image_size, videos=1, source="demo",
                                         noise=cfg.noise, label=cfg.label, expert_rot_speed=cfg.rot_speed,
-                                        expert_drop=cfg.drop,
+                                        expert_drop=cfg.drop, expert_turn_late=cfg.turn_late,
                                         record=str(ctx.store_path),
                                         out_dir=str(ctx.out_dir / "collect")))
     store = EpisodeStore.open(ctx.store_path)
@@ -30,6 +30,7 @@ def sim_demos_stage(ctx: JobContext) -> dict[str, Any]:
     return {"task": cfg.task, "store": str(ctx.store_path), "episodes": store.n_episodes, "steps": store.n_steps,
             "expert noise": f"{cfg.noise} (label: {cfg.label})" if cfg.noise else 0,
             **({"expert drops": f"{cfg.drop:.0%} of the demos may drop the object once"} if cfg.drop else {}),
+            **({"expert turns": "over the object"} if cfg.turn_late else {}),
             "expert success": f"{summary['success_rate']:.0%}",
             "MB on disk": round(store.nbytes_on_disk() / 1e6, 1), "seconds": round(time.perf_counter() - t0, 1)}
 

@@ -41,6 +41,9 @@ class DemoStageConfig:
     # chance per demo that the expert lets go of the carried object once and picks it up again
     # (native tasks; sim.evaluate.EvalConfig.expert_drop; needs label=clean)
     drop: float = 0.0
+    # the expert turns the hand only once it hovers over the object (native tasks;
+    # sim.evaluate.EvalConfig.expert_turn_late)
+    turn_late: bool = False
 
 
 @dataclass

@@ -91,6 +91,8 @@ def test_bad_expert_arguments(lift: Any) -> None:
         make_expert(lift, rot_speed=0.2)
     with pytest.raises(ValueError, match="expert_drop is an option of the native tasks' expert"):
         make_expert(lift, drop=0.3)
+    with pytest.raises(ValueError, match="expert_turn_late is an option of the native tasks' expert"):
+        make_expert(lift, turn_late=True)
 
 
 @pytest.mark.slow
