@@ -22,6 +22,18 @@ Training runs one thread per process unless OMP_NUM_THREADS is set (`wm_candidat
 2-core machine, `OMP_NUM_THREADS=2 python benchmarks/language_recipe.py train ...` takes ~95 min for the
 20,000 steps instead of ~160.
 
+`--variant NAME` (report): a variant of the recipe trained and evaluated under another `--out`, paired on
+the evaluation seeds with the recipe's own run of the same training seed and step
+(`language_recipe_<NAME>.md`, language.json's `sort_job_recipe_<NAME>`). `turn_late`: demos whose expert
+turns the hand only over the cube (`sim.experts.native`), against sort's grasps that keep the starting yaw:
+
+  python benchmarks/bench_language.py collect --family sort --sort-demos 1000 --noise 0.05 \
+      --out runs/bench_language_late --expert expert_turn_late=true expert_rot_speed=0.3
+  OMP_NUM_THREADS=2 python benchmarks/language_recipe.py train --train-seed 3 --out runs/bench_language_late
+  python benchmarks/language_recipe.py eval --train-seed 3 --eval-steps 15000 --settings job \
+      --out runs/bench_language_late
+  python benchmarks/language_recipe.py report --variant turn_late --eval-steps 15000 --out runs/bench_language_late
+
 `--device-run`: the same recipe trained on a lent H200 (`tools/device/job_sort.py` with
 `JOB_LR=1e-3 JOB_BATCH=128`, 4,000 steps; its evaluations unpacked into RUN/eval/<name>), shown
 beside. The job's execution at the last step, averaged over the training seeds run, becomes the
@@ -209,6 +221,53 @@ def report(args: argparse.Namespace, out: Path) -> None:
     print("\n".join(lines))
 
 
+def report_variant(args: argparse.Namespace, out: Path) -> None:
+    """A variant of the recipe (`--variant NAME`: other demos or settings, its runs under `--out`) beside the
+    recipe's own runs of the same training seed and step, paired on the evaluation seeds: into
+    language.json's `sort_job_recipe_<NAME>` and `language_recipe_<NAME>.md`; the headline keys stay the
+    recipe's until the variant has as many training seeds."""
+    path = RESULTS / "language.json"
+    table = json.loads(path.read_text()) if path.exists() else {}
+    key = f"sort_job_recipe_{args.variant}"
+    res: dict[str, Any] = dict(table.get(key, {}))
+    res.update(out=str(out.relative_to(ROOT) if out.is_relative_to(ROOT) else out),
+               note=args.note or res.get("note", ""))
+    measure(args, out, res)
+    base = (ROOT / "runs" / "bench_language" / "sort").resolve()
+    lines = [f"# `sort`, the job's recipe with {args.variant} (issue 19)", "", res["note"], "",
+             f"Runs: `{res['out']}`; the recipe's own (`language_recipe.md`): `runs/bench_language/sort`. The job's "
+             f"execution, {args.episodes} held-out seeds (1000+); a goal-blind policy is right 1 time in 6.", "",
+             "| training seed | checkpoint | true | Wilson 95% | wrong | neutral | held-out | held-out, grounded "
+             "| recipe's own, true | variant minus recipe, true (paired) | ... held-out |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for k in sorted(k for k in res if (m := ROW.fullmatch(k)) and m[3] == "job"):
+        m = ROW.fullmatch(k)
+        assert m is not None
+        seed, step, r = int(m[1]), int(m[2]), res[k]
+        mine, _ = rates(out / f"eval_recipe{tag(seed)}_{step}_job_{args.episodes}")
+        theirs, their_rates = rates(base / f"eval_recipe{tag(seed)}_{step}_job_{args.episodes}")
+        diffs = {}
+        for inst in ("true", "heldout"):
+            if inst in mine and inst in theirs:
+                diffs[inst] = res[f"seed{seed}_step{step}_minus_recipe_{inst}"] = paired_difference(
+                    theirs[inst], mine[inst])
+            elif f"seed{seed}_step{step}_minus_recipe_{inst}" in res:
+                diffs[inst] = res[f"seed{seed}_step{step}_minus_recipe_{inst}"]
+        if "true" in their_rates:
+            res[f"seed{seed}_step{step}_recipe_true"] = their_rates["true"]
+        lo, hi = r["wilson95_true"]
+        cells = ["-" if r.get(c) is None else f"{r[c]:.2f}"
+                 for c in ("wrong", "neutral", "heldout", "heldout_grounded")]
+        own = res.get(f"seed{seed}_step{step}_recipe_true")
+        lines.append(f"| {seed} | step {step} | {r['true']:.2f} | [{lo:.2f}, {hi:.2f}] | " + " | ".join(cells)
+                     + f" | {'-' if own is None else f'{own:.2f}'} | "
+                     + " | ".join(format_paired(diffs[i]) if i in diffs else "-" for i in ("true", "heldout")) + " |")
+    (RESULTS / f"language_recipe_{args.variant}.md").write_text("\n".join(lines) + "\n")
+    table[key] = res
+    path.write_text(json.dumps(table, indent=1))
+    print("\n".join(lines))
+
+
 def device_measure(run: Path, res: dict[str, Any]) -> None:
     """The device run's evaluations (RUN/eval/<ablation>_<setting>, 50 seeds), paired within it, and its
     training (steps, batch, lr) read from its last checkpoint (RUN/checkpoints/step_*), into `res`."""
@@ -253,8 +312,14 @@ def main() -> None:
                     help="eval: the executions (SETTINGS), in this order")
     ap.add_argument("--n-action-steps", type=int, default=4, help="eval: actions run from each chunk")
     ap.add_argument("--device-run", default="", help="report: the device job's unpacked results")
+    ap.add_argument("--variant", default="", help="report: a variant of the recipe whose runs are under --out, "
+                    "reported beside the recipe's own (language_recipe_<VARIANT>.md)")
+    ap.add_argument("--note", default="", help="report --variant: what the variant changes")
     args = ap.parse_args()
     out = (ROOT / args.out).resolve() / "sort"
+    if args.phase == "report" and args.variant:
+        report_variant(args, out)
+        return
     {"train": train, "eval": evaluate, "report": report}[args.phase](args, out)
 
 

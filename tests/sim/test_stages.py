@@ -17,7 +17,7 @@ def test_tiny_main_job_writes_a_report_with_its_table_plots_and_videos(tmp_path:
     out = tmp_path / "job"
     args = [f"out_dir={out}", "stages=[sim_demos,pretrain,export,eval,refine]",
             "demos.episodes=3", "demos.image_size=32", "demos.workers=1", "demos.noise=0.1", "demos.label=clean",
-            "demos.drop=0.5",
+            "demos.drop=0.5", "demos.turn_late=true",
             "pretrain.train=debug", "pretrain.steps=2", "pretrain.batch_size=4",
             "eval.episodes=2", "eval.workers=1", "eval.onnx_episodes=1", "eval.n_action_steps=8",
             "eval.temporal_ensemble=0.3", "eval.temporal_ensemble_every=2",
@@ -32,6 +32,7 @@ def test_tiny_main_job_writes_a_report_with_its_table_plots_and_videos(tmp_path:
     assert re.match(r"\d/2 ", summary["eval"]["torch success"]) and re.match(r"\d/1 ", summary["eval"]["onnx success"])
     assert summary["sim_demos"]["expert noise"] == "0.1 (label: clean)"
     assert summary["sim_demos"]["expert drops"].startswith("50%")
+    assert summary["sim_demos"]["expert turns"] == "over the object"
     # every evaluation (the eval stage's, the refine stage's rollouts and versions) ran the temporal ensemble
     assert summary["eval"]["execution"] == "temporal ensemble, rate 0.3, a chunk every 2 steps"
     v1 = json.loads((out / "refine" / "iter_01" / "eval" / "summary.json").read_text())
