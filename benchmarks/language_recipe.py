@@ -245,27 +245,59 @@ def report_variant(args: argparse.Namespace, out: Path) -> None:
         assert m is not None
         seed, step, r = int(m[1]), int(m[2]), res[k]
         mine, _ = rates(out / f"eval_recipe{tag(seed)}_{step}_job_{args.episodes}")
-        theirs, their_rates = rates(base / f"eval_recipe{tag(seed)}_{step}_job_{args.episodes}")
-        diffs = {}
-        for inst in ("true", "heldout"):
-            if inst in mine and inst in theirs:
-                diffs[inst] = res[f"seed{seed}_step{step}_minus_recipe_{inst}"] = paired_difference(
-                    theirs[inst], mine[inst])
-            elif f"seed{seed}_step{step}_minus_recipe_{inst}" in res:
-                diffs[inst] = res[f"seed{seed}_step{step}_minus_recipe_{inst}"]
-        if "true" in their_rates:
-            res[f"seed{seed}_step{step}_recipe_true"] = their_rates["true"]
         lo, hi = r["wilson95_true"]
         cells = ["-" if r.get(c) is None else f"{r[c]:.2f}"
                  for c in ("wrong", "neutral", "heldout", "heldout_grounded")]
-        own = res.get(f"seed{seed}_step{step}_recipe_true")
-        lines.append(f"| {seed} | step {step} | {r['true']:.2f} | [{lo:.2f}, {hi:.2f}] | " + " | ".join(cells)
-                     + f" | {'-' if own is None else f'{own:.2f}'} | "
-                     + " | ".join(format_paired(diffs[i]) if i in diffs else "-" for i in ("true", "heldout")) + " |")
+        # against the recipe's own checkpoints of this training seed: this step, and any --recipe-steps
+        for own_step in sorted({step, *(int(x) for x in args.recipe_steps.split(",") if x)}):
+            theirs, their_rates = rates(base / f"eval_recipe{tag(seed)}_{own_step}_job_{args.episodes}")
+            name = f"seed{seed}_step{step}_minus_recipe_step{own_step}"
+            diffs = {}
+            for inst in ("true", "heldout"):
+                if inst in mine and inst in theirs:
+                    res[f"{name}_{inst}"] = paired_difference(theirs[inst], mine[inst])
+                if f"{name}_{inst}" in res:
+                    diffs[inst] = res[f"{name}_{inst}"]
+            if "true" in their_rates:
+                res[f"seed{seed}_recipe_step{own_step}_true"] = their_rates["true"]
+            own = res.get(f"seed{seed}_recipe_step{own_step}_true")
+            if own is None and not diffs:
+                continue
+            lines.append(f"| {seed} | step {step} | {r['true']:.2f} | [{lo:.2f}, {hi:.2f}] | " + " | ".join(cells)
+                         + f" | step {own_step}: {'-' if own is None else f'{own:.2f}'} | "
+                         + " | ".join(format_paired(diffs[i]) if i in diffs else "-" for i in ("true", "heldout"))
+                         + " |")
+    lines += failure_lines(args.failures)
     (RESULTS / f"language_recipe_{args.variant}.md").write_text("\n".join(lines) + "\n")
     table[key] = res
     path.write_text(json.dumps(table, indent=1))
     print("\n".join(lines))
+
+
+def failure_lines(files: str) -> list[str]:
+    """How the checkpoints fail and whether they turn the hand to the cube (benchmarks/failure_modes.py's
+    JSON files, comma-separated), as a table."""
+    rows = []
+    for f in (x for x in files.split(",") if x):
+        d = json.loads((ROOT / f).read_text())
+        o, t = d["outcomes"], d["turn"]
+        g = d["grasp_by_outcome"]
+        parts = Path(d["checkpoint"]).parts
+        rows.append(f"| `{parts[-5]}/{parts[-3]}/{parts[-1]}` | "
+                    f"{o['success']} | {o['slipped']} | {o['never_held']} | {o['released'] + o['other']} | "
+                    f"{t['grasp_yaw_follows_start_r']:.2f} | "
+                    + " / ".join(f"{t[k][0]:.2f}" for k in ("success_start_yaw_0_15", "success_start_yaw_15_30",
+                                                         "success_start_yaw_30_45"))
+                    + f" | {g.get('success', {}).get('x_mm', '-')} / {g.get('slipped', {}).get('x_mm', '-')} |")
+    if not rows:
+        return []
+    return ["", "How they fail (`benchmarks/failure_modes.py --task sort --ensemble 0.3 --every 2 --noise-scale 0`, "
+            "the true instruction, seeds 1000-1099; its own loop, so a success count can differ by one from the "
+            "evaluator's). `r`: correlation between how far the goal cube starts turned from the hand and how "
+            "far off the first grasp is (1: the hand grasps as it started); success by the starting angle; the "
+            "grasp's offset along the pads' travel (median mm, successes / slips):", "",
+            "| checkpoint | success | slipped | never held | other | r | success at 0-15 / 15-30 / 30-45 deg "
+            "| offset mm |", "|---|---|---|---|---|---|---|---|", *rows]
 
 
 def device_measure(run: Path, res: dict[str, Any]) -> None:
@@ -315,6 +347,9 @@ def main() -> None:
     ap.add_argument("--variant", default="", help="report: a variant of the recipe whose runs are under --out, "
                     "reported beside the recipe's own (language_recipe_<VARIANT>.md)")
     ap.add_argument("--note", default="", help="report --variant: what the variant changes")
+    ap.add_argument("--failures", default="", help="report --variant: failure_modes.py JSON files to tabulate")
+    ap.add_argument("--recipe-steps", default="", help="report --variant: also pair with the recipe's own "
+                    "checkpoints at these steps (e.g. 15000,20000)")
     args = ap.parse_args()
     out = (ROOT / args.out).resolve() / "sort"
     if args.phase == "report" and args.variant:
