@@ -82,7 +82,7 @@ class NativePickPlaceExpert:
         yaw read from a few pixels of the far agent view (sort's and pick_place's camera policies
         grasp with the hand as it started: their grasp's yaw error follows the object's initial one,
         r = 0.96, and turned 30+ degrees off they slip half the time). On sort the policy then grasps
-        centred and succeeds more (0.88 against 0.74, one training: language_recipe_turn_late.md); on
+        centred and succeeds more (0.91 against 0.76 at 15,000 steps, one training: language_recipe_turn_late.md); on
         the main job's pick_place it did worse (0.715: main_job_notes.md, stop 48)."""
         if not 0.0 <= skill <= 1.0:
             raise ValueError(f"skill must be in [0, 1], got {skill}")
