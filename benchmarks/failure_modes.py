@@ -61,13 +61,11 @@ def classify(held: list[bool], grip_cmd: list[float], success: bool) -> tuple[st
 
 
 def grasp_geometry(env: Any) -> dict[str, float]:
-    """The held object's pose relative to the hand (pick_place's cube)."""
-    from sim.intervener import grasp_yaw_error
+    """The held (active) object's pose relative to the hand."""
+    from sim.intervener import grasp_yaw_error, task_view
 
     u = env.unwrapped
     r = u.eef_mat()
-    from sim.intervener import task_view
-
     local = r.T @ (task_view(u)[0] - u.eef_pos())
     return {"x_mm": round(1000 * float(local[0]), 1), "y_mm": round(1000 * float(local[1]), 1),
             "z_mm": round(1000 * float(local[2]), 1), "yaw_deg": round(float(grasp_yaw_error(u)), 1),

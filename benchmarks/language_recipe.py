@@ -240,10 +240,8 @@ def report_variant(args: argparse.Namespace, out: Path) -> None:
              "| training seed | checkpoint | true | Wilson 95% | wrong | neutral | held-out | held-out, grounded "
              "| recipe's own, true | variant minus recipe, true (paired) | ... held-out |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for k in sorted(k for k in res if (m := ROW.fullmatch(k)) and m[3] == "job"):
-        m = ROW.fullmatch(k)
-        assert m is not None
-        seed, step, r = int(m[1]), int(m[2]), res[k]
+    for seed, step in sorted((int(m[1]), int(m[2])) for k in res if (m := ROW.fullmatch(k)) and m[3] == "job"):
+        r = res[f"seed{seed}_step{step}_job"]
         mine, _ = rates(out / f"eval_recipe{tag(seed)}_{step}_job_{args.episodes}")
         lo, hi = r["wilson95_true"]
         cells = ["-" if r.get(c) is None else f"{r[c]:.2f}"
