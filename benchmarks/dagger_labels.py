@@ -54,7 +54,7 @@ def main() -> None:
     args = ap.parse_args()
     first, last = map(int, args.seeds.split("-"))
     env = TASKS.make(args.task, **({"obs_mode": "state", "cameras": ()} if args.obs_mode == "state" else {}))
-    policy = load_policy(args.ckpt, env, noise=0.0, skill=1.0, seed=first, noise_scale=None, rot_speed=None)
+    policy = load_policy(args.ckpt, env, noise=0.0, skill=1.0, seed=first, noise_scale=None)
     person = ExpertIntervener(env, make_expert(env, seed=first), mode="hg_dagger")
     rows = [episode(env, policy, person, s, args.n_action_steps) for s in range(first, last + 1)]
     a = np.concatenate([r[1] for r in rows])

@@ -34,6 +34,10 @@ turns the hand only over the cube (`sim.experts.native`), against sort's grasps 
       --out runs/bench_language_late
   python benchmarks/language_recipe.py report --variant turn_late --eval-steps 15000 --out runs/bench_language_late
 
+More trainings of a variant (`--train-seed 0`, `1`, ...; the recipe's 20,000-step schedule, evaluated at 15,000)
+are averaged like the recipe's; `report --variant NAME --headline` makes that mean the issue's headline once it
+has as many training seeds as the recipe's (four).
+
 `--device-run`: the same recipe trained on a lent H200 (`tools/device/job_sort.py` with
 `JOB_LR=1e-3 JOB_BATCH=128`, 4,000 steps; its evaluations unpacked into RUN/eval/<name>), shown
 beside. The job's execution at the last step, averaged over the training seeds run, becomes the
@@ -133,6 +137,57 @@ def measure(args: argparse.Namespace, out: Path, res: dict[str, Any]) -> None:
                     per["job"][0]["true"], per["grounded"][0]["heldout"])
 
 
+HEADLINE_KEYS = ("true", "wrong", "neutral", "heldout", "paraphrase_gap", "paraphrase_gap_grounded")
+
+
+def over_trainings(res: dict[str, Any], step: int, setting: str = "job") -> dict[str, Any] | None:
+    """One execution at one checkpoint step averaged over the training seeds in `res` (measure()'s rows):
+    each figure over the seeds that have it (a seed's evaluations may still be running), the gaps each
+    seed's own (true minus held-out on the same evaluation seeds) averaged, and a 95% t interval of the true
+    instruction's rate over training seeds; None when no seed has the true instruction at that step."""
+    finals = {int(m[1]): v for k, v in res.items()
+              if (m := ROW.fullmatch(k)) and m[3] == setting and int(m[2]) == step}
+    have = {k: sorted(s for s, f in finals.items() if f.get(k) is not None) for k in HEADLINE_KEYS}
+    if not have["true"]:
+        return None
+    final: dict[str, Any] = {k: float(np.mean([finals[s][k] for s in have[k]])) for k in HEADLINE_KEYS if have[k]}
+    trues = [finals[s]["true"] for s in have["true"]]
+    final["true_95_over_training_seeds"] = list(t_interval(trues)) if len(trues) > 1 else None
+    return {**final, "step": step, "training_seeds": sorted(finals),
+            "seeds_per_figure": {k: v for k, v in have.items() if v},
+            "per_seed_true": {str(s): finals[s]["true"] for s in have["true"]}}
+
+
+def target_line(final: dict[str, Any]) -> str:
+    """over_trainings()'s figures against issue 19's targets, as one sentence."""
+    have = final["seeds_per_figure"]
+
+    def target(k: str, name: str, ok: bool, fmt: str = ".3f") -> str:
+        if k not in final:
+            return f"{name}: not measured"
+        seeds = "" if have[k] == have["true"] else f" (training seeds {have[k]})"
+        return f"{name}: {final[k]:{fmt}}{seeds} ({'met' if ok else 'not met'})"
+
+    spread = final["true_95_over_training_seeds"]
+    over = f"over training seeds [{spread[0]:.3f}, {spread[1]:.3f}]; " if spread else "one training, no interval; "
+    per_seed = ", ".join(f"{v:.2f}" for v in final["per_seed_true"].values())
+    return (f"mean over training seeds {have['true']} ({per_seed}): true instruction >= 0.85: **{final['true']:.3f}** "
+            f"({over}{'met' if final['true'] >= 0.85 else 'not met'}); "
+            + "; ".join([target("wrong", "wrong instruction <= chance + 5 points (0.22)",
+                                final.get("wrong", 1.0) <= 0.22),
+                         target("paraphrase_gap", "paraphrase gap <= 0.05", final.get("paraphrase_gap", 1.0) <= 0.05,
+                                "+.3f"),
+                         target("paraphrase_gap_grounded", "with grounding",
+                                final.get("paraphrase_gap_grounded", 1.0) <= 0.05, "+.3f")]) + ".")
+
+
+def set_headline(table: dict[str, Any], final: dict[str, Any], source: str) -> None:
+    """language.json's issue-19 headline keys from over_trainings()'s figures."""
+    table.update({f"same_scene_{k}": final[k] for k in ("true", "wrong", "neutral") if k in final})
+    table.update({k: final[k] for k in ("paraphrase_gap", "paraphrase_gap_grounded") if k in final})
+    table["same_scene_source"] = source
+
+
 def report(args: argparse.Namespace, out: Path) -> None:
     path = RESULTS / "language.json"
     table = json.loads(path.read_text()) if path.exists() else {}
@@ -177,46 +232,21 @@ def report(args: argparse.Namespace, out: Path) -> None:
                   "same."]
     lines += device_lines(res)
     # the headline: the job's execution of the finished recipe, averaged over the training seeds run
-    finals = {int(m[1]): v for k, v in res.items()
-              if (m := ROW.fullmatch(k)) and m[3] == "job" and int(m[2]) == args.steps}
-    keys = ("true", "wrong", "neutral", "heldout", "paraphrase_gap", "paraphrase_gap_grounded")
-    # each figure over the training seeds that have it (a seed's evaluations may still be running); the
-    # gaps are each seed's own (true minus held-out on the same seeds), averaged
-    have = {k: sorted(s for s, f in finals.items() if f.get(k) is not None) for k in keys}
-    final: dict[str, Any] = {k: float(np.mean([finals[s][k] for s in have[k]])) for k in keys if have[k]}
-    if "true" in final:
-        spread = t_interval([finals[s]["true"] for s in have["true"]]) if len(have["true"]) > 1 else None
-        final["true_95_over_training_seeds"] = list(spread) if spread else None
-        res["mean_over_training_seeds"] = {**final, "training_seeds": sorted(finals),
-                                           "seeds_per_figure": {k: v for k, v in have.items() if v}}
-
-        def target(k: str, name: str, ok: bool, fmt: str = ".3f") -> str:
-            if k not in final:
-                return f"{name}: not measured"
-            seeds = "" if have[k] == have["true"] else f" (training seeds {have[k]})"
-            return f"{name}: {final[k]:{fmt}}{seeds} ({'met' if ok else 'not met'})"
-
-        per_seed = ", ".join(f"{finals[s]['true']:.2f}" for s in have["true"])
-        over = f"over training seeds [{spread[0]:.3f}, {spread[1]:.3f}]; " if spread else ""
-        lines += ["", f"Targets (issue 19), the job's execution at step {args.steps}, mean over training seeds "
-                  f"{have['true']} ({per_seed}): true instruction >= 0.85: **{final['true']:.3f}** "
-                  f"({over}{'met' if final['true'] >= 0.85 else 'not met'}); "
-                  + "; ".join([target("wrong", "wrong instruction <= chance + 5 points (0.22)",
-                                      final.get("wrong", 1.0) <= 0.22),
-                               target("paraphrase_gap", "paraphrase gap <= 0.05",
-                                      final.get("paraphrase_gap", 1.0) <= 0.05, "+.3f"),
-                               target("paraphrase_gap_grounded", "with grounding",
-                                      final.get("paraphrase_gap_grounded", 1.0) <= 0.05, "+.3f")]) + "."]
+    final = over_trainings(res, args.steps)
+    if final is not None:
+        res["mean_over_training_seeds"] = final
+        lines += ["", f"Targets (issue 19), the job's execution at step {args.steps}, " + target_line(final)]
     (RESULTS / "language_recipe.md").write_text("\n".join(lines) + "\n")
     table["sort_job_recipe"] = res
-    if "true" in final:
+    if final is not None and not table.get("same_scene_variant"):
         if "same_scene_lr3e4" not in table:
             table["same_scene_lr3e4"] = {k: table.get(k) for k in SAME_SCENE_KEYS}
-        table.update({f"same_scene_{k}": final[k] for k in ("true", "wrong", "neutral") if k in final})
-        table.update({k: final[k] for k in ("paraphrase_gap", "paraphrase_gap_grounded") if k in final})
-        table["same_scene_source"] = (f"language_recipe.md: the job's recipe, step {args.steps}, job execution, "
-                                      f"{args.episodes} seeds, mean over the training seeds that have each figure "
-                                      "(sort_job_recipe.mean_over_training_seeds.seeds_per_figure)")
+        set_headline(table, final, f"language_recipe.md: the job's recipe, step {args.steps}, job execution, "
+                     f"{args.episodes} seeds, mean over the training seeds that have each figure "
+                     "(sort_job_recipe.mean_over_training_seeds.seeds_per_figure)")
+    elif final is not None:
+        print(f"the headline keys stay those of the variant {table['same_scene_variant']!r} (report --variant "
+              "--headline set them)", flush=True)
     path.write_text(json.dumps(table, indent=1))
     print("\n".join(lines))
 
@@ -224,8 +254,11 @@ def report(args: argparse.Namespace, out: Path) -> None:
 def report_variant(args: argparse.Namespace, out: Path) -> None:
     """A variant of the recipe (`--variant NAME`: other demos or settings, its runs under `--out`) beside the
     recipe's own runs of the same training seed and step, paired on the evaluation seeds: into
-    language.json's `sort_job_recipe_<NAME>` and `language_recipe_<NAME>.md`; the headline keys stay the
-    recipe's until the variant has as many training seeds."""
+    language.json's `sort_job_recipe_<NAME>` and `language_recipe_<NAME>.md`, with the variant's mean over
+    its training seeds at each --eval-steps and its difference from the recipe's headline training seed by
+    training seed. `--headline` makes the variant's mean at its last --eval-steps the issue's `same_scene_*`
+    keys (the recipe's kept under `same_scene_recipe`), refused while it has fewer training seeds than the
+    recipe's headline."""
     path = RESULTS / "language.json"
     table = json.loads(path.read_text()) if path.exists() else {}
     key = f"sort_job_recipe_{args.variant}"
@@ -265,7 +298,44 @@ def report_variant(args: argparse.Namespace, out: Path) -> None:
                          + f" | step {own_step}: {'-' if own is None else f'{own:.2f}'} | "
                          + " | ".join(format_paired(diffs[i]) if i in diffs else "-" for i in ("true", "heldout"))
                          + " |")
+    recipe = table.get("sort_job_recipe", {})
+    final = None
+    for step in [int(x) for x in args.eval_steps.split(",")]:
+        final = over_trainings(res, step)
+        if final is None:
+            continue
+        res[f"mean_step{step}"] = final
+        lines += ["", f"The variant at step {step}, " + target_line(final)]
+        # against the recipe's headline (its step --steps), training seed by training seed: the recipe's
+        # per-episode outcomes of some seeds are gone, so this pairs trainings, not evaluation seeds
+        both = [s for s in final["seeds_per_figure"]["true"] if f"seed{s}_step{args.steps}_job" in recipe]
+        if both:
+            diffs = [res[f"seed{s}_step{step}_job"]["true"] - recipe[f"seed{s}_step{args.steps}_job"]["true"]
+                     for s in both]
+            spread = list(t_interval(diffs)) if len(diffs) > 1 else None
+            res[f"mean_step{step}_minus_recipe_step{args.steps}_true"] = {
+                "mean": float(np.mean(diffs)), "t95": spread, "training_seeds": both}
+            lines.append(f"- minus the recipe at step {args.steps}, the same training seeds {both}, paired by "
+                         f"training seed: {np.mean(diffs):+.3f}"
+                         + (f" [{spread[0]:+.3f}, {spread[1]:+.3f}]" if spread else " (one training: no interval)")
+                         + " (" + ", ".join(f"{d:+.2f}" for d in diffs) + ")")
     lines += failure_lines(args.failures)
+    if args.headline:
+        # the recommended recipe changes only on as many trainings as the one it replaces
+        need = len(recipe.get("mean_over_training_seeds", {}).get("training_seeds", []))
+        if final is None or len(final["seeds_per_figure"]["true"]) < need:
+            got = 0 if final is None else len(final["seeds_per_figure"]["true"])
+            raise SystemExit(f"--headline: the variant {args.variant!r} has {got} training seed(s) at step "
+                             f"{args.eval_steps.split(',')[-1]}, the recipe's headline {need}")
+        if "same_scene_recipe" not in table:
+            table["same_scene_recipe"] = {k: table.get(k) for k in
+                                          (*SAME_SCENE_KEYS, "paraphrase_gap_grounded")}
+        set_headline(table, final, f"language_recipe_{args.variant}.md: the job's recipe on {args.variant} "
+                     f"demos, step {final['step']}, job execution, {args.episodes} seeds, mean over the training "
+                     f"seeds that have each figure (sort_job_recipe_{args.variant}.mean_step{final['step']}); the "
+                     "recipe's own: same_scene_recipe")
+        table["same_scene_variant"] = args.variant
+        lines += ["", f"language.json's headline (`same_scene_*`) is this variant's at step {final['step']}."]
     (RESULTS / f"language_recipe_{args.variant}.md").write_text("\n".join(lines) + "\n")
     table[key] = res
     path.write_text(json.dumps(table, indent=1))
@@ -346,6 +416,9 @@ def main() -> None:
                     "reported beside the recipe's own (language_recipe_<VARIANT>.md)")
     ap.add_argument("--note", default="", help="report --variant: what the variant changes")
     ap.add_argument("--failures", default="", help="report --variant: failure_modes.py JSON files to tabulate")
+    ap.add_argument("--headline", action="store_true", help="report --variant: make the variant's mean at its "
+                    "last --eval-steps language.json's same_scene_* headline (needs as many training seeds as the "
+                    "recipe's)")
     ap.add_argument("--recipe-steps", default="", help="report --variant: also pair with the recipe's own "
                     "checkpoints at these steps (e.g. 15000,20000)")
     args = ap.parse_args()

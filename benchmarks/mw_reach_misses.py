@@ -23,7 +23,7 @@ def main() -> None:
     args = ap.parse_args()
     first, last = map(int, args.seeds.split("-"))
     env = TASKS.make("mw_reach", cameras=tuple(args.cameras.split(",")), image_size=84)
-    policy = load_policy(args.ckpt, env, noise=0.0, skill=1.0, seed=first, noise_scale=None, rot_speed=None)
+    policy = load_policy(args.ckpt, env, noise=0.0, skill=1.0, seed=first, noise_scale=None)
     for seed in range(first, last + 1):
         obs, info = env.reset(seed=seed)
         policy.reset(seed)

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from sim.evaluate import EpisodeResult, env_kwargs
-from sim.policies import ExpertPolicy, load_policy
+from sim.policies import ExpertPolicy, expert_options, load_policy
 from sim.video import annotate, can_view, view_frame, write_mp4
 from vla.data.builder import EpisodeBuilder
 from vla.policy.ensemble import TemporalEnsemble
@@ -158,8 +158,7 @@ def run_worker(spec: dict[str, Any]) -> Iterator[EpisodeResult]:
     env = TASKS.make(spec["task"], **env_kwargs(spec))
     policy = load_policy(spec["policy"], env, noise=spec["noise"], skill=spec["skill"],
                          seed=spec["seeds"][0] if spec["seeds"] else 0, noise_scale=spec.get("noise_scale"),
-                         rot_speed=spec.get("expert_rot_speed"), drop=spec.get("expert_drop", 0.0),
-                         turn_late=bool(spec.get("expert_turn_late", False)))
+                         expert_options=expert_options(spec))
     if spec.get("instruction_vocab"):
         from vla.policy.grounding import DEFAULT_MARGIN, attach
 

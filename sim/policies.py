@@ -8,7 +8,7 @@ folder (torch, `vla.policy.policy.load_policy`) or an ONNX export folder (`OnnxP
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,19 +18,30 @@ from vla.interfaces import GuidanceFn, Observation
 
 BUILTIN = ("zero", "random", "expert")
 ONNX_META = "runtime.json"  # written by vla.policy.export: the folder is an ONNX export
+# a config's expert_* keys (sim.evaluate.EvalConfig) -> NativePickPlaceExpert's keyword: a new option of
+# the native expert is a field there, a key here and a keyword of the expert, nothing in between
+EXPERT_OPTIONS = {"expert_rot_speed": "rot_speed", "expert_drop": "drop", "expert_turn_late": "turn_late"}
+
+
+def expert_options(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The native expert's options a config or worker spec sets (its expert_* keys left at their
+    defaults, None / 0 / False, are not options)."""
+    return {kw: config[key] for key, kw in EXPERT_OPTIONS.items() if config.get(key)}
 
 
 def make_expert(env: Any, noise: float = 0.0, skill: float = 1.0, seed: int | None = None,
-                rot_speed: float | None = None, drop: float = 0.0, turn_late: bool = False) -> Any:
+                options: Mapping[str, Any] | None = None) -> Any:
     """The scripted expert of an env's task: robosuite tasks have their own, native tasks share one
-    (`rot_speed`, `drop`, `turn_late`: theirs only, see NativePickPlaceExpert)."""
+    (`options`: its keywords, `rot_speed`, `drop`, `turn_late`, see NativePickPlaceExpert; expert_options())."""
     unwrapped = env.unwrapped
     native = type(unwrapped).__module__.startswith("sim.tasks.native")
-    for name, value, default in (("expert_rot_speed", rot_speed, None), ("expert_drop", drop, 0.0),
-                                 ("expert_turn_late", turn_late, False)):
-        if value != default and not native:
-            raise ValueError(f"{name} is an option of the native tasks' expert, not of "
-                             f"{type(unwrapped).__name__}'s")
+    options = dict(options or {})
+    unknown = sorted(set(options) - set(EXPERT_OPTIONS.values()))
+    if unknown:
+        raise ValueError(f"unknown expert options {unknown} (valid: {sorted(EXPERT_OPTIONS.values())})")
+    if options and not native:
+        raise ValueError(f"expert_{sorted(options)[0]} is an option of the native tasks' expert, not of "
+                         f"{type(unwrapped).__name__}'s")
     if type(unwrapped).__module__ == "sim.tasks.metaworld_tasks":
         from sim.tasks.metaworld_tasks import MetaWorldExpert
 
@@ -41,8 +52,7 @@ def make_expert(env: Any, noise: float = 0.0, skill: float = 1.0, seed: int | No
         return make_robosuite_expert(env, noise=noise, skill=skill, seed=seed)
     from sim.experts.native import NativePickPlaceExpert
 
-    return NativePickPlaceExpert(env, noise=noise, skill=skill, seed=seed, rot_speed=rot_speed, drop=drop,
-                                 turn_late=turn_late)
+    return NativePickPlaceExpert(env, noise=noise, skill=skill, seed=seed, **options)
 
 
 def expert_action(expert: Any, obs: Observation, info: dict[str, Any]) -> np.ndarray:
@@ -90,9 +100,8 @@ class ExpertPolicy:
     """The scripted expert as a one-step-chunk Policy; the runner feeds it the latest `info`."""
 
     def __init__(self, env: Any, noise: float = 0.0, skill: float = 1.0, seed: int | None = None,
-                 rot_speed: float | None = None, drop: float = 0.0, turn_late: bool = False) -> None:
-        self.expert = make_expert(env, noise=noise, skill=skill, seed=seed, rot_speed=rot_speed, drop=drop,
-                                  turn_late=turn_late)
+                 options: Mapping[str, Any] | None = None) -> None:
+        self.expert = make_expert(env, noise=noise, skill=skill, seed=seed, options=options)
         self.info: dict[str, Any] = {}
 
     def sample_chunk(self, obs_batch: Sequence[Observation], prefix: np.ndarray | None = None,
@@ -115,18 +124,16 @@ def wrapper_spec(spec: str) -> tuple[str, str] | None:
 
 
 def load_policy(spec: str, env: Any, *, noise: float = 0.0, skill: float = 1.0, seed: int = 0,
-                noise_scale: float | None = None, rot_speed: float | None = None, drop: float = 0.0,
-                turn_late: bool = False) -> Any:
+                noise_scale: float | None = None, expert_options: Mapping[str, Any] | None = None) -> Any:
     """`noise_scale`: a checkpoint's inference noise scale instead of its own (policy.noise_scale);
-    `noise`, `skill`, `rot_speed`, `drop`, `turn_late`: the expert's (make_expert)."""
+    `noise`, `skill`, `expert_options`: the expert's (make_expert)."""
     action_dim = int(env.action_space.shape[0])
     if spec == "zero":
         return ConstantPolicy(action_dim)
     if spec == "random":
         return RandomPolicy(action_dim, seed=seed)
     if spec == "expert":
-        return ExpertPolicy(env, noise=noise, skill=skill, seed=seed, rot_speed=rot_speed, drop=drop,
-                            turn_late=turn_late)
+        return ExpertPolicy(env, noise=noise, skill=skill, seed=seed, options=expert_options)
     wrapper = wrapper_spec(spec)
     if wrapper is not None:
         from vla.registry import POLICY_SPECS

@@ -82,6 +82,21 @@ def test_an_episode_does_not_depend_on_the_worker_that_runs_it(tmp_path: Path) -
     assert not np.array_equal(actions[0][0], actions[0][1])  # episodes still differ from each other
 
 
+def test_expert_options_reach_the_expert_in_the_worker(tmp_path: Path) -> None:
+    """expert_turn_late travels from the config through the worker process: on the same seed the expert
+    that turns over the object does not turn about the vertical on its first steps (still far from it), the
+    default one turns at its cap from the first step."""
+    rotation = {}
+    for late in (False, True):
+        store = tmp_path / f"late{late}.zarr"
+        run_evaluation(EvalConfig(task="pick_place", policy="expert", episodes=1, workers=1, horizon=3, videos=0,
+                                  seed_start=0, cameras=[], obs_mode="state", expert_turn_late=late,
+                                  expert_rot_speed=0.3, out_dir=str(tmp_path / f"e{late}"), record=str(store)),
+                       progress=False)
+        rotation[late] = np.abs(EpisodeStore.open(store).episode(0).steps["action"][:, 5]).max()
+    assert rotation[True] < 0.01 and rotation[False] == pytest.approx(0.3)
+
+
 def test_bad_task_and_config(tmp_path: Path) -> None:
     with pytest.raises(KeyError, match="did you mean 'pick_place'"):
         run_evaluation(EvalConfig(task="pick_plac", out_dir=str(tmp_path)))

@@ -88,11 +88,13 @@ def test_bad_expert_arguments(lift: Any) -> None:
     from sim.policies import make_expert
 
     with pytest.raises(ValueError, match="expert_rot_speed is an option of the native tasks' expert"):
-        make_expert(lift, rot_speed=0.2)
+        make_expert(lift, options={"rot_speed": 0.2})
     with pytest.raises(ValueError, match="expert_drop is an option of the native tasks' expert"):
-        make_expert(lift, drop=0.3)
+        make_expert(lift, options={"drop": 0.3})
     with pytest.raises(ValueError, match="expert_turn_late is an option of the native tasks' expert"):
-        make_expert(lift, turn_late=True)
+        make_expert(lift, options={"turn_late": True})
+    with pytest.raises(ValueError, match=r"unknown expert options \['turn_early'\]"):
+        make_expert(lift, options={"turn_early": True})
 
 
 @pytest.mark.slow
