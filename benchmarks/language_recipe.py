@@ -267,6 +267,7 @@ def report_variant(args: argparse.Namespace, out: Path) -> None:
                note=args.note or res.get("note", ""))
     measure(args, out, res)
     base = (ROOT / "runs" / "bench_language" / "sort").resolve()
+    recipe = table.get("sort_job_recipe", {})
     lines = [f"# `sort`, the job's recipe with {args.variant} (issue 19)", "", res["note"], "",
              f"Runs: `{res['out']}`; the recipe's own (`language_recipe.md`): `runs/bench_language/sort`. The job's "
              f"execution, {args.episodes} held-out seeds (1000+); a goal-blind policy is right 1 time in 6.", "",
@@ -280,6 +281,7 @@ def report_variant(args: argparse.Namespace, out: Path) -> None:
         cells = ["-" if r.get(c) is None else f"{r[c]:.2f}"
                  for c in ("wrong", "neutral", "heldout", "heldout_grounded")]
         # against the recipe's own checkpoints of this training seed: this step, and any --recipe-steps
+        shown = False
         for own_step in sorted({step, *(int(x) for x in args.recipe_steps.split(",") if x)}):
             theirs, their_rates = rates(base / f"eval_recipe{tag(seed)}_{own_step}_job_{args.episodes}")
             name = f"seed{seed}_step{step}_minus_recipe_step{own_step}"
@@ -291,14 +293,19 @@ def report_variant(args: argparse.Namespace, out: Path) -> None:
                     diffs[inst] = res[f"{name}_{inst}"]
             if "true" in their_rates:
                 res[f"seed{seed}_recipe_step{own_step}_true"] = their_rates["true"]
-            own = res.get(f"seed{seed}_recipe_step{own_step}_true")
+            # a run whose episodes are gone from runs/ still has its rate in language.json (unpaired)
+            own = res.get(f"seed{seed}_recipe_step{own_step}_true",
+                          recipe.get(f"seed{seed}_step{own_step}_job", {}).get("true"))
             if own is None and not diffs:
                 continue
+            shown = True
             lines.append(f"| {seed} | step {step} | {r['true']:.2f} | [{lo:.2f}, {hi:.2f}] | " + " | ".join(cells)
                          + f" | step {own_step}: {'-' if own is None else f'{own:.2f}'} | "
                          + " | ".join(format_paired(diffs[i]) if i in diffs else "-" for i in ("true", "heldout"))
                          + " |")
-    recipe = table.get("sort_job_recipe", {})
+        if not shown:
+            lines.append(f"| {seed} | step {step} | {r['true']:.2f} | [{lo:.2f}, {hi:.2f}] | " + " | ".join(cells)
+                         + " | - | - | - |")
     final = None
     for step in [int(x) for x in args.eval_steps.split(",")]:
         final = over_trainings(res, step)
