@@ -278,8 +278,8 @@ def report_variant(args: argparse.Namespace, out: Path) -> None:
         r = res[f"seed{seed}_step{step}_job"]
         mine, _ = rates(out / f"eval_recipe{tag(seed)}_{step}_job_{args.episodes}")
         lo, hi = r["wilson95_true"]
-        cells = ["-" if r.get(c) is None else f"{r[c]:.2f}"
-                 for c in ("wrong", "neutral", "heldout", "heldout_grounded")]
+        head = f"| {seed} | step {step} | {r['true']:.2f} | [{lo:.2f}, {hi:.2f}] | " + " | ".join(
+            "-" if r.get(c) is None else f"{r[c]:.2f}" for c in ("wrong", "neutral", "heldout", "heldout_grounded"))
         # against the recipe's own checkpoints of this training seed: this step, and any --recipe-steps
         shown = False
         for own_step in sorted({step, *(int(x) for x in args.recipe_steps.split(",") if x)}):
@@ -299,13 +299,11 @@ def report_variant(args: argparse.Namespace, out: Path) -> None:
             if own is None and not diffs:
                 continue
             shown = True
-            lines.append(f"| {seed} | step {step} | {r['true']:.2f} | [{lo:.2f}, {hi:.2f}] | " + " | ".join(cells)
-                         + f" | step {own_step}: {'-' if own is None else f'{own:.2f}'} | "
+            lines.append(head + f" | step {own_step}: {'-' if own is None else f'{own:.2f}'} | "
                          + " | ".join(format_paired(diffs[i]) if i in diffs else "-" for i in ("true", "heldout"))
                          + " |")
         if not shown:
-            lines.append(f"| {seed} | step {step} | {r['true']:.2f} | [{lo:.2f}, {hi:.2f}] | " + " | ".join(cells)
-                         + " | - | - | - |")
+            lines.append(head + " | - | - | - |")
     final = None
     for step in [int(x) for x in args.eval_steps.split(",")]:
         final = over_trainings(res, step)
