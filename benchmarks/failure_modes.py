@@ -75,22 +75,15 @@ def grasp_geometry(env: Any) -> dict[str, float]:
 def run_episode(env: Any, policy: Any, expert_peek: Any, seed: int, n_action_steps: int, horizon: int,
                 ensemble: float | None = None, every: int = 1) -> dict[str, Any]:
     from sim.intervener import hand_object_yaw, task_view
-    from vla.policy.ensemble import TemporalEnsemble
+    from vla.policy.ensemble import ChunkSchedule
 
     obs, info = env.reset(seed=seed)
     start_yaw = hand_object_yaw(env.unwrapped)
     policy.reset(seed)  # as the evaluator: an episode's noise does not depend on the episodes before it
-    te = TemporalEnsemble(ensemble) if ensemble is not None else None
-    queue: list[np.ndarray] = []
+    schedule = ChunkSchedule(n_action_steps, ensemble, every)  # the evaluator's: the same episodes
     held, grip, first_close, grasp, lost_goal = [], [], None, None, []
-    for t in range(horizon):
-        if te is not None:
-            if t % every == 0 or not te.live():
-                te.add(np.asarray(policy.sample_chunk([obs]))[0])
-            queue = [te.action()]
-        elif not queue:
-            queue = list(np.asarray(policy.sample_chunk([obs]))[0][:n_action_steps])
-        a = queue.pop(0)
+    for _ in range(horizon):
+        a, _queried = schedule.action(policy, obs)
         pos, goal, h = task_view(env.unwrapped)
         if held and held[-1] and not h:
             lost_goal.append(round(1000 * float(np.linalg.norm(np.asarray(pos)[:2] - np.asarray(goal)[:2])), 1))
@@ -101,8 +94,7 @@ def run_episode(env: Any, policy: Any, expert_peek: Any, seed: int, n_action_ste
         held.append(h)
         grip.append(float(a[-1]))
         obs, _, term, trunc, info = env.step(a)
-        if te is not None:
-            te.advance()
+        schedule.executed()
         if term or trunc or info.get("success"):
             break
     outcome, lost = classify([*held, bool(task_view(env.unwrapped)[2])], [*grip, 0.0], bool(info.get("success")))

@@ -104,18 +104,24 @@ def evaluate(args: argparse.Namespace, out: Path) -> None:
             eval_sort(args, ck, evals, out.parent / "logs", evals.name, (*SETTINGS[setting], *vocab), names)
 
 
-def rates(folder: Path) -> tuple[dict[str, dict[int, bool]], dict[str, float]]:
+Outcomes = dict[str, dict[int, bool]]  # per instruction setting: success by evaluation seed
+
+
+def rates(folder: Path) -> tuple[Outcomes, dict[str, float]]:
     o = {k: v for k in SORT_ABLATIONS if (v := read_seed_outcomes(folder / k)) is not None}
     return o, {k: sum(v.values()) / len(v) for k, v in o.items()}
 
 
-def measure(args: argparse.Namespace, out: Path, res: dict[str, Any]) -> None:
+def measure(args: argparse.Namespace, out: Path, res: dict[str, Any]) -> dict[tuple[int, int, str], Outcomes]:
     """Every training seed's evaluations found under `out` into `res` (rates, Wilson intervals, paired
-    differences); seeds whose runs are not here keep what `res` already holds."""
+    differences); seeds whose runs are not here keep what `res` already holds. Returns the per-episode
+    outcomes it read, by (training seed, step, setting)."""
     seeds = [0, *sorted(int(d.name.rsplit("_s", 1)[1]) for d in out.glob("train_recipe_s[0-9]*"))]
+    read: dict[tuple[int, int, str], Outcomes] = {}
     for seed in seeds:
         for step in [int(x) for x in args.eval_steps.split(",")]:
             per = {s: rates(out / f"eval_recipe{tag(seed)}_{step}_{s}_{args.episodes}") for s in SETTINGS}
+            read.update({(seed, step, s): o for s, (o, _) in per.items()})
             for s, (o, r) in per.items():
                 if "true" not in r:
                     continue
@@ -135,6 +141,7 @@ def measure(args: argparse.Namespace, out: Path, res: dict[str, Any]) -> None:
                 # the paraphrase gap left with grounding, paired by seed: held-out grounded minus true
                 res[f"seed{seed}_step{step}_grounded_heldout_minus_job_true"] = paired_difference(
                     per["job"][0]["true"], per["grounded"][0]["heldout"])
+    return read
 
 
 HEADLINE_KEYS = ("true", "wrong", "neutral", "heldout", "paraphrase_gap", "paraphrase_gap_grounded")
@@ -265,7 +272,7 @@ def report_variant(args: argparse.Namespace, out: Path) -> None:
     res: dict[str, Any] = dict(table.get(key, {}))
     res.update(out=str(out.relative_to(ROOT) if out.is_relative_to(ROOT) else out),
                note=args.note or res.get("note", ""))
-    measure(args, out, res)
+    outcomes = measure(args, out, res)
     base = (ROOT / "runs" / "bench_language" / "sort").resolve()
     recipe = table.get("sort_job_recipe", {})
     lines = [f"# `sort`, the job's recipe with {args.variant} (issue 19)", "", res["note"], "",
@@ -276,7 +283,7 @@ def report_variant(args: argparse.Namespace, out: Path) -> None:
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for seed, step in sorted((int(m[1]), int(m[2])) for k in res if (m := ROW.fullmatch(k)) and m[3] == "job"):
         r = res[f"seed{seed}_step{step}_job"]
-        mine, _ = rates(out / f"eval_recipe{tag(seed)}_{step}_job_{args.episodes}")
+        mine = outcomes.get((seed, step, "job"), {})
         lo, hi = r["wilson95_true"]
         head = f"| {seed} | step {step} | {r['true']:.2f} | [{lo:.2f}, {hi:.2f}] | " + " | ".join(
             "-" if r.get(c) is None else f"{r[c]:.2f}" for c in ("wrong", "neutral", "heldout", "heldout_grounded"))

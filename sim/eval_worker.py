@@ -16,7 +16,7 @@ from sim.evaluate import EpisodeResult, env_kwargs
 from sim.policies import ExpertPolicy, expert_options, load_policy
 from sim.video import annotate, can_view, view_frame, write_mp4
 from vla.data.builder import EpisodeBuilder
-from vla.policy.ensemble import TemporalEnsemble
+from vla.policy.ensemble import ChunkSchedule
 
 
 def run_episode(env: Any, policy: Any, seed: int, spec: dict[str, Any], record: bool, video: bool,
@@ -38,51 +38,34 @@ def run_episode(env: Any, policy: Any, seed: int, spec: dict[str, Any], record: 
     frames: list[np.ndarray] = [annotate(view_frame(env, obs, video_size), 0, info.get("subtask"), "policy")
                                 ] if video and can_view(env, obs, video_size) else []
     subtasks: list[str] = []
-    queue: list[np.ndarray] = []
-    rate = spec.get("temporal_ensemble")
-    ensemble = TemporalEnsemble(rate) if rate is not None else None
-    every, since_query = int(spec.get("temporal_ensemble_every", 1)), 0
+    schedule = ChunkSchedule(int(spec["n_action_steps"]), spec.get("temporal_ensemble"),
+                             int(spec.get("temporal_ensemble_every", 1)))
     guided_chunk, guided_steps = False, []
     total_reward, steps, n_intervention, n_recovery, t0 = 0.0, 0, 0, 0, time.perf_counter()
     done = False
     while not done:
-        if not queue and ensemble is not None and 0 < since_query < every and ensemble.live():
-            queue = [ensemble.action()]  # between queries: the mean of the chunks already predicted
-            since_query += 1
-        if not queue:
-            if isinstance(policy, ExpertPolicy):
-                policy.info = info
-            chunk = np.asarray(policy.sample_chunk([obs]))[0]
-            if ensemble is not None:  # a new chunk, its mean with the earlier ones' for this step
-                ensemble.add(chunk)
-                queue, since_query = [ensemble.action()], 1
-            else:
-                queue = list(chunk[: spec["n_action_steps"]])
+        if isinstance(policy, ExpertPolicy):
+            policy.info = info
+        action, queried = schedule.action(policy, obs)
+        if queried:
             guided_chunk = bool(np.any(getattr(policy, "last_guided", False)))
-        action, is_intervention, is_recovery = queue[0], False, False
+        is_intervention, is_recovery = False, False
         if intervener is not None:
             info["policy_action"] = action
             if intervener.wants_control(obs, info):
                 action, is_recovery = intervener.act(obs, info)
                 is_intervention = True
-                queue = []  # the policy re-plans from wherever the intervener hands back
-                if ensemble is not None:
-                    ensemble.reset()  # its predictions were for a path the intervener left
-                    since_query = 0
             elif intervener.episode_done:
                 break  # RaC: the episode ends with the intervention
-        if not is_intervention:
-            queue.pop(0)
-            if guided_chunk:
-                guided_steps.append(steps)
+        if not is_intervention and guided_chunk:
+            guided_steps.append(steps)
         label = action
         if spec["label"] == "clean" and not is_intervention:
             label = policy.expert.clean_action  # DART: execute the noisy action, teach the clean one
         elif spec["label"] == "expert" and not is_intervention and intervener is not None:
             label = intervener.label(obs, info)  # DAgger: execute the policy's action, teach the expert's
         next_obs, reward, terminated, truncated, info = env.step(action)
-        if ensemble is not None:
-            ensemble.advance()
+        schedule.executed(by_policy=not is_intervention)  # after a takeover the policy re-plans from scratch
         if builder is not None:
             builder.add_step(images=obs["images"], state=obs["state"], action=label, timestamp=obs["timestamp"],
                              reward=float(reward), is_intervention=is_intervention, is_recovery=is_recovery,

@@ -15,6 +15,7 @@ recent predictions is what helps, not the re-planning itself.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -80,3 +81,53 @@ class TemporalEnsemble:
     def advance(self) -> None:
         self.t += 1
         self._chunks = [(t0, c) for t0, c in self._chunks if self.t - t0 < len(c)]
+
+
+class ChunkSchedule:
+    """Which action runs at each control step, from a policy's chunks: either `n_action_steps` of each chunk
+    in turn, or (`rate` set) the temporal ensemble of the chunks predicted so far, with a new chunk every
+    `every` steps (between queries the mean of the chunks already in play) or sooner when none predicts this
+    step. One schedule for the evaluator's workers and the diagnostics that replay its episodes
+    (benchmarks/failure_modes.py), so both execute a checkpoint the same way.
+
+    Per step: `action(policy, obs)` (it asks `policy.sample_chunk([obs])` only when a chunk is due), then, after the env
+    stepped, `executed(by_policy)`; an action someone else chose (a person who took over) makes the
+    schedule forget its chunks, and the policy re-plans from wherever control comes back."""
+
+    def __init__(self, n_action_steps: int, rate: float | None = None, every: int = 1) -> None:
+        if not (isinstance(n_action_steps, int) and n_action_steps >= 1):
+            raise ValueError(f"n_action_steps must be an integer >= 1, got {n_action_steps!r}")
+        if not valid_every(every):
+            raise ValueError(f"temporal_ensemble_every must be an integer >= 1, got {every!r}")
+        self.n_action_steps, self.every = n_action_steps, every
+        self.ensemble = TemporalEnsemble(rate) if rate is not None else None
+        self.reset()
+
+    def reset(self) -> None:
+        self._queue: list[np.ndarray] = []
+        self._since = 0  # steps since the ensemble's last query
+        if self.ensemble is not None:
+            self.ensemble.reset()
+
+    def action(self, policy: Any, obs: Any) -> tuple[np.ndarray, bool]:
+        """This step's action, and whether the policy was queried for it."""
+        ens = self.ensemble
+        if not self._queue and ens is not None and 0 < self._since < self.every and ens.live():
+            self._queue, self._since = [ens.action()], self._since + 1
+        if self._queue:
+            return self._queue[0], False
+        chunk = np.asarray(policy.sample_chunk([obs]))[0]
+        if ens is not None:
+            ens.add(chunk)
+            self._queue, self._since = [ens.action()], 1
+        else:
+            self._queue = list(chunk[: self.n_action_steps])
+        return self._queue[0], True
+
+    def executed(self, by_policy: bool = True) -> None:
+        if by_policy:
+            self._queue.pop(0)
+        else:
+            self.reset()
+        if self.ensemble is not None:
+            self.ensemble.advance()

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from vla.policy.ensemble import TemporalEnsemble, ensemble_weights
+from vla.policy.ensemble import ChunkSchedule, TemporalEnsemble, ensemble_weights
 
 
 def test_weights_favour_recent_predictions_for_a_positive_rate_and_old_ones_for_a_negative_one() -> None:
@@ -68,3 +68,60 @@ def test_horizon_reset_and_bad_input() -> None:
             TemporalEnsemble(bad)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="horizon must be >= 1"):
         TemporalEnsemble(0.1, horizon=0)
+
+
+class CountingPolicy:
+    """Chunk k (the k-th query) predicts 100 * k + i for its i-th step; records the observations it saw."""
+
+    def __init__(self, length: int = 4) -> None:
+        self.length, self.seen = length, []
+
+    def sample_chunk(self, obs_batch: list[int]) -> np.ndarray:
+        k = len(self.seen)
+        self.seen.append(obs_batch[0])
+        return (100.0 * k + np.arange(self.length, dtype=np.float32))[None, :, None]
+
+
+def run(schedule: ChunkSchedule, policy: CountingPolicy, steps: int, takeover_at: int | None = None) -> list[float]:
+    actions = []
+    for t in range(steps):
+        a, queried = schedule.action(policy, t)
+        assert queried == (policy.seen[-1] == t)
+        actions.append(float(a[0]))
+        schedule.executed(by_policy=t != takeover_at)
+    return actions
+
+
+def test_a_schedule_without_ensemble_runs_n_action_steps_of_each_chunk() -> None:
+    policy = CountingPolicy()
+    assert run(ChunkSchedule(3), policy, 7) == [0, 1, 2, 100, 101, 102, 200]
+    assert policy.seen == [0, 3, 6]
+
+
+def test_an_ensembled_schedule_queries_every_k_steps_and_averages_the_live_chunks_between() -> None:
+    policy = CountingPolicy()
+    w = ensemble_weights(np.array([2, 0]), 0.5)
+    got = run(ChunkSchedule(4, rate=0.5, every=2), policy, 4)
+    assert policy.seen == [0, 2]
+    np.testing.assert_allclose(got, [0, 1, w @ [2, 100], ensemble_weights(np.array([3, 1]), 0.5) @ [3, 101]], rtol=1e-6)
+    # chunks shorter than the stride: a new one as soon as none predicts the step
+    policy = CountingPolicy(length=2)
+    assert run(ChunkSchedule(4, rate=1e6, every=5), policy, 5) == [0, 1, 100, 101, 200]
+    assert policy.seen == [0, 2, 4]
+
+
+def test_after_someone_else_acted_the_schedule_forgets_its_chunks_and_queries_again() -> None:
+    for schedule in (ChunkSchedule(4), ChunkSchedule(4, rate=0.3, every=3)):
+        policy = CountingPolicy()
+        got = run(schedule, policy, 3, takeover_at=0)
+        assert policy.seen == [0, 1] and got[1:] == [100, 101]  # no stale mean with chunk 0's predictions
+
+
+def test_a_schedule_rejects_bad_settings() -> None:
+    for bad in (0, 1.5, -1):
+        with pytest.raises(ValueError, match="n_action_steps must be"):
+            ChunkSchedule(bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="temporal_ensemble_every must be"):
+        ChunkSchedule(4, rate=0.3, every=0)
+    with pytest.raises(ValueError, match="rate must be a finite number"):
+        ChunkSchedule(4, rate=float("nan"))
