@@ -418,12 +418,14 @@ def report(args: argparse.Namespace) -> None:
                   for k, v in sort.items() if v]
         lines += ["", "A second training of this recipe, with the temporal ensemble at test time: "
                   "`language_ensemble.md` (stop 33). The recipe trained and executed as the main job's policy "
-                  "(lr 1e-3, chunks from the prior's mean, the temporal ensemble): `language_recipe.md` (stop 36); "
-                  "the `same_scene_*` keys of language.json are that recipe's (the figures on this page are "
-                  "the first recipe's). Unseen phrasings grounded on the training ones (`instruction_vocab=`, "
-                  "`vla.policy.grounding`): `language_recipe.md`'s grounded column; how often grounding picks the "
-                  "right meaning, abstains or picks a wrong one on left-out phrasings of sort, Meta-World and "
-                  "LIBERO-Goal: `grounding.md`."]
+                  "(lr 1e-3, chunks from the prior's mean, the temporal ensemble): `language_recipe.md` (stop 36). "
+                  "The same recipe on demos whose expert turns the hand over the cube (`expert_turn_late`): "
+                  "`language_recipe_turn_late.md` (stops 48-50); the `same_scene_*` keys of language.json are "
+                  "that one's (`same_scene_source`; the recipe's own under `same_scene_recipe`; the figures on "
+                  "this page are the first recipe's). Unseen phrasings grounded on the training ones "
+                  "(`instruction_vocab=`, `vla.policy.grounding`): the grounded columns of both pages; how often "
+                  "grounding picks the right meaning, abstains or picks a wrong one on left-out phrasings of sort, "
+                  "Meta-World and LIBERO-Goal: `grounding.md`."]
     alias_lines, alias_res = alias_report(out)
     lines += alias_lines
     res.update(alias_res)
