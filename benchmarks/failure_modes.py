@@ -28,8 +28,9 @@ horizontal), which tells a drop in transit from a release just outside the zone.
     python benchmarks/failure_modes.py --task sort --ensemble 0.3 --every 2 --noise-scale 0 \\
         --ckpt runs/bench_language/sort/train_recipe_s3/checkpoints/step_00020000 --seeds 1000-1099
 
-Native tasks only (it reads the object through `sim.intervener.task_view`); one process, ~1 s an
-episode here.
+Native tasks only (it reads the object through `sim.intervener.task_view`); one process of one thread,
+~2 s an episode here. It executes a checkpoint as the evaluator does (`vla.policy.ensemble.ChunkSchedule`,
+one thread), so its episodes are the evaluator's on the same seeds.
 """
 
 from __future__ import annotations
@@ -147,10 +148,15 @@ def main() -> None:
     ap.add_argument("--out", default=None, help="JSON file (default: print only)")
     args = ap.parse_args()
 
+    import torch
+
     from sim.intervener import ExpertIntervener
     from sim.policies import load_policy
     from vla.registry import TASKS
 
+    # One thread, as the evaluator's workers (sim.evaluate): with two, a convolution summed in another order
+    # changed 1-2 of 100 sort episodes from the evaluator's (a time-out became a success).
+    torch.set_num_threads(1)
     first, last = (int(x) for x in args.seeds.split("-"))
     env = TASKS.make(args.task, image_size=args.image_size)
     policy = load_policy(args.ckpt, env, seed=first, noise_scale=args.noise_scale)
