@@ -29,7 +29,7 @@ horizontal), which tells a drop in transit from a release just outside the zone.
         --ckpt runs/bench_language/sort/train_recipe_s3/checkpoints/step_00020000 --seeds 1000-1099
 
 Native tasks only (it reads the object through `sim.intervener.task_view`); one process of one thread,
-~2 s an episode here. It executes a checkpoint as the evaluator does (`vla.policy.ensemble.ChunkSchedule`,
+~1-2 s an episode here. It executes a checkpoint as the evaluator does (`vla.policy.ensemble.ChunkSchedule`,
 one thread), so its episodes are the evaluator's on the same seeds.
 """
 
