@@ -18,6 +18,7 @@ import numpy as np
 
 from sim.intervener import ExpertIntervener
 from sim.policies import load_policy, make_expert
+from vla.policy.ensemble import ChunkSchedule
 from vla.registry import TASKS
 
 
@@ -28,17 +29,16 @@ def episode(env, policy, person: ExpertIntervener, seed: int, n_action_steps: in
     policy.reset(seed)
     person.reset()
     person.expert.reset(seed)
-    queue: list[np.ndarray] = []
+    schedule = ChunkSchedule(n_action_steps)
     acts, labels = [], []
     done = False
     while not done:
-        if not queue:
-            queue = list(np.asarray(policy.sample_chunk([obs]))[0][:n_action_steps])
-        action = queue.pop(0)
+        action, _ = schedule.action(policy, obs)
         info["policy_action"] = action
         acts.append(action)
         labels.append(person.label(obs, info))
         obs, _, term, trunc, info = env.step(action)
+        schedule.executed()
         done = bool(term or trunc or info.get("success"))
     return bool(info.get("success")), np.array(acts), np.array(labels)
 

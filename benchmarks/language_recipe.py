@@ -377,8 +377,8 @@ def failure_lines(files: str) -> list[str]:
     if not rows:
         return []
     return ["", "How they fail (`benchmarks/failure_modes.py --task sort --ensemble 0.3 --every 2 --noise-scale 0`, "
-            "the true instruction, seeds 1000-1099; files written before it took the evaluator's ChunkSchedule "
-            "(stop 50) can differ from the evaluator by one success; since, the same episodes). `r`: "
+            "the true instruction, seeds 1000-1099; files written before stop 50, with its own loop and two threads, "
+            "can differ from the evaluator by one success; since, the same episodes). `r`: "
             "correlation between how far the goal cube starts turned from the hand and how "
             "far off the first grasp is (1: the hand grasps as it started); success by the starting angle; the "
             "grasp's offset along the pads' travel (median mm, successes / slips):", "",

@@ -11,6 +11,7 @@ import argparse
 import numpy as np
 
 from sim.policies import load_policy
+from vla.policy.ensemble import ChunkSchedule
 from vla.registry import TASKS
 
 
@@ -28,12 +29,12 @@ def main() -> None:
         obs, info = env.reset(seed=seed)
         policy.reset(seed)
         goal = env.unwrapped.raw_obs[36:39].copy()
-        queue: list[np.ndarray] = []
+        schedule = ChunkSchedule(args.n_action_steps)
         best, err, done = np.inf, np.zeros(3), False
         while not done:
-            if not queue:
-                queue = list(np.asarray(policy.sample_chunk([obs]))[0][: args.n_action_steps])
-            obs, _, term, trunc, info = env.step(queue.pop(0))
+            action, _ = schedule.action(policy, obs)
+            obs, _, term, trunc, info = env.step(action)
+            schedule.executed()
             d = env.unwrapped.raw_obs[:3] - goal
             if np.linalg.norm(d) < best:
                 best, err = float(np.linalg.norm(d)), d

@@ -88,7 +88,7 @@ class ChunkSchedule:
     in turn, or (`rate` set) the temporal ensemble of the chunks predicted so far, with a new chunk every
     `every` steps (between queries the mean of the chunks already in play) or sooner when none predicts this
     step. One schedule for the evaluator's workers and the diagnostics that replay its episodes
-    (benchmarks/failure_modes.py), so both execute a checkpoint the same way.
+    (benchmarks/failure_modes.py, dagger_labels.py, mw_reach_misses.py), so all execute a checkpoint the same way.
 
     Per step: `action(policy, obs)` (it asks `policy.sample_chunk([obs])` only when a chunk is due), then, after the env
     stepped, `executed(by_policy)`; an action someone else chose (a person who took over) makes the
