@@ -70,10 +70,10 @@ REFINE_METHODS: Registry[Any] = Registry("refinement method",
                                          modules=("vla.refine.pa_rl", "worldmodel.imagination",
                                                   "worldmodel.reguide_refine"))
 # Policy specs with a prefix ("NAME:ARGS") that wrap a policy, e.g. worldmodel's test-time chunk
-# selection "wm-select:..." and ReGuide's guided policy "reguide:..." (sim.policies.load_policy looks
-# them up).
+# selection "wm-select:...", ReGuide's guided policy "reguide:..." and DSRL's steered one "dsrl:..."
+# (sim.policies.load_policy looks them up).
 POLICY_SPECS: Registry[Any] = Registry("policy spec", modules=("worldmodel.select", "worldmodel.reguide",
-                                                                "real.selection"))
+                                                                "real.selection", "vla.refine.dsrl_policy"))
 
 
 def spec_args(name: str, args: str, valid: tuple[str, ...], required: tuple[str, ...], example: str

@@ -1,0 +1,97 @@
+"""A flow policy steered through its initial noise by a DSRL actor (vla/refine/dsrl.py), and the
+evaluator's "dsrl:ckpt=P,actor=A[,mode=mean|sample]" policy spec: `vla eval "dsrl:ckpt=...,actor=..."`.
+
+The actor sees the observation's proprio/state vector (state-mode policies; a camera policy's
+encoder features are not wired in yet) and returns the noise x0 the policy integrates from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from vla.interfaces import GuidanceFn, Observation
+from vla.refine.dsrl import DSRLAgent, load_actor
+from vla.registry import POLICY_SPECS, spec_args, spec_loader
+
+MODES = ("mean", "sample", "base", "zero")
+
+
+def state_features(obs: Observation) -> np.ndarray:
+    """The actor's input: the observation's state vector, flattened."""
+    return np.asarray(obs["state"], np.float32).reshape(-1)
+
+
+class SteeredPolicy:
+    """`sample_chunk` runs the base policy from the noise the actor picks. Modes: mean (the actor's
+    deterministic noise; evaluation), sample (its stochastic noise; collection), base (the base's own
+    N(0, I) draw, clipped to the actor's range: DSRL's initial rollouts), zero (x0 = 0, the base's
+    mean-noise control). Every query's (features, noise) is kept in `decisions` for the learner."""
+
+    def __init__(self, base: Any, agent: DSRLAgent | None, mode: str = "mean",
+                 features: Callable[[Observation], np.ndarray] = state_features, steer_dim: int | None = None
+                 ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"SteeredPolicy: mode must be one of {MODES}, got {mode!r}")
+        if agent is None and mode in ("mean", "sample"):
+            raise ValueError(f"SteeredPolicy: mode {mode!r} needs an actor")
+        cfg = base.cfg
+        self.noise_shape = (int(cfg.chunk_size), int(cfg.action_dim))
+        # an actor over A dimensions steers every step of the chunk with the same noise vector (x0 = 0, the
+        # base's mean noise, is such a point); one over H x A steers each step's noise
+        full = self.noise_shape[0] * self.noise_shape[1]
+        self.steer_dim = agent.noise_dim if agent is not None else steer_dim or full
+        if self.steer_dim not in (self.noise_shape[1], full):
+            raise ValueError(f"dsrl actor: noise_dim {self.steer_dim} matches neither the policy's chunk "
+                             f"{self.noise_shape[0]} x {self.noise_shape[1]} nor its action dimension")
+        # the steered noise replaces the policy's own distribution: scale 0 would ignore it
+        cfg.with_noise_scale(1.0)
+        self.base, self.agent, self.mode, self.features = base, agent, mode, features
+        self.cfg = cfg
+        self.magnitude = agent.cfg.magnitude if agent is not None else 1.5
+        self.decisions: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def reset(self, seed: int | None = None) -> None:
+        self.base.reset(seed)
+        self.decisions = []
+
+    def noise_for(self, feats: np.ndarray) -> np.ndarray:
+        """[B, steer_dim] noise for [B, D] features in the current mode."""
+        b, n = len(feats), self.steer_dim
+        if self.mode == "zero":
+            return np.zeros((b, n), np.float32)
+        if self.mode == "base":
+            return np.clip(self.base.rng.standard_normal((b, n)), -self.magnitude, self.magnitude).astype(np.float32)
+        assert self.agent is not None
+        return self.agent.act(feats, deterministic=self.mode == "mean")
+
+    def sample_chunk(self, obs_batch: Sequence[Observation], prefix: np.ndarray | None = None,
+                     guidance: GuidanceFn | None = None) -> np.ndarray:
+        feats = np.stack([self.features(o) for o in obs_batch])
+        w = self.noise_for(feats)
+        for f, x in zip(feats, w, strict=True):
+            self.decisions.append((f, x))
+        h, a = self.noise_shape
+        x0 = w.reshape(len(obs_batch), 1, a).repeat(h, 1) if self.steer_dim == a else w.reshape(len(obs_batch), h, a)
+        return self.base.sample_chunk(obs_batch, prefix=prefix, guidance=guidance, noise=x0)
+
+    def take_decisions(self) -> tuple[np.ndarray, np.ndarray]:
+        """(features [n, D], noise [n, steer_dim]) of the queries since the last reset or take."""
+        if not self.decisions:
+            return np.zeros((0, 0), np.float32), np.zeros((0, 0), np.float32)
+        feats, w = (np.stack(x) for x in zip(*self.decisions, strict=True))
+        self.decisions = []
+        return feats, w
+
+
+@POLICY_SPECS.register("dsrl")
+def make_steered(args: str, env: Any = None, seed: int = 0, load: Callable[[str], Any] | None = None
+                 ) -> SteeredPolicy:
+    a = spec_args("dsrl", args, ("ckpt", "actor", "mode"), ("ckpt",), "dsrl:ckpt=P,actor=A,mode=mean")
+    mode = a.get("mode", "mean")
+    if mode not in MODES:
+        raise ValueError(f"dsrl: mode must be one of {', '.join(MODES)}, got {mode!r}")
+    agent = load_actor(a["actor"]) if "actor" in a else None
+    return SteeredPolicy(spec_loader(load, seed)(a["ckpt"]), agent, mode=mode)
