@@ -177,3 +177,17 @@ def test_steered_policy_feeds_its_noise_to_the_flow_policy(tmp_path: Path, pretr
     assert np.allclose(spec.sample_chunk([obs]), chunk, atol=1e-5)
     with pytest.raises(ValueError, match="mode must be one of"):
         make_steered(f"ckpt={ckpt},mode=greedy")
+
+
+def test_the_evaluator_runs_a_steered_policy(tmp_path: Path, pretrained: tuple[Path, Path]) -> None:
+    """`vla eval dsrl:...` on the real task: the registry finds the spec, episodes run and record."""
+    from sim.evaluate import EvalConfig, run_evaluation
+    from vla.policy.policy import load_policy
+
+    ckpt, _ = pretrained
+    agent = DSRLAgent(load_policy(ckpt).cfg.state_dim, 7, DSRLConfig(hidden=8), seed=0)
+    agent.save(tmp_path / "a.safetensors")
+    out = run_evaluation(EvalConfig(task="pick_place", policy=f"dsrl:ckpt={ckpt},actor={tmp_path / 'a.safetensors'}",
+                                    episodes=2, seed_start=0, workers=1, videos=0, obs_mode="state", cameras=[],
+                                    horizon=16, out_dir=str(tmp_path / "eval")), progress=False)
+    assert out["episodes"] == 2 and all(e["length"] == 16 for e in out["episodes_detail"])
