@@ -2,6 +2,7 @@
 from its own episodes' sparse outcomes alone, by learning which initial noise to integrate from.
 
   python benchmarks/bench_dsrl.py run --out runs/bench_dsrl --seeds 0,1,2,3,4
+  python benchmarks/bench_dsrl.py eval-sample --out runs/bench_dsrl   # the saved actors' sampled noise
   python benchmarks/bench_dsrl.py report --out runs/bench_dsrl --name dsrl
 
 Protocol (HABC's, benchmarks/bench_habc.py): the base is `d15_s3000` of
@@ -112,7 +113,7 @@ def run_seed(args: argparse.Namespace, seed: int, out: Path) -> None:
                 replay = Replay(allf.shape[1], noise_dim, cfg.gamma)
                 for f, x, ok in pending:
                     replay.add_episode(f, x, ok)
-                steered = SteeredPolicy(base, agent, mode="sample")
+                steered = SteeredPolicy(base, agent, mode="sample", seeded=False)
         else:
             assert replay is not None
             replay.add_episode(feats, w, res["success"])
@@ -135,6 +136,30 @@ def run_seed(args: argparse.Namespace, seed: int, out: Path) -> None:
     path.write_text(json.dumps(log))
 
 
+def eval_sample(args: argparse.Namespace, out: Path) -> None:
+    """Every finished seed's saved actors at each milestone, run with their sampled noise (a stream
+    restarted at each evaluation seed) on the evaluation seeds; resumable per seed."""
+    from vla.policy.policy import load_policy
+    from vla.refine.dsrl import load_actor
+    from vla.refine.dsrl_policy import SteeredPolicy
+
+    env = make_env(args.task)
+    seeds = list(range(args.eval_seed_start, args.eval_seed_start + args.eval_episodes))
+    for p in sorted(out.glob("seed[0-9]*.json")):
+        if p.stem.endswith("_sample"):
+            continue
+        dest = out / f"{p.stem}_sample.json"
+        done = json.loads(dest.read_text()) if dest.exists() else {}
+        for m in json.loads(p.read_text())["evals"]:
+            if m in done:
+                continue
+            actor = load_actor(out / f"{p.stem}_ep{m}.safetensors")
+            policy = SteeredPolicy(load_policy(args.ckpt), actor, mode="sample")
+            done[m] = episodes(env, policy, seeds, args.task)
+            dest.write_text(json.dumps(done))
+            print(f"{p.stem} ep {m}: sampled noise {rate(done[m]):.2f}", flush=True)
+
+
 def paired(a: list[float], b: list[float]) -> dict[str, Any]:
     from vla.metrics import t_interval
 
@@ -143,9 +168,45 @@ def paired(a: list[float], b: list[float]) -> dict[str, Any]:
     return {"mean": float(d.mean()), "low": lo, "high": hi, "per_seed": [round(float(x), 3) for x in d]}
 
 
+def mean_success_length(rows: list[dict[str, Any]]) -> float | None:
+    lengths = [r["length"] for r in rows if r["success"]]
+    return float(np.mean(lengths)) if lengths else None
+
+
+def plot(runs: dict[int, dict[str, Any]], base: float, zero: float, path: Path) -> None:
+    """Per training seed: the evaluation at each milestone, and the collected episodes' success (a
+    running mean over 20), with the two controls."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax_e, ax_c) = plt.subplots(1, 2, figsize=(11, 3.8))
+    for s, r in sorted(runs.items()):
+        ms = sorted(int(m) for m in r["evals"])
+        line = ax_e.plot(ms, [rate(r["evals"][str(m)]) for m in ms], marker="o", label=f"seed {s}")[0]
+        ok = np.array([c["success"] for c in r["collect"]], float)
+        if len(ok) >= 20:
+            ax_c.plot(np.arange(20, len(ok) + 1), np.convolve(ok, np.ones(20) / 20, "valid"), color=line.get_color())
+    for ax in (ax_e, ax_c):
+        ax.axhline(base, color="k", ls="--", lw=1, label="base (sampled noise)")
+        ax.axhline(zero, color="grey", ls=":", lw=1.5, label="base from x0 = 0")
+        ax.set(xlabel="episodes collected", ylim=(0, 1))
+        ax.grid(alpha=0.3)
+    ax_e.set(title="evaluation (actor's mean noise)", ylabel="success rate")
+    ax_c.set(title="collection (actor's sampled noise), running mean of 20")
+    ax_e.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
 def report(args: argparse.Namespace, out: Path) -> None:
     ctl = json.loads((out / "controls.json").read_text())
-    runs = {int(p.stem[4:]): json.loads(p.read_text()) for p in sorted(out.glob("seed*.json"))}
+    runs = {int(p.stem[4:]): json.loads(p.read_text()) for p in sorted(out.glob("seed[0-9]*.json"))
+            if not p.stem.endswith("_sample")}
+    sampled = {s: json.loads((out / f"seed{s}_sample.json").read_text()) for s in runs
+               if (out / f"seed{s}_sample.json").exists()}
     if not runs:
         raise SystemExit(f"{out}: no finished seed (run first)")
     seeds = sorted(runs)
@@ -159,10 +220,28 @@ def report(args: argparse.Namespace, out: Path) -> None:
         res["milestones"][str(m)] = {"seeds": have, "success": float(np.mean(rates)), "per_seed": rates,
                                      "minus_base": paired(rates, [base] * len(rates)),
                                      "minus_zero_noise": paired(rates, [zero] * len(rates))}
+        # pooled over (training seed, evaluation seed) pairs: each evaluation episode against the same
+        # seed's control episode (the controls are one evaluation, so this holds their noise once)
+        for ctl_name in ("base", "zero"):
+            ctl_ok = {r["seed"]: r["success"] for r in ctl[ctl_name]}
+            d = [float(r["success"]) - float(ctl_ok[r["seed"]]) for s in have for r in runs[s]["evals"][str(m)]]
+            res["milestones"][str(m)][f"pooled_minus_{ctl_name}"] = paired(d, [0.0] * len(d))
+            res["milestones"][str(m)][f"pooled_minus_{ctl_name}"].pop("per_seed")
+        res["milestones"][str(m)]["steps_to_success"] = mean_success_length(
+            [r for s in have for r in runs[s]["evals"][str(m)]])
+        have_s = [s for s in have if str(m) in sampled.get(s, {})]
+        if have_s:  # the actor's sampled noise against the base's sampled noise
+            rates_s = [rate(sampled[s][str(m)]) for s in have_s]
+            res["milestones"][str(m)]["sampled"] = {"seeds": have_s, "success": float(np.mean(rates_s)),
+                                                    "per_seed": rates_s,
+                                                    "minus_base": paired(rates_s, [base] * len(rates_s))}
+    res["base_steps_to_success"] = mean_success_length(ctl["base"])
+    res["zero_noise_steps_to_success"] = mean_success_length(ctl["zero"])
     res["collect_success"] = {s: rate(runs[s]["collect"]) for s in seeds}
     res["seconds"] = {s: runs[s].get("seconds") for s in seeds}
     Path(args.results).mkdir(parents=True, exist_ok=True)
     (Path(args.results) / f"{args.name}.json").write_text(json.dumps(res, indent=1))
+    plot(runs, base, zero, Path(args.results) / f"{args.name}.png")
     lines = [f"# DSRL on {args.task} (autonomous: sparse outcomes, no person)", "",
              f"Base `{args.ckpt}`: {base:.2f} sampling, {zero:.2f} from x0 = 0, on {args.eval_episodes} seeds "
              f"from {args.eval_seed_start}.", "",
@@ -173,13 +252,33 @@ def report(args: argparse.Namespace, out: Path) -> None:
         lines.append(f"| {m} | {v['success']:.3f} | {', '.join(f'{x:.2f}' for x in v['per_seed'])} | "
                      f"{b['mean']:+.3f} [{b['low']:+.3f}, {b['high']:+.3f}] | {z['mean']:+.3f} [{z['low']:+.3f}, "
                      f"{z['high']:+.3f}] |")
+    lines += ["", "Intervals: 95% t over training seeds (the controls are one evaluation each, so their own "
+              "sampling noise, about +-0.13 on 50 episodes, is not in them). Pooled over every (training seed, "
+              "evaluation seed) pair, each episode against the control's episode on the same seed:", "",
+              "| episodes collected | minus base, pooled | minus x0 = 0, pooled | steps to success |",
+              "|---|---|---|---|"]
+    for m, v in res["milestones"].items():
+        b, z = v["pooled_minus_base"], v["pooled_minus_zero"]
+        steps = v["steps_to_success"]
+        lines.append(f"| {m} | {b['mean']:+.3f} [{b['low']:+.3f}, {b['high']:+.3f}] | {z['mean']:+.3f} "
+                     f"[{z['low']:+.3f}, {z['high']:+.3f}] | {steps if steps is None else round(steps, 1)} |")
+    if any("sampled" in v for v in res["milestones"].values()):
+        lines += ["", "The actor's sampled noise (evaluation seeds, a stream restarted per seed) against the base's "
+                  "sampled noise:", "", "| episodes collected | success | per seed | minus base |", "|---|---|---|---|"]
+        for m, v in res["milestones"].items():
+            if "sampled" in v:
+                sv, b = v["sampled"], v["sampled"]["minus_base"]
+                lines.append(f"| {m} | {sv['success']:.3f} | {', '.join(f'{x:.2f}' for x in sv['per_seed'])} | "
+                             f"{b['mean']:+.3f} [{b['low']:+.3f}, {b['high']:+.3f}] |")
+    lines += ["", f"Steps to success of the controls: base {res['base_steps_to_success']}, x0 = 0 "
+              f"{res['zero_noise_steps_to_success']}. Curves: `{args.name}.png`."]
     (Path(args.results) / f"{args.name}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("cmd", choices=("run", "report"))
+    ap.add_argument("cmd", choices=("run", "eval-sample", "report"))
     ap.add_argument("--out", default="runs/bench_dsrl")
     ap.add_argument("--ckpt", default=DEFAULT_CKPT)
     ap.add_argument("--task", default="pick_place")
@@ -203,6 +302,9 @@ def main() -> None:
                          "--out runs/bench_wm/inputs --runs d15)")
     if args.cmd == "report":
         report(args, out)
+        return
+    if args.cmd == "eval-sample":
+        eval_sample(args, out)
         return
     seeds = [int(s) for s in args.seeds.split(",")]
     if args.jobs > 1 and len(seeds) > 1:

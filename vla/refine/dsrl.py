@@ -238,10 +238,12 @@ class DSRLAgent:
         return np.clip((np.asarray(obs, np.float32) - self.obs_mean) / self.obs_std, -CLIP, CLIP).astype(np.float32)
 
     @torch.no_grad()
-    def act(self, obs: np.ndarray, deterministic: bool = False) -> np.ndarray:
-        """[B, obs_dim] raw features -> [B, noise_dim] noise in [-m, m]."""
+    def act(self, obs: np.ndarray, deterministic: bool = False, generator: torch.Generator | None = None
+            ) -> np.ndarray:
+        """[B, obs_dim] raw features -> [B, noise_dim] noise in [-m, m] (sampled from `generator`, else
+        the agent's own stream)."""
         x = torch.from_numpy(self.normalise(np.atleast_2d(obs)))
-        w = self.actor.mean(x) if deterministic else self.actor.sample(x, self.gen)[0]
+        w = self.actor.mean(x) if deterministic else self.actor.sample(x, generator or self.gen)[0]
         return w.numpy()
 
     @torch.no_grad()

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import torch
 
 from vla.interfaces import GuidanceFn, Observation
 from vla.refine.dsrl import DSRLAgent, load_actor
@@ -31,8 +32,8 @@ class SteeredPolicy:
     mean-noise control). Every query's (features, noise) is kept in `decisions` for the learner."""
 
     def __init__(self, base: Any, agent: DSRLAgent | None, mode: str = "mean",
-                 features: Callable[[Observation], np.ndarray] = state_features, steer_dim: int | None = None
-                 ) -> None:
+                 features: Callable[[Observation], np.ndarray] = state_features, steer_dim: int | None = None,
+                 seeded: bool = True) -> None:
         if mode not in MODES:
             raise ValueError(f"SteeredPolicy: mode must be one of {MODES}, got {mode!r}")
         if agent is None and mode in ("mean", "sample"):
@@ -52,9 +53,15 @@ class SteeredPolicy:
         self.cfg = cfg
         self.magnitude = agent.cfg.magnitude if agent is not None else 1.5
         self.decisions: list[tuple[np.ndarray, np.ndarray]] = []
+        # seeded: sample mode draws from a stream restarted at every reset(seed), so an episode does not
+        # depend on which worker ran it or what ran before (the evaluator's rule); unseeded: the agent's
+        # own stream (the online learner's collection)
+        self.gen = torch.Generator().manual_seed(0) if seeded else None
 
     def reset(self, seed: int | None = None) -> None:
         self.base.reset(seed)
+        if self.gen is not None and seed is not None:
+            self.gen.manual_seed(int(seed))
         self.decisions = []
 
     def noise_for(self, feats: np.ndarray) -> np.ndarray:
@@ -65,7 +72,7 @@ class SteeredPolicy:
         if self.mode == "base":
             return np.clip(self.base.rng.standard_normal((b, n)), -self.magnitude, self.magnitude).astype(np.float32)
         assert self.agent is not None
-        return self.agent.act(feats, deterministic=self.mode == "mean")
+        return self.agent.act(feats, deterministic=self.mode == "mean", generator=self.gen)
 
     def sample_chunk(self, obs_batch: Sequence[Observation], prefix: np.ndarray | None = None,
                      guidance: GuidanceFn | None = None) -> np.ndarray:

@@ -171,6 +171,12 @@ def test_steered_policy_feeds_its_noise_to_the_flow_policy(tmp_path: Path, pretr
     base.reset(0)
     assert np.allclose(got, base.sample_chunk([obs], noise=x0), atol=1e-5)
     assert steered_a.take_decisions()[1].shape == (1, a)
+    sampled = SteeredPolicy(base, agent, mode="sample")  # seeded: the stream restarts with each episode's seed
+    draws = []
+    for seed in (3, 3, 4):
+        sampled.reset(seed)
+        draws.append(sampled.sample_chunk([obs]))
+    assert np.allclose(draws[0], draws[1]) and not np.allclose(draws[0], draws[2])
     agent.save(tmp_path / "a.safetensors")
     spec = make_steered(f"ckpt={ckpt},actor={tmp_path / 'a.safetensors'}")
     spec.reset(0)
