@@ -4,6 +4,7 @@ from its own episodes' sparse outcomes alone, by learning which initial noise to
   python benchmarks/bench_dsrl.py run --out runs/bench_dsrl --seeds 0,1,2,3,4
   python benchmarks/bench_dsrl.py eval-sample --out runs/bench_dsrl   # the saved actors' sampled noise
   python benchmarks/bench_dsrl.py report --out runs/bench_dsrl --name dsrl
+  python benchmarks/bench_dsrl.py sensitivity --name dsrl   # how the outcome depends on the noise
 
 Protocol (HABC's, benchmarks/bench_habc.py): the base is `d15_s3000` of
 `python benchmarks/wm_candidates.py --out runs/bench_wm/inputs --runs d15` (pick_place, 15 demos, state
@@ -160,6 +161,48 @@ def eval_sample(args: argparse.Namespace, out: Path) -> None:
             print(f"{p.stem} ep {m}: sampled noise {rate(done[m]):.2f}", flush=True)
 
 
+class ConstantNoise:
+    """The base run from one fixed shared noise vector at every query (the sensitivity probe)."""
+
+    def __init__(self, base: Any, w: np.ndarray) -> None:
+        from vla.refine.dsrl_policy import SteeredPolicy
+
+        self.inner = SteeredPolicy(base, None, mode="zero", steer_dim=base.cfg.action_dim)
+        self.inner.noise_for = lambda feats: np.repeat(w[None].astype(np.float32), len(feats), 0)  # type: ignore
+
+    def reset(self, seed: int | None = None) -> None:
+        self.inner.reset(seed)
+
+    def sample_chunk(self, obs_batch: Any, prefix: Any = None, guidance: Any = None) -> np.ndarray:
+        return self.inner.sample_chunk(obs_batch, prefix, guidance)
+
+
+def sensitivity(args: argparse.Namespace) -> None:
+    """How an episode's outcome depends on the initial noise: the base from x0 = 0 and from 4 shared
+    noise vectors at each scale (0.1, 0.3, 1) on 30 evaluation seeds: success, the share of
+    episodes whose outcome differs from x0 = 0's, and the seeds some vector solves."""
+    from vla.policy.policy import load_policy
+
+    env, base = make_env(args.task), load_policy(args.ckpt)
+    seeds = list(range(args.eval_seed_start, args.eval_seed_start + 30))
+    rng = np.random.default_rng(1)
+    grid: dict[str, list[list[bool]]] = {}
+    for scale in (0.0, 0.1, 0.3, 1.0):
+        grid[str(scale)] = []
+        for _ in range(1 if scale == 0 else 4):
+            w = np.clip(scale * rng.standard_normal(base.cfg.action_dim), -1.5, 1.5)
+            grid[str(scale)].append([r["success"] for r in episodes(env, ConstantNoise(base, w), seeds, args.task)])
+    zero = np.array(grid["0.0"][0])
+    res: dict[str, Any] = {"seeds": [seeds[0], seeds[-1]], "zero_success": float(zero.mean()), "grid": grid}
+    for scale in ("0.1", "0.3", "1.0"):
+        m = np.array(grid[scale])
+        res[scale] = {"success": float(m.mean()), "per_vector": m.mean(1).tolist(),
+                      "flips_vs_zero": float((m != zero[None]).mean()), "solved_by_any": float(m.any(0).mean())}
+        print(f"scale {scale}: success {m.mean():.2f}, outcome differs from x0 = 0 on {(m != zero[None]).mean():.2f}, "
+              f"seeds solved by some vector {m.any(0).mean():.2f} (x0 = 0: {zero.mean():.2f})", flush=True)
+    (Path(args.results) / f"{args.name}_sensitivity.json").write_text(json.dumps(res, indent=1))
+
+
 def paired(a: list[float], b: list[float]) -> dict[str, Any]:
     from vla.metrics import t_interval
 
@@ -270,15 +313,18 @@ def report(args: argparse.Namespace, out: Path) -> None:
                 sv, b = v["sampled"], v["sampled"]["minus_base"]
                 lines.append(f"| {m} | {sv['success']:.3f} | {', '.join(f'{x:.2f}' for x in sv['per_seed'])} | "
                              f"{b['mean']:+.3f} [{b['low']:+.3f}, {b['high']:+.3f}] |")
-    lines += ["", f"Steps to success of the controls: base {res['base_steps_to_success']}, x0 = 0 "
-              f"{res['zero_noise_steps_to_success']}. Curves: `{args.name}.png`."]
+    def steps(x: float | None) -> str:
+        return "-" if x is None else f"{x:.1f}"
+
+    lines += ["", f"Steps to success of the controls: base {steps(res['base_steps_to_success'])}, x0 = 0 "
+              f"{steps(res['zero_noise_steps_to_success'])}. Curves: `{args.name}.png`."]
     (Path(args.results) / f"{args.name}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("cmd", choices=("run", "eval-sample", "report"))
+    ap.add_argument("cmd", choices=("run", "eval-sample", "report", "sensitivity"))
     ap.add_argument("--out", default="runs/bench_dsrl")
     ap.add_argument("--ckpt", default=DEFAULT_CKPT)
     ap.add_argument("--task", default="pick_place")
@@ -305,6 +351,9 @@ def main() -> None:
         return
     if args.cmd == "eval-sample":
         eval_sample(args, out)
+        return
+    if args.cmd == "sensitivity":
+        sensitivity(args)
         return
     seeds = [int(s) for s in args.seeds.split(",")]
     if args.jobs > 1 and len(seeds) > 1:
