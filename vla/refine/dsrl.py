@@ -217,16 +217,18 @@ class DSRLAgent:
     def __init__(self, obs_dim: int, noise_dim: int, cfg: DSRLConfig, obs_mean: np.ndarray | None = None,
                  obs_std: np.ndarray | None = None, seed: int = 0) -> None:
         cfg.validate()
-        torch.manual_seed(seed)
         self.cfg, self.obs_dim, self.noise_dim = cfg, obs_dim, noise_dim
         self.obs_mean = np.zeros(obs_dim, np.float32) if obs_mean is None else np.asarray(obs_mean, np.float32)
         # a floor on the scale: a feature constant over the statistics' episodes (the cube's height while it
-        # rests) would otherwise turn its first change (a lift) into inputs of 1000s and the critics diverge
+        # rests) would otherwise turn its first change (a lift) into inputs in the hundreds (Q passed 2 for
+        # a 0/1 outcome)
         self.obs_std = np.ones(obs_dim, np.float32) if obs_std is None else np.maximum(
             np.asarray(obs_std, np.float32), cfg.min_obs_std)
-        self.actor = NoiseActor(obs_dim, noise_dim, cfg)
-        self.critic = QEnsemble(obs_dim, noise_dim, cfg)
-        self.target = QEnsemble(obs_dim, noise_dim, cfg)
+        with torch.random.fork_rng():  # seeded initial weights without reseeding the caller's torch stream
+            torch.manual_seed(seed)
+            self.actor = NoiseActor(obs_dim, noise_dim, cfg)
+            self.critic = QEnsemble(obs_dim, noise_dim, cfg)
+            self.target = QEnsemble(obs_dim, noise_dim, cfg)
         self.target.load_state_dict(self.critic.state_dict())
         self.log_alpha = torch.tensor(math.log(cfg.init_alpha), requires_grad=True)
         self.opt_actor = torch.optim.Adam(self.actor.parameters(), lr=cfg.lr)
