@@ -54,6 +54,10 @@ def episodes(env: Any, policy: Any, seeds: list[int], task: str) -> list[dict[st
     return out
 
 
+def eval_seeds(args: argparse.Namespace, n: int | None = None) -> list[int]:
+    return list(range(args.eval_seed_start, args.eval_seed_start + (n or args.eval_episodes)))
+
+
 def rate(rows: list[dict[str, Any]]) -> float:
     return float(np.mean([r["success"] for r in rows]))
 
@@ -66,8 +70,7 @@ def controls(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     from vla.policy.policy import load_policy
     from vla.refine.dsrl_policy import SteeredPolicy
 
-    env = make_env(args.task)
-    seeds = list(range(args.eval_seed_start, args.eval_seed_start + args.eval_episodes))
+    env, seeds = make_env(args.task), eval_seeds(args)
     res = {"base": episodes(env, load_policy(args.ckpt), seeds, args.task),
            "zero": episodes(env, SteeredPolicy(load_policy(args.ckpt), None, mode="zero"), seeds, args.task)}
     path.write_text(json.dumps(res))
@@ -78,6 +81,7 @@ def controls(args: argparse.Namespace, out: Path) -> dict[str, Any]:
 def run_seed(args: argparse.Namespace, seed: int, out: Path) -> None:
     import torch
 
+    from vla.config import load_config
     from vla.policy.policy import load_policy
     from vla.refine.dsrl import DSRLAgent, DSRLConfig, Replay
     from vla.refine.dsrl_policy import SteeredPolicy
@@ -89,13 +93,11 @@ def run_seed(args: argparse.Namespace, seed: int, out: Path) -> None:
     torch.set_num_threads(1)
     env = make_env(args.task)
     base = load_policy(args.ckpt)
-    cfg = DSRLConfig(**{k: (v.lower() in ("1", "true") if isinstance(getattr(DSRLConfig, k), bool)
-                            else type(getattr(DSRLConfig, k))(v)) for k, v in (a.split("=") for a in args.dsrl)})
+    cfg = load_config(DSRLConfig, "dsrl", overrides=args.dsrl)  # unknown keys: one line with the close match
     noise_dim = base.cfg.action_dim if args.steer == "shared" else base.cfg.chunk_size * base.cfg.action_dim
     steered = SteeredPolicy(base, None, mode="base", steer_dim=noise_dim)
     rng = np.random.default_rng(seed)
     collect0 = args.collect_seed_start + 10_000 * seed
-    eval_seeds = list(range(args.eval_seed_start, args.eval_seed_start + args.eval_episodes))
     milestones = sorted(int(m) for m in args.milestones.split(","))
     agent: DSRLAgent | None = None
     replay: Replay | None = None
@@ -126,7 +128,7 @@ def run_seed(args: argparse.Namespace, seed: int, out: Path) -> None:
                 log["losses"].append({"episode": i + 1, **stats})
         if i + 1 in milestones:
             assert agent is not None, "the first milestone must come after the warm-up"
-            ev = episodes(env, SteeredPolicy(base, agent, mode="mean"), eval_seeds, args.task)
+            ev = episodes(env, SteeredPolicy(base, agent, mode="mean"), eval_seeds(args), args.task)
             agent.save(out / f"seed{seed}_ep{i + 1}.safetensors")
             recent = [c["success"] for c in log["collect"][-20:]]
             log["evals"][str(i + 1)] = ev
@@ -144,8 +146,7 @@ def eval_sample(args: argparse.Namespace, out: Path) -> None:
     from vla.refine.dsrl import load_actor
     from vla.refine.dsrl_policy import SteeredPolicy
 
-    env = make_env(args.task)
-    seeds = list(range(args.eval_seed_start, args.eval_seed_start + args.eval_episodes))
+    env, seeds = make_env(args.task), eval_seeds(args)
     for p in sorted(out.glob("seed[0-9]*.json")):
         if p.stem.endswith("_sample"):
             continue
@@ -161,20 +162,15 @@ def eval_sample(args: argparse.Namespace, out: Path) -> None:
             print(f"{p.stem} ep {m}: sampled noise {rate(done[m]):.2f}", flush=True)
 
 
-class ConstantNoise:
+def constant_noise(base: Any, w: np.ndarray) -> Any:
     """The base run from one fixed shared noise vector at every query (the sensitivity probe)."""
+    from vla.refine.dsrl_policy import SteeredPolicy
 
-    def __init__(self, base: Any, w: np.ndarray) -> None:
-        from vla.refine.dsrl_policy import SteeredPolicy
+    class ConstantNoise(SteeredPolicy):
+        def noise_for(self, feats: np.ndarray) -> np.ndarray:
+            return np.repeat(w[None].astype(np.float32), len(feats), 0)
 
-        self.inner = SteeredPolicy(base, None, mode="zero", steer_dim=base.cfg.action_dim)
-        self.inner.noise_for = lambda feats: np.repeat(w[None].astype(np.float32), len(feats), 0)  # type: ignore
-
-    def reset(self, seed: int | None = None) -> None:
-        self.inner.reset(seed)
-
-    def sample_chunk(self, obs_batch: Any, prefix: Any = None, guidance: Any = None) -> np.ndarray:
-        return self.inner.sample_chunk(obs_batch, prefix, guidance)
+    return ConstantNoise(base, None, mode="zero", steer_dim=base.cfg.action_dim)
 
 
 def sensitivity(args: argparse.Namespace) -> None:
@@ -184,14 +180,14 @@ def sensitivity(args: argparse.Namespace) -> None:
     from vla.policy.policy import load_policy
 
     env, base = make_env(args.task), load_policy(args.ckpt)
-    seeds = list(range(args.eval_seed_start, args.eval_seed_start + 30))
+    seeds = eval_seeds(args, 30)
     rng = np.random.default_rng(1)
     grid: dict[str, list[list[bool]]] = {}
     for scale in (0.0, 0.1, 0.3, 1.0):
         grid[str(scale)] = []
         for _ in range(1 if scale == 0 else 4):
             w = np.clip(scale * rng.standard_normal(base.cfg.action_dim), -1.5, 1.5)
-            grid[str(scale)].append([r["success"] for r in episodes(env, ConstantNoise(base, w), seeds, args.task)])
+            grid[str(scale)].append([r["success"] for r in episodes(env, constant_noise(base, w), seeds, args.task)])
     zero = np.array(grid["0.0"][0])
     res: dict[str, Any] = {"seeds": [seeds[0], seeds[-1]], "zero_success": float(zero.mean()), "grid": grid}
     for scale in ("0.1", "0.3", "1.0"):
@@ -203,12 +199,17 @@ def sensitivity(args: argparse.Namespace) -> None:
     (Path(args.results) / f"{args.name}_sensitivity.json").write_text(json.dumps(res, indent=1))
 
 
-def paired(a: list[float], b: list[float]) -> dict[str, Any]:
+def interval(d: list[float]) -> dict[str, Any]:
+    """The mean of differences and its 95% t interval (NaN with fewer than 2)."""
     from vla.metrics import t_interval
 
-    d = np.asarray(a) - np.asarray(b)
-    lo, hi = t_interval(d) if len(d) > 1 else (float("nan"), float("nan"))
-    return {"mean": float(d.mean()), "low": lo, "high": hi, "per_seed": [round(float(x), 3) for x in d]}
+    lo, hi = t_interval(np.asarray(d))
+    return {"mean": float(np.mean(d)), "low": lo, "high": hi}
+
+
+def paired(a: list[float], b: list[float]) -> dict[str, Any]:
+    d = [float(x) - float(y) for x, y in zip(a, b, strict=True)]
+    return {**interval(d), "per_seed": [round(x, 3) for x in d]}
 
 
 def mean_success_length(rows: list[dict[str, Any]]) -> float | None:
@@ -268,8 +269,7 @@ def report(args: argparse.Namespace, out: Path) -> None:
         for ctl_name in ("base", "zero"):
             ctl_ok = {r["seed"]: r["success"] for r in ctl[ctl_name]}
             d = [float(r["success"]) - float(ctl_ok[r["seed"]]) for s in have for r in runs[s]["evals"][str(m)]]
-            res["milestones"][str(m)][f"pooled_minus_{ctl_name}"] = paired(d, [0.0] * len(d))
-            res["milestones"][str(m)][f"pooled_minus_{ctl_name}"].pop("per_seed")
+            res["milestones"][str(m)][f"pooled_minus_{ctl_name}"] = interval(d)
         res["milestones"][str(m)]["steps_to_success"] = mean_success_length(
             [r for s in have for r in runs[s]["evals"][str(m)]])
         have_s = [s for s in have if str(m) in sampled.get(s, {})]

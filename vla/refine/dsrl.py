@@ -238,15 +238,16 @@ class DSRLAgent:
         self.gen = torch.Generator().manual_seed(seed)
         self.updates = 0
 
-    def normalise(self, obs: np.ndarray) -> np.ndarray:
-        return np.clip((np.asarray(obs, np.float32) - self.obs_mean) / self.obs_std, -CLIP, CLIP).astype(np.float32)
+    def normalise(self, obs: torch.Tensor) -> torch.Tensor:
+        """Raw features -> the networks' inputs: standardised by the stored statistics, clipped to +-CLIP."""
+        return ((obs - torch.from_numpy(self.obs_mean)) / torch.from_numpy(self.obs_std)).clamp(-CLIP, CLIP)
 
     @torch.no_grad()
     def act(self, obs: np.ndarray, deterministic: bool = False, generator: torch.Generator | None = None
             ) -> np.ndarray:
         """[B, obs_dim] raw features -> [B, noise_dim] noise in [-m, m] (sampled from `generator`, else
         the agent's own stream)."""
-        x = torch.from_numpy(self.normalise(np.atleast_2d(obs)))
+        x = self.normalise(torch.from_numpy(np.atleast_2d(np.asarray(obs, np.float32))))
         w = self.actor.mean(x) if deterministic else self.actor.sample(x, generator or self.gen)[0]
         return w.numpy()
 
@@ -263,9 +264,7 @@ class DSRLAgent:
 
     def update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
         """One SAC step (critics, actor, temperature, target average) on raw-feature transitions."""
-        mean, std = torch.from_numpy(self.obs_mean), torch.from_numpy(self.obs_std)
-        obs = ((batch["obs"] - mean) / std).clamp(-CLIP, CLIP)
-        nxt = ((batch["next_obs"] - mean) / std).clamp(-CLIP, CLIP)
+        obs, nxt = self.normalise(batch["obs"]), self.normalise(batch["next_obs"])
         alpha = self.log_alpha.exp().detach()
         target = batch["ret"] if self.cfg.targets == "mc" else self.targets(nxt, batch["reward"], batch["done"])
         q = self.critic(obs, batch["w"])

@@ -103,7 +103,7 @@ def test_features_are_floored_and_clipped_and_targets_bounded() -> None:
     first moves, and a sparse 0/1 outcome's TD target stays in [0, 1]."""
     agent = DSRLAgent(2, 2, DSRLConfig(hidden=8, min_obs_std=0.05), obs_mean=np.zeros(2), obs_std=np.array([1e-6, 1]))
     assert agent.obs_std[0] == pytest.approx(0.05)
-    assert agent.normalise(np.array([[100.0, 0.5]])).tolist() == [[10.0, 0.5]]
+    assert agent.normalise(torch.tensor([[100.0, 0.5]])).tolist() == [[10.0, 0.5]]
     unclamped = DSRLAgent(2, 2, DSRLConfig(hidden=8, value_max=0))
     for a in (agent, unclamped):
         with torch.no_grad():
