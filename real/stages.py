@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from vla.config import CONFIG_DIR
+from vla.config import CONFIG_DIR, ConfigError
 from vla.job import JobContext, export_checkpoint, stage
 
 NODE_CONFIG = CONFIG_DIR / "deploy" / "native_arm.yaml"
@@ -207,7 +207,12 @@ def deploy_stage(ctx: JobContext) -> dict[str, Any]:
     """One (or `deploy.episodes`) pick_place episode(s) through ROS 2 against the MuJoCo bridge."""
     cfg = ctx.config.deploy
     if cfg.policy == "refined":  # JobConfig.validate checked the stage order
-        ckpt = Path(ctx.results["refine"]["checkpoint"])
+        refined = ctx.results["refine"]
+        if "checkpoint" not in refined:
+            raise ConfigError(f"deploy.policy=refined: the refine stage's {refined['method']} made "
+                             f"'{refined['policy']}', not a checkpoint the ROS node can load; "
+                             "use deploy.policy=pretrained or a fine-tuning method")
+        ckpt = Path(refined["checkpoint"])
         if cfg.backend == "onnx" and not (ckpt / "onnx").exists():
             export_checkpoint(ctx, ckpt)
     else:

@@ -160,6 +160,8 @@ def run_worker(spec: dict[str, Any]) -> Iterator[EpisodeResult]:
         for seed in spec["seeds"]:
             video = seed in spec["video_seeds"]
             result, builder, frames = run_episode(env, policy, seed, spec, episode_dir is not None, video, intervener)
+            if hasattr(policy, "episode_done"):  # a learner's policy keeps what it decided (DSRL's steered one)
+                policy.episode_done(seed, result.success)
             if frames:
                 result.video = str(write_mp4(Path(spec["video_dir"]) / f"{spec['task']}_seed{seed}.mp4", frames))
             if builder is not None and episode_dir is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from pathlib import Path
 from typing import Any
 
 from vla.job import JobContext, stage
@@ -175,6 +176,7 @@ def _refine_round(ctx: JobContext, stage_name: str, method: str, iterations: int
     before, after = rows[0], rows[-1]
     first, last = run.evaluate(0), run.evaluate(len(rows) - 1)
     gain = paired_difference(seed_outcomes(first), seed_outcomes(last))
+    final = run.version_policy(len(rows) - 1)
     ctx.attach(stage_name, "plot", run.out / "curves.png", f"{method}: success and data per iteration")
     _attach_videos(ctx, stage_name, last, f"after {method}")
 
@@ -188,5 +190,7 @@ def _refine_round(ctx: JobContext, stage_name: str, method: str, iterations: int
                     f"({gain['better']} seeds better, {gain['worse']} worse, of {gain['seeds']})",
             "gain_mean": round(gain["mean"], 4), "gain_lo": round(gain["lo"], 4), "gain_hi": round(gain["hi"], 4),
             "env episodes": after["env_episodes"], "intervention steps": after["intervention_steps"],
-            "checkpoint": str(run.policy_path(len(rows) - 1)),
+            # a checkpoint, or what a plug-in's versions are (dsrl: the base steered by an actor, a policy spec
+            # that `vla eval` runs but ROS deployment cannot)
+            "policy": final, **({"checkpoint": final} if Path(final).is_dir() else {}),
             "records": str(run.out / "records.json"), "seconds": round(time.perf_counter() - t0, 1)}

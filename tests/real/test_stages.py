@@ -5,8 +5,11 @@ from __future__ import annotations
 import os
 import sys
 
+import pytest
+
 from real import stages
-from vla.config import CONFIG_DIR
+from vla.config import CONFIG_DIR, ConfigError
+from vla.job import DeployStageConfig, JobConfig, JobContext
 
 
 def test_deploy_configs_come_from_the_package():
@@ -44,3 +47,11 @@ def test_a_wrong_deploy_policy_fails_at_load_before_any_stage_runs():
     cfg = load_config(JobConfig, "job", "default", ["stages=[sim_demos,pretrain,export,deploy]",
                                                     "deploy.policy=pretrained"])
     assert cfg.deploy.policy == "pretrained"
+
+
+def test_deploying_a_refined_policy_that_is_no_checkpoint_is_one_line(tmp_path):
+    # dsrl's refined version is the frozen base steered by an actor: a policy spec, nothing the ROS node loads
+    ctx = JobContext(JobConfig(deploy=DeployStageConfig(policy="refined")), tmp_path,
+                     results={"refine": {"method": "dsrl", "policy": "dsrl:ckpt=a,actor=b,mode=mean"}})
+    with pytest.raises(ConfigError, match="dsrl made 'dsrl:ckpt=a,actor=b,mode=mean', not a checkpoint"):
+        stages.deploy_stage(ctx)

@@ -11,7 +11,7 @@ import typer
 def register(app: typer.Typer) -> None:
     @app.command("refine", context_settings={"help_option_names": ["-h", "--help"]})
     def refine_cmd(method: str = typer.Argument(..., help="habc | rac | hg-dagger | dagger | sft | filtered-bc | awr | "
-                                                          "imagination | reguide-ft | reguide-fs | pa-rl"),
+                                                          "imagination | reguide-ft | reguide-fs | pa-rl | dsrl"),
                    ckpt: Path = typer.Option(..., help="pretrained checkpoint folder (policy version 0)"),
                    demos: Path = typer.Option(..., help="EpisodeStore of the demonstrations it was trained on"),
                    task: str = typer.Option("pick_place", help="registered sim task"),
@@ -48,4 +48,4 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"version {r['version']}: success {r['successes']}/{r['episodes']} [{lo:.0%}, {hi:.0%}] "
                        f"after {r['env_episodes']} env episodes, {r['intervention_steps']} intervention steps")
         typer.echo(f"records: {out / 'records.json'}  curves: {out / 'curves.png'}")
-        typer.echo(json.dumps({"final_checkpoint": str(RefineRun(cfg).policy_path(cfg.iterations))}))
+        typer.echo(json.dumps({"final_policy": RefineRun(cfg).version_policy(cfg.iterations)}))

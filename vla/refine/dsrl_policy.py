@@ -1,5 +1,8 @@
 """A flow policy steered through its initial noise by a DSRL actor (vla/refine/dsrl.py), and the
-evaluator's "dsrl:ckpt=P,actor=A[,mode=mean|sample]" policy spec: `vla eval "dsrl:ckpt=...,actor=..."`.
+evaluator's "dsrl:ckpt=P,actor=A[,mode=mean|sample|base|zero][,log=DIR][,steer=shared|full]" policy spec:
+`vla eval "dsrl:ckpt=...,actor=..."`. With `log=DIR` every finished episode's decisions (the features
+and the noise of each chunk query) and its outcome go to DIR/SEED.npz: the learner's data when the
+refinement loop (`vla refine dsrl`, vla/refine/dsrl_refine.py) collects in evaluation workers.
 
 The actor sees the observation's proprio/state vector (state-mode policies; a camera policy's
 encoder features are not wired in yet) and returns the noise x0 the policy integrates from.
@@ -8,6 +11,7 @@ encoder features are not wired in yet) and returns the noise x0 the policy integ
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,7 +37,7 @@ class SteeredPolicy:
 
     def __init__(self, base: Any, agent: DSRLAgent | None, mode: str = "mean",
                  features: Callable[[Observation], np.ndarray] = state_features, steer_dim: int | None = None,
-                 seeded: bool = True) -> None:
+                 seeded: bool = True, log_dir: str | Path | None = None) -> None:
         if mode not in MODES:
             raise ValueError(f"SteeredPolicy: mode must be one of {MODES}, got {mode!r}")
         if agent is None and mode in ("mean", "sample"):
@@ -57,6 +61,7 @@ class SteeredPolicy:
         # depend on which worker ran it or what ran before (the evaluator's rule); unseeded: the agent's
         # own stream (the online learner's collection)
         self.gen = torch.Generator().manual_seed(0) if seeded else None
+        self.log_dir = Path(log_dir) if log_dir else None
 
     def reset(self, seed: int | None = None) -> None:
         self.base.reset(seed)
@@ -84,6 +89,18 @@ class SteeredPolicy:
         x0 = w.reshape(len(obs_batch), 1, a).repeat(h, 1) if self.steer_dim == a else w.reshape(len(obs_batch), h, a)
         return self.base.sample_chunk(obs_batch, prefix=prefix, guidance=guidance, noise=x0)
 
+    def episode_done(self, seed: int, success: bool) -> None:
+        """The evaluation worker's end-of-episode call: with a log folder, the episode's decisions and
+        outcome go to LOG/SEED.npz (plain arrays, read back without pickle); written to a temporary
+        name first, so that a file there is always whole."""
+        feats, w = self.take_decisions()
+        if self.log_dir is None:
+            return
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.log_dir / f".{int(seed)}.tmp.npz"
+        np.savez(tmp, features=feats, noise=w, success=np.asarray(bool(success)))
+        tmp.rename(self.log_dir / f"{int(seed)}.npz")
+
     def take_decisions(self) -> tuple[np.ndarray, np.ndarray]:
         """(features [n, D], noise [n, steer_dim]) of the queries since the last reset or take."""
         if not self.decisions:
@@ -96,9 +113,16 @@ class SteeredPolicy:
 @POLICY_SPECS.register("dsrl")
 def make_steered(args: str, env: Any = None, seed: int = 0, load: Callable[[str], Any] | None = None
                  ) -> SteeredPolicy:
-    a = spec_args("dsrl", args, ("ckpt", "actor", "mode"), ("ckpt",), "dsrl:ckpt=P,actor=A,mode=mean")
-    mode = a.get("mode", "mean")
+    a = spec_args("dsrl", args, ("ckpt", "actor", "mode", "log", "steer"), ("ckpt",),
+                  "dsrl:ckpt=P,actor=A,mode=mean")
+    mode, steer = a.get("mode", "mean"), a.get("steer", "full")
     if mode not in MODES:
         raise ValueError(f"dsrl: mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if steer not in ("shared", "full"):
+        raise ValueError(f"dsrl: steer must be shared or full, got {steer!r}")
     agent = load_actor(a["actor"]) if "actor" in a else None
-    return SteeredPolicy(spec_loader(load, seed)(a["ckpt"]), agent, mode=mode)
+    base = spec_loader(load, seed)(a["ckpt"])
+    # without an actor (modes base and zero) `steer` sets the noise's width: one action-sized vector for the
+    # whole chunk, or one per step; an actor brings its own
+    dim = int(base.cfg.action_dim) * (1 if steer == "shared" else int(base.cfg.chunk_size))
+    return SteeredPolicy(base, agent, mode=mode, log_dir=a.get("log"), steer_dim=dim)

@@ -60,7 +60,16 @@ class RefineRun:
             raise FileNotFoundError(f"policy version {version} is not trained yet")
         return ckpt
 
+    def version_policy(self, version: int) -> str:
+        """The policy spec that evaluates version k: its checkpoint, or what a plug-in's versions are
+        (DSRL's: the frozen base steered by the actor trained for k)."""
+        if self.plugin is not None and hasattr(self.plugin, "version_policy"):
+            return str(self.plugin.version_policy(self, version))
+        return str(self.policy_path(version))
+
     def _trained(self, version: int) -> bool:
+        if self.plugin is not None and hasattr(self.plugin, "trained"):
+            return bool(self.plugin.trained(self, version))
         try:
             self.policy_path(version)
             return True
@@ -105,7 +114,7 @@ class RefineRun:
         if summary_file.exists():
             return json.loads(summary_file.read_text())
         return EVALUATORS.get("sim_episodes")(
-            progress=self.progress, policy=str(self.policy_path(version)), episodes=self.cfg.eval_episodes,
+            progress=self.progress, policy=self.version_policy(version), episodes=self.cfg.eval_episodes,
             seed_start=self.cfg.eval_seed_start, videos=self.cfg.videos, out_dir=str(out), **self._eval_kwargs())
 
     def collect(self, version: int) -> None:
@@ -124,7 +133,7 @@ class RefineRun:
         mode = self.plugin.collection_mode if self.plugin is not None else rw.COLLECTION_MODE[self.cfg.method]
         if self.cfg.intervener is not None:  # e.g. "" for HABC's autonomous setting: outcomes only
             mode = self.cfg.intervener
-        policy, source = str(self.policy_path(version)), "rollout"
+        policy, source = self.version_policy(version), "rollout"
         if self.plugin is not None and hasattr(self.plugin, "collect_policy"):
             policy, source = self.plugin.collect_policy(self, version, policy)
         EVALUATORS.get("sim_episodes")(
@@ -215,6 +224,11 @@ class RefineRun:
 
         c = self.cfg
         out = self.out / f"iter_{version + 1:02d}"
+        if self.plugin is not None and hasattr(self.plugin, "train_version"):  # versions that are not fine-tunes
+            info = self.plugin.train_version(self, version)
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "train_info.json").write_text(json.dumps(info, indent=1))
+            return info
         model, stats = load_model(self.policy_path(version), use_ema=True, device=resolve_device(c.train.device))
         t0 = time.perf_counter()
         w, info = self.step_weights(version, model)

@@ -14,7 +14,10 @@ Optional:
   version k and the source they are recorded with (ReGuide: its guided policy, "guided");
 - `train_setup(run, version, model, train_cfg) -> (model, train_cfg)`: the model and training
   settings that produce version k + 1 (ReGuide-FS: a freshly initialised model, more steps);
-- `train_steps(run) -> int`: the step count at which a version is trained (with `train_setup`).
+- `train_steps(run) -> int`: the step count at which a version is trained (with `train_setup`);
+- versions that are not fine-tuned checkpoints (DSRL: the frozen base steered by a trained actor):
+  `version_policy(run, version) -> policy spec` (evaluation and collection), `trained(run, version)
+  -> bool` and `train_version(run, version) -> info` (makes version k + 1 instead of fine-tuning).
 """
 
 from __future__ import annotations
