@@ -15,7 +15,9 @@ Where ours differs from the paper and from the online benchmark (benchmarks/benc
 updates after every episode): the loop's rounds make it a batched variant, and each round retrains the
 agent from scratch on all decisions (Monte-Carlo targets, the default, are fixed regression targets, so
 nothing is lost by not carrying the critics over; TD targets would lose their bootstrapped progress).
-State-mode features only (the observation's state vector), as in the steered policy.
+State-mode features only (the observation's state vector), as in the steered policy. The decision logs
+are written by the workers themselves: with `backend=ray` across machines the run folder must be on a
+filesystem every node shares.
 
 method_args: DSRLConfig's fields (hidden, utd, targets, ...) plus `steer`: "shared" (one noise vector
 of the action's dimension for the whole chunk, the default) or "full" (one per chunk step).
