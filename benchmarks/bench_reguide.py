@@ -315,7 +315,9 @@ def report(args: argparse.Namespace) -> None:
                            "state_features": space_args(args.space, task).get("state_features"), "seeds": seeds,
                            "base_success": base, "pcg_success": mean(pcg), "ft_success": mean(first("ft")),
                            "fs_success": mean(first("fs")), "matched_data_success": mean(first("matched")),
-                           "guidance_scale": base_info.get("scale")}
+                           "matched_fs_success": mean(first("matched_fs")), "guidance_scale": base_info.get("scale"),
+                           "iterations": args.iterations, "rollouts_per_iteration": args.episodes,
+                           "eval_episodes": args.eval_episodes}
     lines = [f"# ReGuide (issue 14): {task}"
              + (f", distances on task-frame features ({STATE_FEATURES[task]})" if args.space == "state" else "")
              + (f", guidance on the action dims {args.dims} only" if args.dims else ""), "",
