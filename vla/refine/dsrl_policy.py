@@ -22,6 +22,7 @@ from vla.refine.dsrl import DSRLAgent, load_actor
 from vla.registry import POLICY_SPECS, spec_args, spec_loader
 
 MODES = ("mean", "sample", "base", "zero")
+STEER = ("shared", "full")  # one noise vector for the whole chunk, or one per step
 
 
 def state_features(obs: Observation) -> np.ndarray:
@@ -118,8 +119,8 @@ def make_steered(args: str, env: Any = None, seed: int = 0, load: Callable[[str]
     mode, steer = a.get("mode", "mean"), a.get("steer", "full")
     if mode not in MODES:
         raise ValueError(f"dsrl: mode must be one of {', '.join(MODES)}, got {mode!r}")
-    if steer not in ("shared", "full"):
-        raise ValueError(f"dsrl: steer must be shared or full, got {steer!r}")
+    if steer not in STEER:
+        raise ValueError(f"dsrl: steer must be one of {', '.join(STEER)}, got {steer!r}")
     agent = load_actor(a["actor"]) if "actor" in a else None
     base = spec_loader(load, seed)(a["ckpt"])
     # without an actor (modes base and zero) `steer` sets the noise's width: one action-sized vector for the

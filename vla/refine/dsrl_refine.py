@@ -33,9 +33,8 @@ from typing import Any
 import numpy as np
 
 from vla.refine.dsrl import DSRLConfig
+from vla.refine.dsrl_policy import STEER
 from vla.registry import REFINE_METHODS
-
-STEER = ("shared", "full")
 
 
 @dataclass
