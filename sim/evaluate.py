@@ -270,7 +270,9 @@ def plot_summary(summary: dict[str, Any], path: Path) -> Path:
     axes[0].errorbar([0], [rate], yerr=[[max(rate - lo, 0.0)], [max(hi - rate, 0.0)]], color="black", capsize=6)
     axes[0].set_ylim(0, 1.05)
     axes[0].set_ylabel("success rate")
-    policy = Path(summary["policy"]).name
+    from sim.policies import policy_label
+
+    policy = policy_label(summary["policy"])
     axes[0].set_title(f"{summary['task']} / {policy}: {summary['successes']}/{summary['episodes']}")
     axes[0].tick_params(axis="x", rotation=30)
     detail = summary["episodes_detail"]
@@ -300,7 +302,9 @@ def run_evaluation(config: EvalConfig, progress: bool = True) -> dict[str, Any]:
     video_seeds = set(seeds[: config.videos])
     workers = min(config.workers, len(seeds))
     store = _open_record_store(config) if config.record else None
-    desc = f"{config.task} / {Path(config.policy).name}"
+    from sim.policies import policy_label
+
+    desc = f"{config.task} / {policy_label(config.policy)}"
     with tempfile.TemporaryDirectory(prefix="vla_eval_") as tmp:
         specs = [{**asdict(config), "seeds": seeds[w::workers], "video_seeds": sorted(video_seeds),
                   "results": str(Path(tmp) / f"worker{w}.jsonl"),

@@ -123,6 +123,17 @@ def wrapper_spec(spec: str) -> tuple[str, str] | None:
     return (prefix, rest) if sep and len(prefix) > 1 else None
 
 
+def policy_label(spec: str) -> str:
+    """A short name for progress bars and plot titles: a folder's last part, a wrapper spec's name
+    with its checkpoint's ("dsrl step_00003000", not the tail of its last argument)."""
+    wrapper = wrapper_spec(spec)
+    if wrapper is None:
+        return Path(spec).name
+    name, args = wrapper
+    ckpt = next((v for k, _, v in (a.partition("=") for a in args.split(",")) if k.strip() == "ckpt"), "")
+    return f"{name} {Path(ckpt).name}".strip()
+
+
 def load_policy(spec: str, env: Any, *, noise: float = 0.0, skill: float = 1.0, seed: int = 0,
                 noise_scale: float | None = None, expert_options: Mapping[str, Any] | None = None) -> Any:
     """`noise_scale`: a checkpoint's inference noise scale instead of its own (policy.noise_scale);
