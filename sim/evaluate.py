@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from sim.policies import policy_label
 from vla.data.schema import Episode, closest
 from vla.registry import EVALUATORS
 
@@ -270,8 +271,6 @@ def plot_summary(summary: dict[str, Any], path: Path) -> Path:
     axes[0].errorbar([0], [rate], yerr=[[max(rate - lo, 0.0)], [max(hi - rate, 0.0)]], color="black", capsize=6)
     axes[0].set_ylim(0, 1.05)
     axes[0].set_ylabel("success rate")
-    from sim.policies import policy_label
-
     policy = policy_label(summary["policy"])
     axes[0].set_title(f"{summary['task']} / {policy}: {summary['successes']}/{summary['episodes']}")
     axes[0].tick_params(axis="x", rotation=30)
@@ -302,8 +301,6 @@ def run_evaluation(config: EvalConfig, progress: bool = True) -> dict[str, Any]:
     video_seeds = set(seeds[: config.videos])
     workers = min(config.workers, len(seeds))
     store = _open_record_store(config) if config.record else None
-    from sim.policies import policy_label
-
     desc = f"{config.task} / {policy_label(config.policy)}"
     with tempfile.TemporaryDirectory(prefix="vla_eval_") as tmp:
         specs = [{**asdict(config), "seeds": seeds[w::workers], "video_seeds": sorted(video_seeds),

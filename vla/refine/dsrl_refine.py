@@ -113,14 +113,14 @@ class DsrlMethod:
         docstring for why)."""
         import torch
 
-        from vla.policy.policy import load_policy
+        from vla.policy.checkpoint import load_config
         from vla.refine.dsrl import DSRLAgent, Replay
 
         c = self.cfg.agent_config()
         rounds = [read_decisions(self.decisions_dir(run, k)) for k in range(version + 1)]
         if not rounds[0]:
             raise RuntimeError(f"dsrl: round 0 logged no decisions in {self.decisions_dir(run, 0)}")
-        pcfg = load_policy(run.policy_path(0)).cfg
+        pcfg = load_config(run.policy_path(0))  # the dims only: no weights
         noise_dim = pcfg.action_dim * (1 if self.cfg.steer == "shared" else pcfg.chunk_size)
         first = np.concatenate([f for _, f, _, _ in rounds[0]])
         seed = int(self.run_cfg.seed) * 1000 + version
@@ -128,10 +128,10 @@ class DsrlMethod:
         replay = Replay(first.shape[1], noise_dim, c.gamma)
         for eps in rounds:
             for s, feats, w, ok in eps:
-                if w.shape[1] != noise_dim:  # round 0's base noise is drawn at the actor's width
-                    raise ValueError(f"dsrl: seed {s}'s decisions have noise width {w.shape[1]}, the actor "
-                                     f"{noise_dim} (steer={self.cfg.steer}); the run was started with another")
-                replay.add_episode(feats, w, ok)
+                try:
+                    replay.add_episode(feats, w, ok)
+                except ValueError as e:  # e.g. decisions logged under another steer= than this run's
+                    raise ValueError(f"dsrl: seed {s}'s decision log (steer={self.cfg.steer}): {e}") from None
         rng = np.random.default_rng(seed)
         n_updates = c.utd * len(replay)
         stats: dict[str, float] = {}
