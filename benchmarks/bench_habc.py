@@ -13,6 +13,8 @@ the critic's held-out AUROC per iteration, and the protocol's minimum detectable
   python benchmarks/bench_habc.py run --task lift --settings interventions --methods sft,habc,hg_dagger,rac
   python benchmarks/bench_habc.py report --task lift --name habc_lift --json habc
   python benchmarks/bench_habc.py run --out runs/bench_habc_p10 --shares 0.4,0.5,0.1   # other shares: own --out
+  python benchmarks/bench_habc.py run --cameras --base-ckpt CKPT --demo-store DEMOS --run-args n_action_steps=4 \
+      --out runs/bench_habc_cam --seeds 0   # one camera run per method (a camera policy and its demos)
 
 Base policy: the world-model benchmark's `d15_s3000` (pick_place, 15 demos, state mode; 0.34 on
 the evaluation seeds), its demos; `--base` picks another candidate. Inputs (10 min here):
@@ -128,6 +130,12 @@ def shares_used(out: Path) -> tuple[float, ...] | None:
     return SHARES if (out / "runs").exists() else None
 
 
+def run_obs(args: argparse.Namespace) -> tuple[str, ...]:
+    """The observation and execution overrides of every evaluation and run: state mode (the seeds' runs),
+    or with `--cameras` the task's default cameras (the issue's one camera run per method); `--run-args` after."""
+    return (*(() if args.cameras else ("obs_mode=state", "cameras=[]")), *args.run_args.split())
+
+
 def run(args: argparse.Namespace) -> None:
     inputs, out = Path(args.inputs).resolve(), Path(args.out).resolve()
     base = base_name(args)
@@ -136,7 +144,10 @@ def run(args: argparse.Namespace) -> None:
         if bad:  # before the version-0 evaluation, not after it
             raise SystemExit(f"bench_habc: unknown {kind} '{bad[0]}' (valid: {', '.join(valid)})")
     ckpt = args.base_ckpt or json.loads((inputs / "candidates.json").read_text())[base]["ckpt"]
-    demos = inputs / f"demos_{n_demos(base)}.zarr"
+    demos = Path(args.demo_store).resolve() if args.demo_store else inputs / f"demos_{n_demos(base)}.zarr"
+    obs = run_obs(args)
+    # the issue's critic input where the policy sees images: the frozen policy encoder's features
+    critic = ("habc.features=encoder", "awr.features=encoder") if args.cameras else ()
     had = shares_used(out)  # a folder's runs compare at one set of shares
     if had is not None and had != args.shares:
         raise SystemExit(f"bench_habc: the runs in {out} used --shares {','.join(map(str, had))}, not "
@@ -144,7 +155,7 @@ def run(args: argparse.Namespace) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "shares.json").write_text(json.dumps(list(args.shares)))
     v0 = out / "v0_eval"
-    evaluate(ckpt, v0, args.eval_episodes, 100_000, args.task)
+    evaluate(ckpt, v0, args.eval_episodes, 100_000, args.task, obs=obs)
     for seed in [int(s) for s in args.seeds.split(",")]:
         for setting in args.settings.split(","):
             for name in args.methods.split(","):
@@ -162,7 +173,7 @@ def run(args: argparse.Namespace) -> None:
                            out / "logs" / f"{setting}_{name}_seed{seed}.log", seed=seed,
                            collect_seed_start=500_000 + 10_000 * seed, iterations=args.iterations,
                            episodes=args.episodes, eval_episodes=args.eval_episodes, train_steps=args.train_steps,
-                           task=args.task, overrides=(shares, *SETTINGS[setting], *extra))
+                           task=args.task, overrides=(shares, *SETTINGS[setting], *extra, *critic), obs=obs)
 
 
 # (method, reference) pairs the report differences by seed; habc - sft is the issue's headline
@@ -334,7 +345,9 @@ def report(args: argparse.Namespace) -> None:
     args.shares = shares_used(out) or args.shares
     base = base_name(args)
     lines = ["# HABC with the issue-15 protocol", "",
-             f"Base `{args.base_ckpt or base}` ({args.task}, {n_demos(base)} demos, state mode); "
+             f"Base `{args.base_ckpt or base}` ({args.task}, "
+             f"{f'demos {args.demo_store}' if args.demo_store else f'{n_demos(base)} demos'}, "
+             f"{'cameras' if args.cameras else 'state mode'}{(', ' + args.run_args) if args.run_args else ''}); "
              f"{args.iterations} rounds x "
              f"{args.episodes} rollouts, "
              f"{args.eval_episodes} evaluation episodes per version, sample shares fixed at demo {args.shares[0]} / "
@@ -390,7 +403,7 @@ def report(args: argparse.Namespace) -> None:
     lines += paired
     ratio = intervention_ratio(rows.get("interventions", {}))
     res.setdefault(entry_key, {})["rac_vs_hg_dagger_intervention_ratio"] = ratio
-    if args.task == "pick_place":  # the issue's headline key
+    if entry_key == "pick_place":  # the issue's headline key (not another base's or the camera run's)
         res["rac_vs_hg_dagger_intervention_ratio"] = ratio
     lines.append("\nRaC / HG-DAgger intervention steps at HG-DAgger's final mean success (equal shares): "
                  + (f"{ratio:.2f}" if ratio is not None else "RaC never reaches it"
@@ -515,6 +528,13 @@ def main() -> None:
                     f"chose, else {BASE})")
     ap.add_argument("--base-ckpt", default="", help="a checkpoint folder to start from instead of --base "
                     "(e.g. a refined policy; give it its own --out and --name)")
+    ap.add_argument("--cameras", action="store_true", help="run/report: image observations from the task's cameras "
+                    "instead of state (with a camera policy's --base-ckpt and --demo-store); the critics then read "
+                    "the frozen policy encoder's features")
+    ap.add_argument("--demo-store", default="", help="run/report: the demos the runs fine-tune on (default: the base's "
+                    "inputs/demos_N.zarr)")
+    ap.add_argument("--run-args", default="", help="run/report: more overrides of every evaluation and `vla refine` "
+                    "run, space-separated (the camera run's: 'n_action_steps=4', the main job's re-planning)")
     ap.add_argument("--name", default="habc", help="report: benchmarks/results/NAME.md, _curves.png, _raw/")
     ap.add_argument("--json", default="", help="report: benchmarks/results/JSON.json (default NAME); the task's "
                     "entry is replaced, other tasks' kept")

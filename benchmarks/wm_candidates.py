@@ -46,25 +46,28 @@ def sh(cmd: list[str], log: Path) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {log.stem}: {time.time() - t:.0f} s", flush=True)
 
 
-def evaluate(policy: str, out_dir: Path, episodes: int, seed_start: int, task: str = "pick_place") -> dict[str, Any]:
-    """`vla eval` of a policy spec on `task` in state mode, once: a finished summary is reused."""
+def evaluate(policy: str, out_dir: Path, episodes: int, seed_start: int, task: str = "pick_place",
+             obs: tuple[str, ...] = ("obs_mode=state", "cameras=[]")) -> dict[str, Any]:
+    """`vla eval` of a policy spec on `task`, once: a finished summary is reused. `obs`: the observation and
+    execution overrides (state mode by default; a camera run passes its own)."""
     if not (out_dir / "summary.json").exists():
         log = out_dir.parent / f"{out_dir.name}.log"
         out_dir.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "w") as f:
             subprocess.run([sys.executable, "-m", "vla.cli", "eval", policy, f"task={task}", f"episodes={episodes}",
-                            f"seed_start={seed_start}", "workers=2", "videos=0", "obs_mode=state", "cameras=[]",
+                            f"seed_start={seed_start}", "workers=2", "videos=0", *obs,
                             f"out_dir={out_dir}"], check=True, env=ENV, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT)
     return json.loads((out_dir / "summary.json").read_text())
 
 
 def refine_run(method: str, ckpt: str, demos: Path, run_dir: Path, log: Path, *, seed: int, collect_seed_start: int,
                iterations: int, episodes: int, eval_episodes: int, train_steps: int, method_args: dict | None = None,
-               task: str = "pick_place", overrides: tuple[str, ...] = ()) -> int:
-    """One `vla refine METHOD` run of a refinement benchmark (state mode, resumable; the evaluation
-    seeds 100000+ of every benchmark); its exit code."""
+               task: str = "pick_place", overrides: tuple[str, ...] = (),
+               obs: tuple[str, ...] = ("obs_mode=state", "cameras=[]")) -> int:
+    """One `vla refine METHOD` run of a refinement benchmark (resumable; the evaluation seeds 100000+ of
+    every benchmark; `obs` as in `evaluate`); its exit code."""
     cmd = [sys.executable, "-m", "vla.cli", "refine", method, "--ckpt", ckpt, "--demos", str(demos), "--task",
-           task, "--out", str(run_dir), "--resume", "obs_mode=state", "cameras=[]", f"seed={seed}",
+           task, "--out", str(run_dir), "--resume", *obs, f"seed={seed}",
            f"collect_seed_start={collect_seed_start}", f"iterations={iterations}",
            f"episodes_per_iteration={episodes}", f"eval_episodes={eval_episodes}", "eval_seed_start=100000",
            f"train.steps={train_steps}", f"train.ckpt_every={train_steps}", "train.batch_size=64",
