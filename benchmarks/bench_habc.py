@@ -212,6 +212,18 @@ def completions(out: Path, setting: str, method: str, seed: int, iterations: int
     return seed_completions(json.loads(path.read_text()))
 
 
+def episode_paired(out: Path, setting: str, a: str, b: str, seed: int, iterations: int) -> dict[str, Any]:
+    """One seed's comparison (the camera run has one): `a`'s final success minus `b`'s, paired by
+    evaluation episode (the same seeds), with the 95% t interval over episodes. It says whether the two
+    versions differ on these episodes, not how a method does over trainings: the seeds' spread is not in it."""
+    ca, cb = (completions(out, setting, m, seed, iterations) for m in (a, b))
+    common = sorted(set(ca) & set(cb))
+    d = np.array([(ca[e] is not None) - (cb[e] is not None) for e in common], float)
+    lo, hi = t_interval(d)
+    return {"mean": float(d.mean()), "low": lo, "high": hi, "episodes": len(d),
+            "better": int((d > 0).sum()), "worse": int((d < 0).sum())}
+
+
 def length_ratio(out: Path, setting: str, by: dict[str, dict[int, list[dict[str, Any]]]], a: str, b: str,
                  iterations: int) -> dict[str, Any] | None:
     """`a`'s completions over `b`'s on the evaluation episodes both completed, per seed, with the
@@ -372,7 +384,8 @@ def report(args: argparse.Namespace) -> None:
             res.setdefault(entry_key, {})[JSON_SETTING.get(setting, setting)] = {
                 "seeds": seeds, "sft_success": float(np.mean([by["sft"][s][-1]["success_rate"] for s in seeds])),
                 "habc_success": float(np.mean([by["habc"][s][-1]["success_rate"] for s in seeds])),
-                "paired_gain": float(d.mean()), "paired_gain_low": lo, "paired_gain_high": hi,
+                "paired_gain": float(d.mean()), "paired_gain_low": lo if len(d) > 1 else None,
+                "paired_gain_high": hi if len(d) > 1 else None,
                 "habc_steps_to_success": steps_to_success({s: by["habc"][s] for s in seeds}),
                 "sft_steps_to_success": steps_to_success({s: by["sft"][s] for s in seeds}),
                 "critic_auroc_heldout": critic_auroc({s: by["habc"][s] for s in seeds}),
@@ -388,8 +401,12 @@ def report(args: argparse.Namespace) -> None:
                 entry[key] = {"mean": float(d.mean()), "low": lo if len(d) > 1 else None,
                               "high": hi if len(d) > 1 else None, "seeds": len(d)}
             if len(d) < 2:
-                paired.append(f"\n{setting}: {a} - {b} on seed {seeds_of(by, a, b)[0]}: {d.mean():+.3f} (one seed: no "
-                              "interval).")
+                seed = seeds_of(by, a, b)[0]
+                ep = episode_paired(out, setting, a, b, seed, args.iterations)
+                entry[f"{a}_minus_{b}_episode_paired"] = ep
+                paired.append(f"\n{setting}: {a} - {b} on seed {seed}: {d.mean():+.3f}; paired by evaluation episode "
+                              f"[{ep['low']:+.3f}, {ep['high']:+.3f}] ({ep['better']} episodes better, {ep['worse']} "
+                              "worse; one training: no interval over seeds).")
                 continue
             lr = length_ratio(out, setting, by, a, b, args.iterations)
             entry[f"{a}_over_{b}_length_shared"] = lr

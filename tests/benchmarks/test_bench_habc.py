@@ -32,3 +32,19 @@ def test_share_overrides_fix_every_group_and_pa_rl_gets_its_demo_share() -> None
     # PA-RL: demos + corrections with a person, demos over demos + policy without one
     assert bh.share_overrides("pa_rl", "interventions", (0.4, 0.3, 0.3)) == "method_args={demo_share: 0.700}"
     assert bh.share_overrides("pa_rl", "autonomous", (0.4, 0.3, 0.3)) == "method_args={demo_share: 0.571}"
+
+
+def test_episode_paired_compares_one_seeds_final_versions_episode_by_episode(tmp_path: Path) -> None:
+    import json
+
+    outcomes = {"habc": [True, True, False, False], "sft": [True, False, False, True]}
+    for m, wins in outcomes.items():
+        d = tmp_path / "runs" / "interventions" / m / "seed0" / "iter_03" / "eval"
+        d.mkdir(parents=True)
+        detail = [{"seed": 100000 + i, "success": w, "length": 40} for i, w in enumerate(wins)]
+        if m == "sft":
+            detail.append({"seed": 999, "success": True, "length": 40})  # an episode the other did not run
+        (d / "summary.json").write_text(json.dumps({"episodes_detail": detail}))
+    ep = bh.episode_paired(tmp_path, "interventions", "habc", "sft", 0, 3)
+    assert ep["episodes"] == 4 and ep["better"] == 1 and ep["worse"] == 1 and ep["mean"] == 0.0
+    assert ep["low"] < 0 < ep["high"]
