@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("bench_grounding", ROOT / "benchmarks/bench_grounding.py")
-assert spec is not None and spec.loader is not None
-bg = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bg)
+from tests.benchmarks.helpers import load_script
+
+bg = load_script("bench_grounding")
 
 
 def test_tally_counts_a_vague_probes_choice_as_wrong() -> None:

@@ -4,16 +4,11 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))  # the script imports its sibling wm_candidates
-spec = importlib.util.spec_from_file_location("bench_habc", ROOT / "benchmarks/bench_habc.py")
-assert spec is not None and spec.loader is not None
-bh = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bh)
+from tests.benchmarks.helpers import load_script
+
+bh = load_script("bench_habc")
 
 
 def test_run_obs_is_state_mode_unless_cameras_and_appends_run_args() -> None:

@@ -3,16 +3,9 @@ others beside it, and the headline variant whose figures become the task's)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+from tests.benchmarks.helpers import load_script
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))  # the script imports its sibling wm_candidates
-spec = importlib.util.spec_from_file_location("bench_reguide", ROOT / "benchmarks/bench_reguide.py")
-assert spec is not None and spec.loader is not None
-br = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(br)
+br = load_script("bench_reguide")
 
 
 def test_place_entry_keeps_every_variant_and_moves_the_old_top_level_once() -> None:

@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
+from tests.benchmarks.helpers import load_script
 
-ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("failure_modes", ROOT / "benchmarks/failure_modes.py")
-assert spec is not None and spec.loader is not None
-fm = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(fm)
+fm = load_script("failure_modes")
 
 F, T = False, True
 

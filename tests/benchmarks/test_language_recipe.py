@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.benchmarks.helpers import load_script
+
 # the benchmark imports its siblings (bench_language, wm_candidates) as top-level modules
-sys.path.insert(0, str(ROOT / "benchmarks"))
-spec = importlib.util.spec_from_file_location("language_recipe", ROOT / "benchmarks/language_recipe.py")
-assert spec is not None and spec.loader is not None
-lr = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(lr)
+lr = load_script("language_recipe")
 
 
 def row(true: float, heldout: float | None = None, **kw: float) -> dict:

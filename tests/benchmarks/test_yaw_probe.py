@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("yaw_probe", ROOT / "benchmarks/yaw_probe.py")
-assert spec is not None and spec.loader is not None
-yp = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(yp)
+from tests.benchmarks.helpers import load_script
+
+yp = load_script("yaw_probe")
 
 
 def test_ridge_r2_finds_a_linear_target_and_not_noise() -> None:
