@@ -290,7 +290,11 @@ def intervention_ratio(by: dict[str, dict[int, list[dict[str, Any]]]]) -> float 
 
 
 def reached_at(success: np.ndarray, steps: np.ndarray, target: float, total: float) -> float | None:
-    """steps[k] / total at the first version k whose success reaches target; None if none does."""
+    """steps[k] / total at the first version k whose success reaches target; None if none does, or if
+    the target is not above version 0's (the base's) success: HG-DAgger then gained nothing to reach,
+    and the base's own success, reached with no corrections, would give a ratio of 0."""
+    if len(success) == 0 or target <= success[0]:
+        return None
     hit = np.flatnonzero(np.asarray(success) >= target)
     return float(steps[hit[0]] / total) if len(hit) and total > 0 else None
 
@@ -318,7 +322,8 @@ def final_steps_ratio(by: dict[str, dict[int, list[dict[str, Any]]]]) -> dict[st
     d, lo, hi = paired_gain(by, "rac", "hg_dagger")
     return {"steps_ratio": float(rac.mean() / max(hg.mean(), 1)),
             "steps_ratio_low": float(r.min()), "steps_ratio_high": float(r.max()),
-            "success_diff": float(d.mean()), "success_diff_low": lo, "success_diff_high": hi, "seeds": len(seeds)}
+            "success_diff": float(d.mean()), "success_diff_low": lo if len(d) > 1 else None,
+            "success_diff_high": hi if len(d) > 1 else None, "seeds": len(seeds)}
 
 
 def plot_curves(rows: dict[str, dict[str, dict[int, list[dict[str, Any]]]]], path: Path) -> None:
@@ -423,22 +428,25 @@ def report(args: argparse.Namespace) -> None:
     if entry_key == "pick_place":  # the issue's headline key (not another base's or the camera run's)
         res["rac_vs_hg_dagger_intervention_ratio"] = ratio
     lines.append("\nRaC / HG-DAgger intervention steps at HG-DAgger's final mean success (equal shares): "
-                 + (f"{ratio:.2f}" if ratio is not None else "RaC never reaches it"
+                 + (f"{ratio:.2f}" if ratio is not None
+                    else "RaC never reaches it (or HG-DAgger ends at or below the base)"
                     if {"rac", "hg_dagger"} <= set(rows.get("interventions", {})) else "not run") + ".")
     by_seed = intervention_ratio_by_seed(rows.get("interventions", {}))
     if "interventions" in rows:
         res[entry_key]["rac_vs_hg_dagger_intervention_ratio_by_seed"] = by_seed
     if by_seed:  # empty unless both RaC and HG-DAgger ran
         lines.append("Seed by seed (RaC against HG-DAgger's final success on that seed): "
-                     + ", ".join(f"seed {k}: {'never' if v is None else f'{v:.2f}'}" for k, v in by_seed.items())
+                     + ", ".join(f"seed {k}: {'never (or no gain to reach)' if v is None else f'{v:.2f}'}"
+                                 for k, v in by_seed.items())
                      + ".")
         final = final_steps_ratio(rows["interventions"])
         if final is not None:
             res[entry_key]["rac_vs_hg_dagger_final"] = final
             lines.append(f"At the last version (same rounds and rollouts): RaC used {final['steps_ratio']:.2f} of "
                          f"HG-DAgger's intervention steps (per seed {final['steps_ratio_low']:.2f}-"
-                         f"{final['steps_ratio_high']:.2f}) for a success difference of {final['success_diff']:+.3f} "
-                         f"[{final['success_diff_low']:+.3f}, {final['success_diff_high']:+.3f}] paired by seed.")
+                         f"{final['steps_ratio_high']:.2f}) for a success difference of {final['success_diff']:+.3f}"
+                         + (f" [{final['success_diff_low']:+.3f}, {final['success_diff_high']:+.3f}] paired by seed."
+                            if final["success_diff_low"] is not None else " (one seed)."))
     v0 = out / "v0_eval" / "summary.json"
     if v0.exists():
         res[entry_key]["base_success"] = json.loads(v0.read_text())["success_rate"]

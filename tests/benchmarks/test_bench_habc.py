@@ -43,3 +43,14 @@ def test_episode_paired_compares_one_seeds_final_versions_episode_by_episode(tmp
     ep = bh.episode_paired(tmp_path, "interventions", "habc", "sft", 0, 3)
     assert ep["episodes"] == 4 and ep["better"] == 1 and ep["worse"] == 1 and ep["mean"] == 0.0
     assert ep["low"] < 0 < ep["high"]
+
+
+def test_reached_at_needs_a_gain_over_the_base_to_reach() -> None:
+    import numpy as np
+
+    steps = np.array([0, 100, 250, 400])
+    # RaC reaches HG-DAgger's 0.6 at version 2, with 250 of HG-DAgger's 500 steps
+    assert bh.reached_at(np.array([0.3, 0.5, 0.6, 0.55]), steps, 0.6, 500) == 0.5
+    assert bh.reached_at(np.array([0.3, 0.5, 0.55, 0.55]), steps, 0.6, 500) is None  # never
+    # HG-DAgger ended below the base: the base's own success is no correction's doing, so no ratio (not 0)
+    assert bh.reached_at(np.array([0.5, 0.44, 0.5, 0.38]), steps, 0.48, 500) is None
