@@ -46,10 +46,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from wm_candidates import ROOT, evaluate, prep_base, read_runs, refine_run  # benchmarks/ is this script's folder
 
-from sim.evaluate import seed_completions
-from vla.metrics import shared_success_length_ratio, t_interval
+# benchmarks/ is this script's folder
+from wm_candidates import ROOT, STATE_OBS, evaluate, prep_base, read_runs, refine_run
+
+from sim.evaluate import read_seed_outcomes, seed_completions
+from vla.metrics import paired_difference, shared_success_length_ratio, t_interval
 
 # 0.34 on the evaluation seeds in stop 19's inputs (d15_s1000 0.28); stop 16's training of the same
 # recipe gave 0.18 (and 0.34): the 15-demo policy varies that much from one training to the next
@@ -133,7 +135,7 @@ def shares_used(out: Path) -> tuple[float, ...] | None:
 def run_obs(args: argparse.Namespace) -> tuple[str, ...]:
     """The observation and execution overrides of every evaluation and run: state mode (the seeds' runs),
     or with `--cameras` the task's default cameras (the issue's one camera run per method); `--run-args` after."""
-    return (*(() if args.cameras else ("obs_mode=state", "cameras=[]")), *args.run_args.split())
+    return (*(() if args.cameras else STATE_OBS), *args.run_args.split())
 
 
 def run(args: argparse.Namespace) -> None:
@@ -147,7 +149,7 @@ def run(args: argparse.Namespace) -> None:
     demos = Path(args.demo_store).resolve() if args.demo_store else inputs / f"demos_{n_demos(base)}.zarr"
     obs = run_obs(args)
     # the issue's critic input where the policy sees images: the frozen policy encoder's features
-    critic = ("habc.features=encoder", "awr.features=encoder") if args.cameras else ()
+    critic = ("habc.features=encoder",) if args.cameras else ()
     had = shares_used(out)  # a folder's runs compare at one set of shares
     if had is not None and had != args.shares:
         raise SystemExit(f"bench_habc: the runs in {out} used --shares {','.join(map(str, had))}, not "
@@ -197,11 +199,12 @@ def seeds_of(by: dict[str, dict[int, list[dict[str, Any]]]], a: str, b: str) -> 
 
 
 def paired_gain(by: dict[str, dict[int, list[dict[str, Any]]]], a: str, b: str
-                ) -> tuple[np.ndarray, float, float]:
-    """Final success of `a` minus `b` per seed both finished, with its 95% t interval."""
+                ) -> tuple[np.ndarray, float | None, float | None]:
+    """Final success of `a` minus `b` per seed both finished, with its 95% t interval (None with one seed:
+    habc.json holds no NaN)."""
     seeds = seeds_of(by, a, b)
     d = np.array([by[a][s][-1]["success_rate"] - by[b][s][-1]["success_rate"] for s in seeds])
-    lo, hi = t_interval(d)
+    lo, hi = t_interval(d) if len(d) > 1 else (None, None)
     return d, lo, hi
 
 
@@ -214,14 +217,12 @@ def completions(out: Path, setting: str, method: str, seed: int, iterations: int
 
 def episode_paired(out: Path, setting: str, a: str, b: str, seed: int, iterations: int) -> dict[str, Any]:
     """One seed's comparison (the camera run has one): `a`'s final success minus `b`'s, paired by
-    evaluation episode (the same seeds), with the 95% t interval over episodes. It says whether the two
-    versions differ on these episodes, not how a method does over trainings: the seeds' spread is not in it."""
-    ca, cb = (completions(out, setting, m, seed, iterations) for m in (a, b))
-    common = sorted(set(ca) & set(cb))
-    d = np.array([(ca[e] is not None) - (cb[e] is not None) for e in common], float)
-    lo, hi = t_interval(d)
-    return {"mean": float(d.mean()), "low": lo, "high": hi, "episodes": len(d),
-            "better": int((d > 0).sum()), "worse": int((d < 0).sum())}
+    evaluation episode (the same seeds; `vla.metrics.paired_difference`). It says whether the two versions
+    differ on these episodes, not how a method does over trainings: the seeds' spread is not in it."""
+    a_out, b_out = (read_seed_outcomes(out / "runs" / setting / m / f"seed{seed}" / f"iter_{iterations:02d}" / "eval")
+                    for m in (a, b))
+    assert a_out is not None and b_out is not None, f"{setting} {a} / {b} seed {seed}: a final evaluation is missing"
+    return paired_difference(b_out, a_out)
 
 
 def length_ratio(out: Path, setting: str, by: dict[str, dict[int, list[dict[str, Any]]]], a: str, b: str,
@@ -322,8 +323,7 @@ def final_steps_ratio(by: dict[str, dict[int, list[dict[str, Any]]]]) -> dict[st
     d, lo, hi = paired_gain(by, "rac", "hg_dagger")
     return {"steps_ratio": float(rac.mean() / max(hg.mean(), 1)),
             "steps_ratio_low": float(r.min()), "steps_ratio_high": float(r.max()),
-            "success_diff": float(d.mean()), "success_diff_low": lo if len(d) > 1 else None,
-            "success_diff_high": hi if len(d) > 1 else None, "seeds": len(seeds)}
+            "success_diff": float(d.mean()), "success_diff_low": lo, "success_diff_high": hi, "seeds": len(seeds)}
 
 
 def plot_curves(rows: dict[str, dict[str, dict[int, list[dict[str, Any]]]]], path: Path) -> None:
@@ -389,8 +389,7 @@ def report(args: argparse.Namespace) -> None:
             res.setdefault(entry_key, {})[JSON_SETTING.get(setting, setting)] = {
                 "seeds": seeds, "sft_success": float(np.mean([by["sft"][s][-1]["success_rate"] for s in seeds])),
                 "habc_success": float(np.mean([by["habc"][s][-1]["success_rate"] for s in seeds])),
-                "paired_gain": float(d.mean()), "paired_gain_low": lo if len(d) > 1 else None,
-                "paired_gain_high": hi if len(d) > 1 else None,
+                "paired_gain": float(d.mean()), "paired_gain_low": lo, "paired_gain_high": hi,
                 "habc_steps_to_success": steps_to_success({s: by["habc"][s] for s in seeds}),
                 "sft_steps_to_success": steps_to_success({s: by["sft"][s] for s in seeds}),
                 "critic_auroc_heldout": critic_auroc({s: by["habc"][s] for s in seeds}),
@@ -403,14 +402,13 @@ def report(args: argparse.Namespace) -> None:
             key = "paired_gain" if (a, b) == ("habc", "sft") else f"{a}_minus_{b}"
             entry = res.setdefault(entry_key, {}).setdefault(JSON_SETTING.get(setting, setting), {})
             if key != "paired_gain":
-                entry[key] = {"mean": float(d.mean()), "low": lo if len(d) > 1 else None,
-                              "high": hi if len(d) > 1 else None, "seeds": len(d)}
+                entry[key] = {"mean": float(d.mean()), "low": lo, "high": hi, "seeds": len(d)}
             if len(d) < 2:
                 seed = seeds_of(by, a, b)[0]
                 ep = episode_paired(out, setting, a, b, seed, args.iterations)
                 entry[f"{a}_minus_{b}_episode_paired"] = ep
                 paired.append(f"\n{setting}: {a} - {b} on seed {seed}: {d.mean():+.3f}; paired by evaluation episode "
-                              f"[{ep['low']:+.3f}, {ep['high']:+.3f}] ({ep['better']} episodes better, {ep['worse']} "
+                              f"[{ep['lo']:+.3f}, {ep['hi']:+.3f}] ({ep['better']} episodes better, {ep['worse']} "
                               "worse; one training: no interval over seeds).")
                 continue
             lr = length_ratio(out, setting, by, a, b, args.iterations)

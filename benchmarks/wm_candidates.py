@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-STATE = ["obs_mode=state", "cameras=[]", "videos=0"]
+STATE_OBS = ("obs_mode=state", "cameras=[]")  # the benchmarks' default observations: state mode, no cameras
+STATE = [*STATE_OBS, "videos=0"]
 
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,7 +48,7 @@ def sh(cmd: list[str], log: Path) -> None:
 
 
 def evaluate(policy: str, out_dir: Path, episodes: int, seed_start: int, task: str = "pick_place",
-             obs: tuple[str, ...] = ("obs_mode=state", "cameras=[]")) -> dict[str, Any]:
+             obs: tuple[str, ...] = STATE_OBS) -> dict[str, Any]:
     """`vla eval` of a policy spec on `task`, once: a finished summary is reused. `obs`: the observation and
     execution overrides (state mode by default; a camera run passes its own)."""
     if not (out_dir / "summary.json").exists():
@@ -63,7 +64,7 @@ def evaluate(policy: str, out_dir: Path, episodes: int, seed_start: int, task: s
 def refine_run(method: str, ckpt: str, demos: Path, run_dir: Path, log: Path, *, seed: int, collect_seed_start: int,
                iterations: int, episodes: int, eval_episodes: int, train_steps: int, method_args: dict | None = None,
                task: str = "pick_place", overrides: tuple[str, ...] = (),
-               obs: tuple[str, ...] = ("obs_mode=state", "cameras=[]")) -> int:
+               obs: tuple[str, ...] = STATE_OBS) -> int:
     """One `vla refine METHOD` run of a refinement benchmark (resumable; the evaluation seeds 100000+ of
     every benchmark; `obs` as in `evaluate`); its exit code."""
     cmd = [sys.executable, "-m", "vla.cli", "refine", method, "--ckpt", ckpt, "--demos", str(demos), "--task",

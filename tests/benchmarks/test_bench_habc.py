@@ -41,8 +41,8 @@ def test_episode_paired_compares_one_seeds_final_versions_episode_by_episode(tmp
             detail.append({"seed": 999, "success": True, "length": 40})  # an episode the other did not run
         (d / "summary.json").write_text(json.dumps({"episodes_detail": detail}))
     ep = bh.episode_paired(tmp_path, "interventions", "habc", "sft", 0, 3)
-    assert ep["episodes"] == 4 and ep["better"] == 1 and ep["worse"] == 1 and ep["mean"] == 0.0
-    assert ep["low"] < 0 < ep["high"]
+    assert ep["seeds"] == 4 and ep["better"] == 1 and ep["worse"] == 1 and ep["mean"] == 0.0
+    assert ep["lo"] < 0 < ep["hi"]
 
 
 def test_reached_at_needs_a_gain_over_the_base_to_reach() -> None:

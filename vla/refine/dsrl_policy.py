@@ -25,6 +25,12 @@ MODES = ("mean", "sample", "base", "zero")
 STEER = ("shared", "full")  # one noise vector for the whole chunk, or one per step
 
 
+def steer_width(cfg: Any, steer: str) -> int:
+    """The actor's noise width under `steer`: one action-sized vector for the whole chunk (shared), or one
+    per step of the chunk (full)."""
+    return int(cfg.action_dim) * (1 if steer == "shared" else int(cfg.chunk_size))
+
+
 def state_features(obs: Observation) -> np.ndarray:
     """The actor's input: the observation's state vector, flattened."""
     return np.asarray(obs["state"], np.float32).reshape(-1)
@@ -123,7 +129,5 @@ def make_steered(args: str, env: Any = None, seed: int = 0, load: Callable[[str]
         raise ValueError(f"dsrl: steer must be one of {', '.join(STEER)}, got {steer!r}")
     agent = load_actor(a["actor"]) if "actor" in a else None
     base = spec_loader(load, seed)(a["ckpt"])
-    # without an actor (modes base and zero) `steer` sets the noise's width: one action-sized vector for the
-    # whole chunk, or one per step; an actor brings its own
-    dim = int(base.cfg.action_dim) * (1 if steer == "shared" else int(base.cfg.chunk_size))
-    return SteeredPolicy(base, agent, mode=mode, log_dir=a.get("log"), steer_dim=dim)
+    # without an actor (modes base and zero) `steer` sets the noise's width; an actor brings its own
+    return SteeredPolicy(base, agent, mode=mode, log_dir=a.get("log"), steer_dim=steer_width(base.cfg, steer))

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from vla.refine.dsrl import DSRLConfig
-from vla.refine.dsrl_policy import STEER
+from vla.refine.dsrl_policy import STEER, steer_width
 from vla.registry import REFINE_METHODS
 
 
@@ -121,7 +121,7 @@ class DsrlMethod:
         if not rounds[0]:
             raise RuntimeError(f"dsrl: round 0 logged no decisions in {self.decisions_dir(run, 0)}")
         pcfg = load_config(run.policy_path(0))  # the dims only: no weights
-        noise_dim = pcfg.action_dim * (1 if self.cfg.steer == "shared" else pcfg.chunk_size)
+        noise_dim = steer_width(pcfg, self.cfg.steer)
         first = np.concatenate([f for _, f, _, _ in rounds[0]])
         seed = int(self.run_cfg.seed) * 1000 + version
         agent = DSRLAgent(first.shape[1], noise_dim, c, first.mean(0), first.std(0), seed=seed)
