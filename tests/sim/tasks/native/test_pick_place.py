@@ -129,3 +129,20 @@ def test_gymnasium_vector_env_batches_observations():
     np.testing.assert_allclose(obs["timestamp"], [0.05, 0.05])
     assert list(info["subtask"]) == ["pick_cube", "pick_cube"]
     vec.close()
+
+
+def test_square_variant_keeps_the_positions_and_narrows_the_yaw():
+    plain = TASKS.make("pick_place", cameras=(), obs_mode="state")
+    square = TASKS.make("pick_place_square", cameras=(), obs_mode="state")
+    yaws_plain, yaws_square = [], []
+    for seed in range(30):
+        plain.reset(seed=seed)
+        square.reset(seed=seed)
+        assert square.TASK == "pick_place_square"
+        np.testing.assert_allclose(square.cube_pos()[:2], plain.cube_pos()[:2], atol=1e-6)
+        np.testing.assert_allclose(square.zone_pos(), plain.zone_pos(), atol=1e-9)
+        for env, out in ((plain, yaws_plain), (square, yaws_square)):
+            w, _, _, z = env.data.xquat[env._cube_body]
+            out.append(abs(np.degrees(2 * np.arctan2(z, w))))
+    assert max(yaws_square) <= 5.0 + 1e-6
+    assert max(yaws_plain) > 30.0  # the plain task's cubes do start turned
