@@ -39,6 +39,23 @@ policy's own successful rollouts, executed plainly or with the temporal ensemble
         --only fbc100_nw999_s0,fbc100_nw999_s1,fbc100_nw999_te_s0,fbc100_nw999_te_s1
     python benchmarks/refine_budget.py --job runs/main28 --out runs/r28 --report --name refine_budget_main28
 
+Stop 54 ran the job's round on `pick_place_square` (the cube starts square to the hand), from two
+camera policies the job's recipe gives there (`main_job_notes.md`, "Stop 54"): the 2,000-step checkpoint
+of a 4,000-step training on 400 demos, and a 3,000-step training on 100 demos:
+
+    vla run out_dir=runs/sq4k demos.task=pick_place_square pretrain.steps=4000 \
+        "stages=[sim_demos,stats,pretrain,eval]" eval.onnx=false \
+        'pretrain.overrides=["train.lr=1e-3","policy.noise_scale=0","train.ckpt_every=1000","train.keep_checkpoints=0"]'
+    vla eval runs/sq4k/train/checkpoints/step_00002000 task=pick_place_square episodes=200 seed_start=1000 \
+        n_action_steps=4 temporal_ensemble=0.3 temporal_ensemble_every=2 out_dir=runs/rsq/pretrained_eval
+    python benchmarks/refine_budget.py --job runs/sq4k --ckpt train/checkpoints/step_00002000 --out runs/rsq \
+        --only control_nw999_s0,hg20_nw999_s0,hg20_nw999_share30_s0,hg40_nw999_share30_s0 \
+        --extra task=pick_place_square --extra temporal_ensemble=0.3 --extra temporal_ensemble_every=2 \
+        --name refine_budget_square
+    # 100 demos: vla run out_dir=runs/sq100 demos.episodes=100 pretrain.steps=3000 (otherwise as above),
+    # its eval_torch copied to runs/rsq100/pretrained_eval, then --job runs/sq100 --out runs/rsq100
+    # --ckpt train/checkpoints/step_00003000 --only control_nw999_s0,hg20_nw999_s0 --name refine_budget_square_d100
+
 Resumable: a variant with an evaluated iteration 1 is not run again; the pretrained policy's
 evaluation is run once and copied into every variant.
 """
@@ -118,6 +135,11 @@ VARIANTS: dict[str, tuple[str, int, tuple[str, ...]]] = {
     "hg100": ("hg-dagger", 100, ()),
     "hg100_ema999": ("hg-dagger", 100, ("train.ema_decay=0.999",)),
     "hg100_share10": ("hg-dagger", 100, ("group_shares={demo: 0.9, correction: 0.1}",)),
+    # stop 54, pick_place_square: a third of each batch from the corrections, from 20 or 40 rollouts
+    "hg20_nw999_share30": ("hg-dagger", 20, ("train.ema_decay=0.999", "train.ema_warmup=false",
+                                             "group_shares={demo: 0.7, correction: 0.3}")),
+    "hg40_nw999_share30": ("hg-dagger", 40, ("train.ema_decay=0.999", "train.ema_warmup=false",
+                                             "group_shares={demo: 0.7, correction: 0.3}")),
 }
 
 
@@ -146,7 +168,7 @@ def control_of(name: str) -> str:
 
 
 def run_variant(job: Path, out: Path, name: str, method: str, rollouts: int, overrides: tuple[str, ...], seed: int,
-                eval_episodes: int, extra: tuple[str, ...] = ()) -> None:
+                eval_episodes: int, extra: tuple[str, ...] = (), ckpt: str = "train/checkpoints/step_00007000") -> None:
     d = out / name
     if (d / "iter_01/eval/summary.json").exists():
         return
@@ -155,7 +177,7 @@ def run_variant(job: Path, out: Path, name: str, method: str, rollouts: int, ove
         (d / "iter_00").mkdir(parents=True, exist_ok=True)
         shutil.copytree(v0, d / "iter_00/eval")
     t = time.time()
-    cmd = [sys.executable, "-m", "vla.cli", "refine", method, "--ckpt", str(job / "train/checkpoints/step_00007000"),
+    cmd = [sys.executable, "-m", "vla.cli", "refine", method, "--ckpt", str(job / ckpt),
            "--demos", str(job / "demos.zarr"), "--out", str(d), "iterations=1",
            f"episodes_per_iteration={rollouts}", f"eval_episodes={eval_episodes}", "n_action_steps=4",
            "eval_seed_start=1000", "train.steps=500", "train.ckpt_every=500", "videos=0", f"seed={seed}", *overrides,
@@ -272,6 +294,8 @@ def main() -> None:
                          "demo windows of the first one's store (into NAME.json as window_losses)")
     ap.add_argument("--loss-clip", type=float, default=0.0,
                     help="with --losses: targets clipped as train.target_clip (into window_losses_clip<N>)")
+    ap.add_argument("--ckpt", default="train/checkpoints/step_00007000",
+                    help="the pretrained checkpoint, relative to --job (with --losses: always the default)")
     ap.add_argument("--extra", action="append", default=[], metavar="KEY=VALUE",
                     help="an override added to every variant run in this call (use a separate --out), e.g. "
                          "train.perception_frames=runs/vp1000b/vision.npz")
@@ -289,7 +313,8 @@ def main() -> None:
         return
     if not args.report:
         for name, method, rollouts, ov, seed in expand(args.only):
-            run_variant(ROOT / args.job, out, name, method, rollouts, ov, seed, args.eval_episodes, tuple(args.extra))
+            run_variant(ROOT / args.job, out, name, method, rollouts, ov, seed, args.eval_episodes, tuple(args.extra),
+                        args.ckpt)
     # after runs the table is printed; a results page is written only when named, so that runs in
     # another --out never overwrite the default page with their figures
     report(out, args.name or ("refine_budget" if args.report else None))
