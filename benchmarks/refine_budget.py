@@ -43,14 +43,15 @@ Stop 54 ran the job's round on `pick_place_square` (the cube starts square to th
 camera policies the job's recipe gives there (`main_job_notes.md`, "Stop 54"): the 2,000-step checkpoint
 of a 4,000-step training on 400 demos, and a 3,000-step training on 100 demos:
 
-    vla run out_dir=runs/sq4k demos.task=pick_place_square pretrain.steps=4000 \
-        "stages=[sim_demos,stats,pretrain,eval]" eval.onnx=false \
+    vla run out_dir=runs/sq4k demos.task=pick_place_square pretrain.steps=4000 \\
+        "stages=[sim_demos,stats,pretrain,eval]" eval.onnx=false \\
         'pretrain.overrides=["train.lr=1e-3","policy.noise_scale=0","train.ckpt_every=1000","train.keep_checkpoints=0"]'
-    vla eval runs/sq4k/train/checkpoints/step_00002000 task=pick_place_square episodes=200 seed_start=1000 \
+    vla eval runs/sq4k/train/checkpoints/step_00002000 task=pick_place_square episodes=200 seed_start=1000 \\
         n_action_steps=4 temporal_ensemble=0.3 temporal_ensemble_every=2 out_dir=runs/rsq/pretrained_eval
-    python benchmarks/refine_budget.py --job runs/sq4k --ckpt train/checkpoints/step_00002000 --out runs/rsq \
-        --only control_nw999_s0,hg20_nw999_s0,hg20_nw999_share30_s0,hg40_nw999_share30_s0 \
-        --extra task=pick_place_square --extra temporal_ensemble=0.3 --extra temporal_ensemble_every=2 \
+    python benchmarks/refine_budget.py --job runs/sq4k --ckpt train/checkpoints/step_00002000 --out runs/rsq \\
+        --only control_nw999_s0,hg20_nw999_s0,hg20_nw999_share30_s0,hg40_nw999_share30_s0,\\
+dag20_nw999_s0,control_nw999_s1,hg20_nw999_s1 \\
+        --extra task=pick_place_square --extra temporal_ensemble=0.3 --extra temporal_ensemble_every=2 \\
         --name refine_budget_square
     # 100 demos: vla run out_dir=runs/sq100 demos.episodes=100 pretrain.steps=3000 (otherwise as above),
     # its eval_torch copied to runs/rsq100/pretrained_eval, then --job runs/sq100 --out runs/rsq100
