@@ -56,6 +56,13 @@ dag20_nw999_s0,control_nw999_s1,hg20_nw999_s1 \\
     # 100 demos: vla run out_dir=runs/sq100 demos.episodes=100 pretrain.steps=3000 (otherwise as above),
     # its eval_torch copied to runs/rsq100/pretrained_eval, then --job runs/sq100 --out runs/rsq100
     # --ckpt train/checkpoints/step_00003000 --only control_nw999_s0,hg20_nw999_s0 --name refine_budget_square_d100
+    # a state policy (object poses, no cameras) on 20 demos:
+    # vla sim collect runs/sqs20/demos.zarr episodes=20 task=pick_place_square obs_mode=state cameras=[]
+    # vla train runs/sqs20/demos.zarr --out runs/sqs20/train --policy tiny train.steps=3000 train.batch_size=32 \\
+    #   train.lr=1e-3 policy.noise_scale=0 train.ckpt_every=3000; its vla eval (as above, obs_mode=state cameras=[]) in
+    # runs/rsqs20/pretrained_eval, then --job runs/sqs20 --ckpt train/checkpoints/step_00003000 --out runs/rsqs20
+    # --only control_nw999_s0,hg20_nw999_s0 --extra obs_mode=state --extra cameras=[] (and the three --extra
+    # above) --name refine_budget_square_state_d20
 
 Resumable: a variant with an evaluated iteration 1 is not run again; the pretrained policy's
 evaluation is run once and copied into every variant.
