@@ -63,6 +63,7 @@ dag20_nw999_s0,control_nw999_s1,hg20_nw999_s1 \\
     # runs/rsqs20/pretrained_eval, then --job runs/sqs20 --ckpt train/checkpoints/step_00003000 --out runs/rsqs20
     # --only control_nw999_s0,hg20_nw999_s0 --extra obs_mode=state --extra cameras=[] (and the three --extra
     # above) --name refine_budget_square_state_d20
+    # (10 demos: the same with sqs10 / rsqs10 / episodes=10 / refine_budget_square_state_d10)
 
 Resumable: a variant with an evaluated iteration 1 is not run again; the pretrained policy's
 evaluation is run once and copied into every variant.
