@@ -208,10 +208,15 @@ def paired_gain(by: dict[str, dict[int, list[dict[str, Any]]]], a: str, b: str
     return d, lo, hi
 
 
+def final_eval(out: Path, setting: str, method: str, seed: int, iterations: int) -> Path:
+    """The folder of a run's final version's evaluation."""
+    return out / "runs" / setting / method / f"seed{seed}" / f"iter_{iterations:02d}" / "eval"
+
+
 def completions(out: Path, setting: str, method: str, seed: int, iterations: int) -> dict[int, int | None]:
     """The final version's evaluation, episode by episode: {evaluation seed: steps to success, None
     when it failed}."""
-    path = out / "runs" / setting / method / f"seed{seed}" / f"iter_{iterations:02d}" / "eval" / "summary.json"
+    path = final_eval(out, setting, method, seed, iterations) / "summary.json"
     return seed_completions(json.loads(path.read_text()))
 
 
@@ -219,8 +224,7 @@ def episode_paired(out: Path, setting: str, a: str, b: str, seed: int, iteration
     """One seed's comparison (the camera run has one): `a`'s final success minus `b`'s, paired by
     evaluation episode (the same seeds; `vla.metrics.paired_difference`). It says whether the two versions
     differ on these episodes, not how a method does over trainings: the seeds' spread is not in it."""
-    a_out, b_out = (read_seed_outcomes(out / "runs" / setting / m / f"seed{seed}" / f"iter_{iterations:02d}" / "eval")
-                    for m in (a, b))
+    a_out, b_out = (read_seed_outcomes(final_eval(out, setting, m, seed, iterations)) for m in (a, b))
     assert a_out is not None and b_out is not None, f"{setting} {a} / {b} seed {seed}: a final evaluation is missing"
     return paired_difference(b_out, a_out)
 

@@ -86,6 +86,7 @@ from vla.metrics import format_paired, paired_difference
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks/results"
+PRETRAINED = "train/checkpoints/step_00007000"  # the job's pretrained checkpoint, relative to its folder
 # name -> (method, rollouts, overrides); every variant runs with training seeds 0 and 1 (suffix _s0/_s1)
 VARIANTS: dict[str, tuple[str, int, tuple[str, ...]]] = {
     "control": ("hg-dagger", 20, ("group_shares={demo: 1.0}",)),  # the same steps on the demos alone
@@ -177,7 +178,7 @@ def control_of(name: str) -> str:
 
 
 def run_variant(job: Path, out: Path, name: str, method: str, rollouts: int, overrides: tuple[str, ...], seed: int,
-                eval_episodes: int, extra: tuple[str, ...] = (), ckpt: str = "train/checkpoints/step_00007000") -> None:
+                eval_episodes: int, extra: tuple[str, ...] = (), ckpt: str = PRETRAINED) -> None:
     d = out / name
     if (d / "iter_01/eval/summary.json").exists():
         return
@@ -262,7 +263,7 @@ def window_losses(out: Path, source: str, names: list[str], job: Path, n_demo: i
     groups = {"correction": np.flatnonzero(np.asarray(store.read("is_intervention", 0, store.n_steps), bool)),
               "demo": np.random.default_rng(0).choice(np.flatnonzero(demo_loss(store.table())[1]), n_demo,
                                                       replace=False)}
-    ckpts = {"pretrained": job / "train/checkpoints/step_00007000",
+    ckpts = {"pretrained": job / PRETRAINED,
              **{n: latest_checkpoint(out / n / "iter_01/train") for n in names}}
     cfg = load_config(ckpts["pretrained"])  # the fine-tunes keep its architecture and inputs
     data = WindowDataset(store, obs_horizon=cfg.n_obs_steps, action_horizon=cfg.chunk_size, cameras=cfg.cameras)
@@ -303,7 +304,7 @@ def main() -> None:
                          "demo windows of the first one's store (into NAME.json as window_losses)")
     ap.add_argument("--loss-clip", type=float, default=0.0,
                     help="with --losses: targets clipped as train.target_clip (into window_losses_clip<N>)")
-    ap.add_argument("--ckpt", default="train/checkpoints/step_00007000",
+    ap.add_argument("--ckpt", default=PRETRAINED,
                     help="the pretrained checkpoint, relative to --job (with --losses: always the default)")
     ap.add_argument("--extra", action="append", default=[], metavar="KEY=VALUE",
                     help="an override added to every variant run in this call (use a separate --out), e.g. "

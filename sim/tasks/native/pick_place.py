@@ -111,6 +111,8 @@ class PickPlaceEnv(NativeArmEnv):
         }
 
 
+# the constructor is the factory: its defaults (84-pixel images, image mode, DEFAULT_HORIZON) are the task's
+@TASKS.register("pick_place_square")
 class PickPlaceSquareEnv(PickPlaceEnv):
     """`pick_place_square`: pick_place with the cube starting square to the hand (yaw within +-5 degrees),
     as from a tray or a feeder. The same seeds give the same cube and zone positions as pick_place.
@@ -126,10 +128,3 @@ class PickPlaceSquareEnv(PickPlaceEnv):
 def make_pick_place(cameras: tuple[str, ...] | None = None, image_size: int = 84, horizon: int = 200,
                     obs_mode: str = "image", **kwargs: Any) -> PickPlaceEnv:
     return PickPlaceEnv(cameras=cameras, image_size=image_size, horizon=horizon, obs_mode=obs_mode, **kwargs)
-
-
-@TASKS.register("pick_place_square")
-def make_pick_place_square(cameras: tuple[str, ...] | None = None, image_size: int = 84, horizon: int = 200,
-                           obs_mode: str = "image", **kwargs: Any) -> PickPlaceSquareEnv:
-    return PickPlaceSquareEnv(cameras=cameras, image_size=image_size, horizon=horizon, obs_mode=obs_mode,
-                              **kwargs)
