@@ -65,6 +65,34 @@ dag20_nw999_s0,control_nw999_s1,hg20_nw999_s1 \\
     # above) --name refine_budget_square_state_d20
     # (10 demos: the same with sqs10 / rsqs10 / episodes=10 / refine_budget_square_state_d10)
 
+Stop 55 froze the camera encoders in the fine-tune (`freeze_vision=true`, the `_fv` variants, each against
+the demos-only control frozen the same way) on a 100-demo `pick_place_square` camera base trained this
+stop (0.595), and tried random-shift augmentation in its pretraining (`policy.augment_shift=4`: 0.14):
+
+    vla run out_dir=runs/sq100 demos.task=pick_place_square demos.episodes=100 pretrain.steps=3000 \
+        "stages=[sim_demos,stats,pretrain,eval]" eval.onnx=false \
+        'pretrain.overrides=["train.lr=1e-3","policy.noise_scale=0","train.ckpt_every=1000","train.keep_checkpoints=0"]'
+    mkdir -p runs/rsq100 && cp -r runs/sq100/eval_torch runs/rsq100/pretrained_eval
+    python benchmarks/refine_budget.py --job runs/sq100 --ckpt train/checkpoints/step_00003000 --out runs/rsq100 \
+        --only control_nw999_fv_s0,hg20_nw999_fv_s0,control_nw999_s0,hg20_nw999_s0,hg20_nw999_fv_share30_s0,\
+hg100_nw999_fv_s0,hg100_nw999_s0 --extra task=pick_place_square --extra temporal_ensemble=0.3 \
+        --extra temporal_ensemble_every=2
+    python benchmarks/refine_budget.py --job runs/sq100 --out runs/rsq100 --report --name refine_budget_square_fv
+    # augmentation: the same vla run with out_dir=runs/sq100a and "policy.augment_shift=4" added to the overrides
+    # the same cameras with the object poses in the state (obs_mode=state keeps the task's cameras), 10 demos:
+    vla sim collect runs/sqh10/demos.zarr episodes=10 task=pick_place_square obs_mode=state workers=2 \
+        out_dir=runs/sqh10/collect
+    vla train runs/sqh10/demos.zarr --out runs/sqh10/train --policy tiny train.steps=3000 train.batch_size=32 \
+        train.lr=1e-3 policy.noise_scale=0 train.ckpt_every=3000
+    vla eval runs/sqh10/train/checkpoints/step_00003000 task=pick_place_square obs_mode=state episodes=200 \
+        seed_start=1000 n_action_steps=4 temporal_ensemble=0.3 temporal_ensemble_every=2 videos=0 \
+        out_dir=runs/rsqh10/pretrained_eval
+    python benchmarks/refine_budget.py --job runs/sqh10 --ckpt train/checkpoints/step_00003000 --out runs/rsqh10 \
+        --only control_nw999_s0,hg20_nw999_s0,control_nw999_s1,hg20_nw999_s1 --extra task=pick_place_square \
+        --extra obs_mode=state --extra temporal_ensemble=0.3 --extra temporal_ensemble_every=2
+    python benchmarks/refine_budget.py --job runs/sqh10 --out runs/rsqh10 --report \
+        --name refine_budget_square_hybrid_d10
+
 Resumable: a variant with an evaluated iteration 1 is not run again; the pretrained policy's
 evaluation is run once and copied into every variant.
 """
@@ -150,6 +178,15 @@ VARIANTS: dict[str, tuple[str, int, tuple[str, ...]]] = {
                                              "group_shares={demo: 0.7, correction: 0.3}")),
     "hg40_nw999_share30": ("hg-dagger", 40, ("train.ema_decay=0.999", "train.ema_warmup=false",
                                              "group_shares={demo: 0.7, correction: 0.3}")),
+    # stop 55: the fine-tune leaves the camera encoders as pretrained (refine's freeze_vision), so that the
+    # corrections move the policy over fixed features, as a state policy's do over its coordinates; the
+    # demos-only control is frozen the same way
+    "control_nw999_fv": ("hg-dagger", 20, ("group_shares={demo: 1.0}", "train.ema_decay=0.999",
+                                           "train.ema_warmup=false", "freeze_vision=true")),
+    "hg20_nw999_fv": ("hg-dagger", 20, ("train.ema_decay=0.999", "train.ema_warmup=false", "freeze_vision=true")),
+    "hg20_nw999_fv_share30": ("hg-dagger", 20, ("train.ema_decay=0.999", "train.ema_warmup=false",
+                                                "freeze_vision=true", "group_shares={demo: 0.7, correction: 0.3}")),
+    "hg100_nw999_fv": ("hg-dagger", 100, ("train.ema_decay=0.999", "train.ema_warmup=false", "freeze_vision=true")),
 }
 
 
@@ -171,7 +208,7 @@ def expand(names: str | None) -> list[tuple[str, str, int, tuple[str, ...], int]
 def control_of(name: str) -> str:
     """The demos-only control trained like `name` (same EMA settings and seed)."""
     base, seed = name.rsplit("_", 1)
-    for tag in ("nw999_long", "nw999", "ema999"):
+    for tag in ("nw999_fv", "nw999_long", "nw999", "ema999"):
         if base.endswith(tag) or f"_{tag}_" in base:
             return f"control_{tag}_{seed}"
     return f"control_{seed}"

@@ -49,6 +49,9 @@ class PolicyConfig:
     # quadrant, not where: a goal a few pixels wide (Meta-World reach) is lost in it. Keypoints are
     # robomimic's and diffusion_policy's image pooling (Levine et al. arXiv 1504.00702).
     vision_keypoints: int = 0
+    # Training only: each sample's camera frames shifted by up to this many pixels (at the cameras'
+    # resolution) with the edge's pixels filling in (vla/policy/augment.py, DrQ's random shift); 0 = off
+    augment_shift: int = 0
     language_dim: int = 384  # all-MiniLM-L6-v2
     # Centre the instruction embeddings on the training instructions' mean and scale them to unit RMS
     # (stored in the checkpoint). Instructions that differ in one word ("the red cube" / "the blue
@@ -117,6 +120,8 @@ class PolicyConfig:
                 raise ValueError(f"PolicyConfig: {msg}")
 
         need(len(set(self.cameras)) == len(self.cameras), f"duplicate camera names in {self.cameras}")
+        need(isinstance(self.augment_shift, int) and self.augment_shift >= 0,
+             f"augment_shift must be an integer >= 0 (pixels), got {self.augment_shift!r}")
         need(all(isinstance(c, str) and c for c in self.cameras), "camera names must be non-empty strings")
         for name in ("state_dim", "action_dim", "n_obs_steps", "chunk_size", "d_model", "n_heads",
                      "trunk_layers", "expert_layers", "num_steps", "vision_tokens"):

@@ -26,6 +26,7 @@ from torch import nn
 
 from vla.data.stats import Stats
 from vla.policy import flow
+from vla.policy.augment import random_shift
 from vla.policy.config import PolicyConfig
 from vla.policy.encoders import ProprioEncoder, VisionEncoder
 from vla.policy.language import InstructionEncoder, shared_encoder
@@ -195,6 +196,8 @@ class VLAModel(nn.Module):
         b, to = state.shape[:2]
         obs_mask = batch["obs_mask"].to(device).bool()
         images = self.stack_images(batch.get("images", {}), b, to)
+        if self.training and cfg.augment_shift > 0:
+            images = [random_shift(x, cfg.augment_shift, generator) for x in images]
         lang = batch["lang"].to(device) if "lang" in batch else self.language_embedding(batch["instruction"])
         cams: list[torch.Tensor] | None = [] if cfg.future_state_weight > 0 and cfg.cameras else None
         context, cmask = self.encode(images, state, obs_mask, lang, cams)

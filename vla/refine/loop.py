@@ -230,6 +230,8 @@ class RefineRun:
             (out / "train_info.json").write_text(json.dumps(info, indent=1))
             return info
         model, stats = load_model(self.policy_path(version), use_ema=True, device=resolve_device(c.train.device))
+        if c.freeze_vision:  # the optimiser takes only parameters that still require gradients
+            model.vision.requires_grad_(False)
         t0 = time.perf_counter()
         w, info = self.step_weights(version, model)
         store = EpisodeStore.open(self.store_path)

@@ -26,11 +26,14 @@ class EMA:
     def update(self, model: nn.Module) -> None:
         self.updates += 1
         d = min(self.decay, (1 + self.updates) / (10 + self.updates)) if self.warmup else self.decay
-        for k, v in model.state_dict().items():
-            if k in self._params and v.is_floating_point():
-                self.state[k].mul_(d).add_(v.detach().float(), alpha=1 - d)
-            else:
-                self.state[k].copy_(v)
+        current = model.state_dict()
+        averaged = [k for k, v in current.items() if k in self._params and v.is_floating_point()]
+        # one multi-tensor call instead of ~200 small ones; the same arithmetic, tensor by tensor
+        ema = [self.state[k] for k in averaged]
+        torch._foreach_mul_(ema, d)
+        torch._foreach_add_(ema, [current[k].detach().float() for k in averaged], alpha=1 - d)
+        for k in current.keys() - set(averaged):
+            self.state[k].copy_(current[k])
 
     def state_for(self, model: nn.Module) -> dict[str, torch.Tensor]:
         """EMA tensors in the model's dtypes, ready for load_state_dict / saving."""

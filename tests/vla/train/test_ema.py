@@ -67,3 +67,16 @@ def test_trainer_without_warmup_keeps_the_initial_weights_in_its_average(tmp_pat
     gap_start = (ema[key] - start[key]).abs().mean()
     gap_warm = (runs[True][0][key] - start[key]).abs().mean()
     assert gap_start < gap_warm
+
+
+def test_parameters_are_averaged_and_buffers_copied() -> None:
+    m = nn.BatchNorm1d(2)  # float parameters, float running stats, an integer batch counter
+    ema = EMA(m, 0.5, warmup=False)
+    with torch.no_grad():
+        m.weight.fill_(3.0)
+        m.running_mean.fill_(7.0)
+        m.num_batches_tracked.fill_(4)
+    ema.update(m)
+    assert torch.equal(ema.state["weight"], torch.full((2,), 2.0))  # 0.5 * 1 + 0.5 * 3
+    assert torch.equal(ema.state["running_mean"], torch.full((2,), 7.0))
+    assert int(ema.state["num_batches_tracked"]) == 4
