@@ -92,6 +92,9 @@ hg100_nw999_fv_s0,hg100_nw999_s0 --extra task=pick_place_square --extra temporal
         --extra obs_mode=state --extra temporal_ensemble=0.3 --extra temporal_ensemble_every=2
     python benchmarks/refine_budget.py --job runs/sqh10 --out runs/rsqh10 --report \
         --name refine_budget_square_hybrid_d10
+    # ... and on the job's task (the cube's yaw as drawn): 40 demos of pick_place, otherwise the same, into
+    # runs/pph40 / runs/rpph40 (task=pick_place), variants control_nw999_s0,hg20_nw999_s0,hg100_nw999_s0, report
+    # --name refine_budget_hybrid_d40
 
 Resumable: a variant with an evaluated iteration 1 is not run again; the pretrained policy's
 evaluation is run once and copied into every variant.
