@@ -93,7 +93,8 @@ hg100_nw999_fv_s0,hg100_nw999_s0 --extra task=pick_place_square --extra temporal
     python benchmarks/refine_budget.py --job runs/sqh10 --out runs/rsqh10 --report \
         --name refine_budget_square_hybrid_d10
     # ... and on the job's task (the cube's yaw as drawn): 40 demos of pick_place, otherwise the same, into
-    # runs/pph40 / runs/rpph40 (task=pick_place), variants control_nw999_s0,hg20_nw999_s0,hg100_nw999_s0, report
+    # runs/pph40 / runs/rpph40 (task=pick_place), variants control_nw999_s0,hg20_nw999_s0,hg100_nw999_s0 and
+    # control_nw999 / hg100_nw999 with seeds 1 and 2, report
     # --name refine_budget_hybrid_d40
 
 Resumable: a variant with an evaluated iteration 1 is not run again; the pretrained policy's
@@ -118,7 +119,8 @@ from vla.metrics import format_paired, paired_difference
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks/results"
 PRETRAINED = "train/checkpoints/step_00007000"  # the job's pretrained checkpoint, relative to its folder
-# name -> (method, rollouts, overrides); every variant runs with training seeds 0 and 1 (suffix _s0/_s1)
+TRAINING_SEEDS = (0, 1, 2)  # suffix _s0 / _s1 / _s2
+# name -> (method, rollouts, overrides); each runs with any of TRAINING_SEEDS
 VARIANTS: dict[str, tuple[str, int, tuple[str, ...]]] = {
     "control": ("hg-dagger", 20, ("group_shares={demo: 1.0}",)),  # the same steps on the demos alone
     "hg20": ("hg-dagger", 20, ()),  # the job's round
@@ -194,13 +196,14 @@ VARIANTS: dict[str, tuple[str, int, tuple[str, ...]]] = {
 
 
 def expand(names: str | None) -> list[tuple[str, str, int, tuple[str, ...], int]]:
-    known = {f"{base}_s{seed}" for base in VARIANTS for seed in (0, 1)}
+    known = {f"{base}_s{seed}" for base in VARIANTS for seed in TRAINING_SEEDS}
     unknown = sorted(set(names.split(",")) - known) if names else []  # before any run starts
     if unknown:
         raise SystemExit(f"--only: unknown variant(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
-    wanted = set(names.split(",")) if names else known
+    # without --only: every variant with seeds 0 and 1 (the third seed is asked for by name)
+    wanted = set(names.split(",")) if names else {n for n in known if not n.endswith("_s2")}
     out = []
-    for seed in (0, 1):  # every variant's first training seed before any second one
+    for seed in TRAINING_SEEDS:  # every variant's first training seed before any second one
         for base, (method, rollouts, ov) in VARIANTS.items():
             name = f"{base}_s{seed}"
             if name in wanted:
