@@ -43,7 +43,7 @@ def as_before(trainer: Trainer, model: VLAModel) -> None:
 
     def update(m: torch.nn.Module) -> None:
         ema.updates += 1
-        d = min(ema.decay, (1 + ema.updates) / (10 + ema.updates)) if ema.warmup else ema.decay
+        d = ema.current_decay()
         for k, v in m.state_dict().items():
             if k in params and v.is_floating_point():
                 ema.state[k].mul_(d).add_(v.detach().float(), alpha=1 - d)

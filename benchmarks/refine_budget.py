@@ -120,6 +120,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks/results"
 PRETRAINED = "train/checkpoints/step_00007000"  # the job's pretrained checkpoint, relative to its folder
 TRAINING_SEEDS = (0, 1, 2)  # suffix _s0 / _s1 / _s2
+DEFAULT_SEEDS = (0, 1)  # what runs without --only; the third seed is asked for by name
 # name -> (method, rollouts, overrides); each runs with any of TRAINING_SEEDS
 VARIANTS: dict[str, tuple[str, int, tuple[str, ...]]] = {
     "control": ("hg-dagger", 20, ("group_shares={demo: 1.0}",)),  # the same steps on the demos alone
@@ -200,8 +201,7 @@ def expand(names: str | None) -> list[tuple[str, str, int, tuple[str, ...], int]
     unknown = sorted(set(names.split(",")) - known) if names else []  # before any run starts
     if unknown:
         raise SystemExit(f"--only: unknown variant(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
-    # without --only: every variant with seeds 0 and 1 (the third seed is asked for by name)
-    wanted = set(names.split(",")) if names else {n for n in known if not n.endswith("_s2")}
+    wanted = set(names.split(",")) if names else {f"{base}_s{seed}" for base in VARIANTS for seed in DEFAULT_SEEDS}
     out = []
     for seed in TRAINING_SEEDS:  # every variant's first training seed before any second one
         for base, (method, rollouts, ov) in VARIANTS.items():

@@ -20,19 +20,25 @@ class EMA:
         self.updates = 0
         self.state = {k: v.detach().clone().float() if v.is_floating_point() else v.detach().clone()
                       for k, v in model.state_dict().items()}
-        self._params = {name for name, _ in model.named_parameters()}
+        params = {name for name, _ in model.named_parameters()}
+        # floating-point parameters are averaged, everything else (buffers, integer counters) copied
+        self._averaged = [k for k, v in model.state_dict().items() if k in params and v.is_floating_point()]
+        self._copied = sorted(self.state.keys() - set(self._averaged))
+
+    def current_decay(self) -> float:
+        """The decay of the update just counted in `updates` (warmed up unless `warmup=False`)."""
+        return min(self.decay, (1 + self.updates) / (10 + self.updates)) if self.warmup else self.decay
 
     @torch.no_grad()
     def update(self, model: nn.Module) -> None:
         self.updates += 1
-        d = min(self.decay, (1 + self.updates) / (10 + self.updates)) if self.warmup else self.decay
+        d = self.current_decay()
         current = model.state_dict()
-        averaged = [k for k, v in current.items() if k in self._params and v.is_floating_point()]
         # one multi-tensor call instead of ~200 small ones; the same arithmetic, tensor by tensor
-        ema = [self.state[k] for k in averaged]
+        ema = [self.state[k] for k in self._averaged]
         torch._foreach_mul_(ema, d)
-        torch._foreach_add_(ema, [current[k].detach().float() for k in averaged], alpha=1 - d)
-        for k in current.keys() - set(averaged):
+        torch._foreach_add_(ema, [current[k].detach().float() for k in self._averaged], alpha=1 - d)
+        for k in self._copied:
             self.state[k].copy_(current[k])
 
     def state_for(self, model: nn.Module) -> dict[str, torch.Tensor]:
