@@ -34,6 +34,25 @@ class CameraConfig:
             raise ValueError(f"camera {self.name!r}: height and width must be positive")
 
 
+@dataclass(frozen=True)
+class ObjectsConfig:
+    """Object poses from a pose estimator (geometry_msgs/PoseArray), for a policy whose state holds
+    them (trained with `obs_mode=state`): exactly `count` poses per message, in `frame_id`, in the order
+    of the task's OBJECT_POSES (the policy's `objects_task`)."""
+
+    topic: str = "/perception/object_poses"
+    count: int = 2
+    frame_id: str = "world"
+    # |quaternion| may be off 1 by this much (float rounding in the sender); more is a broken message
+    quat_norm_tolerance: float = 1e-3
+
+    def __post_init__(self) -> None:
+        if self.count < 1:
+            raise ValueError(f"objects.count must be >= 1, got {self.count}")
+        if not 0 < self.quat_norm_tolerance < 1:
+            raise ValueError(f"objects.quat_norm_tolerance must be in (0, 1), got {self.quat_norm_tolerance}")
+
+
 @dataclass
 class DeployConfig:
     executor: ExecutorConfig
@@ -64,6 +83,9 @@ class DeployConfig:
     allow_estop_clear: bool = False
     # Record every deployed episode to an EpisodeStore (real/recorder.py); off without a store path.
     recorder: RecorderConfig = field(default_factory=RecorderConfig)
+    # Object poses (a pose estimator's topic); None: the policy reads joints and cameras only. Stale
+    # poses hold the arm as stale joint states do.
+    objects: ObjectsConfig | None = None
 
     def __post_init__(self) -> None:
         if self.command_interface not in COMMAND_INTERFACES:
@@ -104,7 +126,9 @@ def deploy_config_from_dict(raw: dict[str, Any]) -> DeployConfig:
         limits = JointLimits.from_config(limits_raw)
     cameras = [CameraConfig(**_strict(CameraConfig, c, "camera")) for c in raw.pop("cameras", None) or []]
     recorder = RecorderConfig(**_strict(RecorderConfig, raw.pop("recorder", None) or {}, "recorder"))
-    return DeployConfig(executor=executor, limits=limits, cameras=cameras, recorder=recorder, **raw)
+    objects_raw = raw.pop("objects", None)
+    objects = None if objects_raw is None else ObjectsConfig(**_strict(ObjectsConfig, objects_raw, "objects"))
+    return DeployConfig(executor=executor, limits=limits, cameras=cameras, recorder=recorder, objects=objects, **raw)
 
 
 def load_deploy_config(path: str | Path) -> DeployConfig:

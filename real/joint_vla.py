@@ -6,7 +6,10 @@ policy node) speaks joint positions: state = 7 arm joints + a gripper joint, com
 joint-position targets. This adapter bridges the two on a *kinematic copy* of the native arm's
 MuJoCo model (no physics, no task objects):
 
-- observation: joint positions -> forward kinematics -> the VLA's 9-d proprio;
+- observation: joint positions -> forward kinematics -> the VLA's 9-d proprio; a VLA trained with
+  `obs_mode=state` also reads the task's object features, computed from the pose estimator's object
+  poses (`obs["objects"]`) and the FK hand position by the task's own `features_from_poses`, so the
+  robot's state is built by the same code as the simulator's;
 - chunk: each EE delta goes through the same damped-least-squares IK step as the simulator
   (`sim.tasks.native.base.dls_joint_targets`), taken at the pose the arm is *predicted* to have
   when that target is sent: a dynamics copy of the arm (its position servos, no task objects) is
@@ -208,9 +211,22 @@ def check_joints(joints: np.ndarray, what: str) -> np.ndarray:
 class JointSpaceVLA:
     """`Policy` over joint positions around an EE-delta `Policy` (torch or ONNX VLA)."""
 
-    def __init__(self, vla: Policy, kinematics: ArmKinematics | None = None, delay_s: float = 0.0) -> None:
+    def __init__(self, vla: Policy, kinematics: ArmKinematics | None = None, delay_s: float = 0.0,
+                 objects_task: str = "") -> None:
+        """`objects_task`: a native task whose object features (from `obs["objects"]`) follow the
+        proprioception in the VLA's state; "" for a VLA that reads proprioception and cameras only."""
         self.vla = vla
         self.kin = kinematics or ArmKinematics()
+        self.objects_task = objects_task
+        self._features = None
+        self.n_object_poses = 0
+        if objects_task:
+            from sim.tasks.native import env_class
+
+            cls = env_class(objects_task)
+            if not cls.OBJECT_POSES:
+                raise ValueError(f"task '{objects_task}' has no object poses to read")
+            self._features, self.n_object_poses = cls.features_from_poses, len(cls.OBJECT_POSES)
         if delay_s < 0:
             raise ValueError(f"delay_s must be >= 0, got {delay_s}")
         self.delay_s = delay_s  # injected extra inference time, added to the real one (benchmarks)
@@ -229,6 +245,22 @@ class JointSpaceVLA:
         approx = self.kin.joints_to_ee(q_arm, prefix)  # FK differences chain through every row
         return np.stack([approx[i] if r is None else r for i, r in enumerate(rows)])
 
+    def _state(self, obs: Observation, joints: np.ndarray, i: int) -> np.ndarray:
+        """The VLA's state for measured `joints`: FK proprioception, then the object features."""
+        proprio = self.kin.proprio(joints)
+        if self._features is None:
+            return proprio.astype(np.float32)
+        poses = obs.get("objects")
+        if poses is None:
+            raise ValueError(f"observation {i} has no object poses: this VLA reads the '{self.objects_task}' "
+                             "objects (the deploy config's objects section)")
+        poses = np.asarray(poses, dtype=np.float64)
+        if poses.shape != (self.n_object_poses, 7) or not np.all(np.isfinite(poses)):
+            raise ValueError(f"observation {i}: object poses must be {self.n_object_poses} finite rows of 7 "
+                             f"(position, quaternion xyzw), got shape {poses.shape}")
+        features = self._features(poses, proprio[:3])
+        return np.concatenate([proprio, features]).astype(np.float32)
+
     def sample_chunk(self, obs_batch: Sequence[Observation], prefix: np.ndarray | None = None,
                      guidance: GuidanceFn | None = None) -> np.ndarray:
         """Joint-target chunk [B, H, 8], or [B, H - 1, 8] when the observations carry the executor's
@@ -241,8 +273,7 @@ class JointSpaceVLA:
         velocities = self._optional(obs_batch, "velocity")
         commands = self._optional(obs_batch, "command")
         q0 = [s[:7] for s in states]
-        ee_obs = [{**o, "state": self.kin.proprio(s).astype(np.float32)}
-                  for o, s in zip(obs_batch, states, strict=True)]
+        ee_obs = [{**o, "state": self._state(o, s, i)} for i, (o, s) in enumerate(zip(obs_batch, states, strict=True))]
         ee_prefix = None
         lead = 0
         if prefix is not None:
@@ -329,21 +360,35 @@ def resolve_policy_folder(path: str | Path, backend: str) -> Path:
     return folder
 
 
+def object_feature_count(task: str) -> int:
+    """How many values the object features of native `task` add to the state (obs_mode=state)."""
+    from sim.tasks.native import env_class
+
+    env = env_class(task)(cameras=(), obs_mode="state")
+    try:
+        return env.state_dim - PROPRIO_DIM
+    finally:
+        env.close()
+
+
 def make_joint_vla(path: str, dt: float, action_dim: int, backend: str = "onnx", seed: int = 0,
                    delay_s: float = 0.0, select: int = 1, select_by: str = "coherence", select_cfn: str = "",
-                   instruction_vocab: str = "", instruction_vocab_margin: float = 0.05,
+                   instruction_vocab: str = "", instruction_vocab_margin: float = 0.05, objects_task: str = "",
                    **unknown: Any) -> JointSpaceVLA:
     """Policy factory for `real.config.make_policy` (`{factory: "real.joint_vla:make_joint_vla", ...}`).
     `select: N` > 1 samples N chunks in one batched call and runs the best by `select_by` (coherence |
     cfn | both; cfn needs `select_cfn`, a folder from `real.selection.save_cfn`): real/selection.py.
     `instruction_vocab`: "checkpoint" (the training phrasings the checkpoint carries), their aliases file
     or another checkpoint's folder; an instruction from the topic that the policy never saw is grounded
-    on the nearest of them when unambiguous (vla.policy.grounding)."""
+    on the nearest of them when unambiguous (vla.policy.grounding). `objects_task`: the native task
+    whose object features a VLA trained with `obs_mode=state` reads after its proprioception (the
+    node then needs the deploy config's `objects` section)."""
     from sim.policies import load_policy
 
     if unknown:
         raise ValueError(f"make_joint_vla: unknown policy keys {sorted(unknown)} (known: path, backend, seed, "
-                         "delay_s, select, select_by, select_cfn, instruction_vocab, instruction_vocab_margin)")
+                         "delay_s, select, select_by, select_cfn, instruction_vocab, instruction_vocab_margin, "
+                         "objects_task)")
     if action_dim != N_JOINTS:
         raise ValueError(f"the joint-space VLA commands {N_JOINTS} joints ({', '.join(JOINT_NAMES)}); "
                          f"the deploy config's limits name {action_dim}")
@@ -360,9 +405,14 @@ def make_joint_vla(path: str, dt: float, action_dim: int, backend: str = "onnx",
 
         attach(vla, instruction_vocab, instruction_vocab_margin)
     cfg = vla.cfg
-    if cfg.state_dim != PROPRIO_DIM or cfg.action_dim != EE_DIM:
-        raise ValueError(f"{folder}: the adapter needs an image-mode VLA with state_dim {PROPRIO_DIM} and "
-                         f"action_dim {EE_DIM}, this one has {cfg.state_dim} / {cfg.action_dim}")
+    want = PROPRIO_DIM + (object_feature_count(objects_task) if objects_task else 0)
+    if cfg.action_dim != EE_DIM or cfg.state_dim != want:
+        what = (f"{PROPRIO_DIM} of proprioception and the '{objects_task}' object features ({want})" if objects_task
+                else f"{PROPRIO_DIM} of proprioception")
+        hint = ("; a state with more is a VLA trained with obs_mode=state: set policy.objects_task to its task, "
+                "with an objects section" if cfg.state_dim > PROPRIO_DIM and not objects_task else "")
+        raise ValueError(f"{folder}: the adapter needs a VLA with state_dim {want} ({what}) and action_dim {EE_DIM}, "
+                         f"this one has {cfg.state_dim} / {cfg.action_dim}{hint}")
     if QUAT_AT not in tuple(getattr(cfg, "state_quats", ())):
         # The adapter computes the state's quaternion (w >= 0) from the measured joints; a downward
         # gripper sits where that sign flips, so an arm that sagged before its first command shows
@@ -375,4 +425,4 @@ def make_joint_vla(path: str, dt: float, action_dim: int, backend: str = "onnx",
 
         cfn, length = load_cfn(select_cfn) if select_cfn else (None, 8)
         vla = ChunkSelection(vla, n=int(select), by=select_by, cfn=cfn, cfn_length=length)
-    return JointSpaceVLA(vla, delay_s=delay_s)
+    return JointSpaceVLA(vla, delay_s=delay_s, objects_task=objects_task)

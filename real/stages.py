@@ -34,11 +34,19 @@ FIRST_SEED = 1000  # held-out seeds (demos use 0..)
 
 
 def write_node_config(out: Path, policy_path: str | Path, backend: str, mode: str, rate_hz: float,
-                      delay_s: float = 0.0, policy_extra: dict[str, Any] | None = None, **executor: Any) -> Path:
+                      delay_s: float = 0.0, policy_extra: dict[str, Any] | None = None, objects_task: str = "",
+                      **executor: Any) -> Path:
     """configs/deploy/native_arm.yaml with this run's policy (`policy_extra`: more keys of
-    make_joint_vla, e.g. select) and executor settings."""
+    make_joint_vla, e.g. select) and executor settings. `objects_task`: the policy reads that task's
+    object poses (obs_mode=state) from the bridge's pose topic."""
     cfg = yaml.safe_load(NODE_CONFIG.read_text())
     cfg["policy"].update(path=str(policy_path), backend=backend, delay_s=float(delay_s), **(policy_extra or {}))
+    if objects_task:
+        from sim.tasks.native import env_class
+
+        cfg["policy"]["objects_task"] = objects_task
+        topic = yaml.safe_load(BRIDGE_CONFIG.read_text())["objects_topic"]
+        cfg["objects"] = {"topic": topic, "count": len(env_class(objects_task).OBJECT_POSES)}
     cfg["executor"].update(mode=mode, rate_hz=float(rate_hz), **executor)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(yaml.safe_dump(cfg, sort_keys=False))
@@ -144,14 +152,17 @@ def wait_until(pred: Any, timeout: float, what: str, proc: subprocess.Popen | No
 
 def run_deploy(policy_path: str | Path, out_dir: Path, episodes: int = 1, mode: str = "aligned",
                backend: str = "onnx", rate_hz: float = 20.0, timeout_s: float = 180.0, domain_id: int = 77,
-               delay_s: float = 0.0, first_seed: int = FIRST_SEED, horizon: int = 200) -> dict[str, Any]:
-    """Run `episodes` episodes of pick_place over ROS 2; per-episode records + aggregates."""
+               delay_s: float = 0.0, first_seed: int = FIRST_SEED, horizon: int = 200,
+               objects_task: str = "") -> dict[str, Any]:
+    """Run `episodes` episodes of pick_place over ROS 2; per-episode records + aggregates.
+    `objects_task`: a policy trained with obs_mode=state, which reads the bridge's object poses."""
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
     # The nodes run in out_dir (any working directory works for them): every path they get is absolute.
     out_dir, policy_path = Path(out_dir).resolve(), Path(policy_path).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
-    node_cfg = write_node_config(out_dir / "policy_node.yaml", policy_path, backend, mode, rate_hz, delay_s)
+    node_cfg = write_node_config(out_dir / "policy_node.yaml", policy_path, backend, mode, rate_hz, delay_s,
+                                 objects_task=objects_task)
     env = ros_env(domain_id)
     bridge_log = open(out_dir / "bridge.log", "w")  # noqa: SIM115 (closed in finally)
     bridge = subprocess.Popen([sys.executable, "-m", "real.ros.bridge_node", "--config", str(BRIDGE_CONFIG),
@@ -219,14 +230,17 @@ def deploy_stage(ctx: JobContext) -> dict[str, Any]:
         ckpt = ctx.checkpoint
     path = ckpt / "onnx" if cfg.backend == "onnx" else ckpt
     result = run_deploy(path, ctx.out_dir / "deploy", episodes=cfg.episodes, mode=cfg.mode, backend=cfg.backend,
-                        rate_hz=cfg.rate_hz, timeout_s=cfg.timeout_s, domain_id=cfg.ros_domain_id)
+                        rate_hz=cfg.rate_hz, timeout_s=cfg.timeout_s, domain_id=cfg.ros_domain_id,
+                        objects_task=ctx.config.demos.task if ctx.config.demos.obs_mode == "state" else "")
     recs = result["records"]
 
     def worst(key: str) -> float | None:
         vals = [r[key] for r in recs if r[key] is not None]
         return max(vals) if vals else None
 
-    return {"policy": cfg.policy, "mode": cfg.mode, "backend": cfg.backend, "success": result["success"],
+    return {"policy": cfg.policy, "mode": cfg.mode, "backend": cfg.backend,
+            **({"object poses": "from the bridge's pose topic"} if ctx.config.demos.obs_mode == "state" else {}),
+            "success": result["success"],
             "steps": round(sum(r["steps"] for r in recs) / len(recs), 1),
             "wall s": round(sum(r["wall_s"] for r in recs) / len(recs), 2),
             "starved ticks": worst("starved_ticks"), "jitter p99 ms": worst("jitter_p99_ms"),

@@ -24,7 +24,7 @@ def sim_demos_stage(ctx: JobContext) -> dict[str, Any]:
                                         workers=cfg.workers, image_size=cfg.image_size, videos=1, source="demo",
                                         noise=cfg.noise, label=cfg.label, expert_rot_speed=cfg.rot_speed,
                                         expert_drop=cfg.drop, expert_turn_late=cfg.turn_late,
-                                        record=str(ctx.store_path),
+                                        obs_mode=cfg.obs_mode, record=str(ctx.store_path),
                                         out_dir=str(ctx.out_dir / "collect")))
     store = EpisodeStore.open(ctx.store_path)
     _attach_videos(ctx, "sim_demos", summary, "scripted expert")
@@ -84,8 +84,8 @@ def eval_stage(ctx: JobContext) -> dict[str, Any]:
                                       workers=cfg.workers, n_action_steps=cfg.n_action_steps,
                                       temporal_ensemble=cfg.temporal_ensemble,
                                       temporal_ensemble_every=cfg.temporal_ensemble_every,
-                                      image_size=ctx.config.demos.image_size, videos=2,
-                                      out_dir=str(ctx.out_dir / f"eval_{name}")))
+                                      image_size=ctx.config.demos.image_size, obs_mode=ctx.config.demos.obs_mode,
+                                      videos=2, out_dir=str(ctx.out_dir / f"eval_{name}")))
         lo, hi = s["wilson95"]
         out[f"{name} success"] = f"{s['successes']}/{s['episodes']} [{lo:.0%}, {hi:.0%}]"
         if name == "torch":
@@ -151,6 +151,7 @@ def _refine_round(ctx: JobContext, stage_name: str, method: str, iterations: int
               "out_dir": str(ctx.out_dir / stage_name), "iterations": iterations,
               "episodes_per_iteration": episodes, "eval_episodes": eval_episodes,
               "workers": workers, "image_size": ctx.config.demos.image_size,
+              "obs_mode": ctx.config.demos.obs_mode,
               "n_action_steps": ctx.config.eval.n_action_steps,
               "temporal_ensemble": ctx.config.eval.temporal_ensemble,
               "temporal_ensemble_every": ctx.config.eval.temporal_ensemble_every, "videos": 2,
@@ -163,11 +164,14 @@ def _refine_round(ctx: JobContext, stage_name: str, method: str, iterations: int
     evaluated = ctx.out_dir / "eval_torch" / "summary.json"
     if "eval" in ctx.results and evaluated.exists():
         done = json.loads(evaluated.read_text())
-        keys = ("episodes", "seed_start", "n_action_steps", "temporal_ensemble", "temporal_ensemble_every", "task")
-        same = {k: done["config"].get(k, 1 if k == "temporal_ensemble_every" else None) for k in keys} == {
+        keys = ("episodes", "seed_start", "n_action_steps", "temporal_ensemble", "temporal_ensemble_every", "task",
+                "obs_mode")
+        default = {"temporal_ensemble_every": 1, "obs_mode": "image"}
+        same = {k: done["config"].get(k, default.get(k)) for k in keys} == {
             "episodes": run.cfg.eval_episodes, "seed_start": run.cfg.eval_seed_start,
             "n_action_steps": run.cfg.n_action_steps, "temporal_ensemble": run.cfg.temporal_ensemble,
-            "temporal_ensemble_every": run.cfg.temporal_ensemble_every, "task": task}
+            "temporal_ensemble_every": run.cfg.temporal_ensemble_every, "task": task,
+            "obs_mode": run.cfg.obs_mode}
         target = run.out / "iter_00" / "eval" / "summary.json"
         if same and not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)

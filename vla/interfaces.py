@@ -25,6 +25,9 @@ class Observation(TypedDict):
     # predicts the arm's motion (real.joint_vla) starts from them instead of from rest.
     velocity: NotRequired[np.ndarray]  # float32[D]
     command: NotRequired[np.ndarray]  # float32[A]
+    # Robots with a pose estimator, optional: world-frame object poses (position, quaternion xyzw), from
+    # which a joint-space adapter computes the object part of a state policy's input.
+    objects: NotRequired[np.ndarray]  # float64[K, 7]
 
 
 # A guidance hook sees the current estimate of the clean chunk (action units, float[B, H, A]) and

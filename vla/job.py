@@ -44,6 +44,10 @@ class DemoStageConfig:
     # the expert turns the hand only once it hovers over the object (native tasks;
     # sim.evaluate.EvalConfig.expert_turn_late)
     turn_late: bool = False
+    # image: proprioception + cameras; state: the object poses too (native tasks keep their cameras),
+    # the observation of a robot with a pose estimator. Every stage that makes the task uses it (eval,
+    # refine, imagine), and deploy has the bridge publish the poses and the policy node read them.
+    obs_mode: str = "image"
 
 
 @dataclass
@@ -160,6 +164,8 @@ class JobConfig:
                 raise ConfigError(f"key 'stages': each entry must be a stage name, got {stage_name!r}")
             if stage_name not in STAGES.names():
                 raise ConfigError(f"key 'stages': unknown stage '{stage_name}'" + closest(stage_name, STAGES.names()))
+        if self.demos.obs_mode not in ("image", "state"):
+            raise ConfigError(f"demos.obs_mode must be image or state, got '{self.demos.obs_mode}'")
         if self.demos.label not in ("noisy", "clean"):
             raise ConfigError(f"demos.label must be noisy or clean, got '{self.demos.label}'")
         if self.deploy.policy not in ("pretrained", "refined"):

@@ -8,6 +8,10 @@ cameras publishes:
   velocities; sensor-data QoS;
 - one sensor_msgs/Image (rgb8, `image_size` square) per camera on `/camera/<name>/image_raw`;
 - `/instruction` (std_msgs/String, the episode's instruction; once a second and after a reset);
+- `/perception/object_poses` (geometry_msgs/PoseArray, frame `world`, the order of the task's
+  OBJECT_POSES; pick_place: the cube, the zone), standing in for a pose estimator: a policy trained
+  with `obs_mode=state` reads them (the policy node's `objects` section); `objects_topic: null` or a
+  task without object poses publishes none;
 - `/task/success` (std_msgs/Bool), `/task/subtask` (std_msgs/String), and `/task/status`
   (std_msgs/String with a JSON object: episode, seed, step, success, done, command counts) for
   orchestration and tests.
@@ -27,8 +31,8 @@ interface). A far target is therefore reached at the bound's speed, never in one
 that outruns the arm (one lost in transit, a stalled sender) is followed, never refused, so the arm is
 never locked out (`limited_ticks` counts ticks where the bound acted).
 
-Service `/bridge/sensor_dropout` (std_srvs/SetBool): fault injection, true stops the joint states
-and images (a dead sensor bus) while the physics and `/task/status` go on.
+Service `/bridge/sensor_dropout` (std_srvs/SetBool): fault injection, true stops the joint states,
+images and object poses (a dead sensor bus) while the physics and `/task/status` go on.
 Service `/bridge/reset` (std_srvs/Trigger): next episode (seed = first seed + episode index), arm
 back home. An episode's clock starts at the first accepted command (start-up of the policy side is
 not task time); it is `done` at success or `horizon` ticks later; the result is latched (and
@@ -56,6 +60,7 @@ import yaml
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 
 import rclpy
+from geometry_msgs.msg import Pose, PoseArray
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import Image, JointState
@@ -85,6 +90,7 @@ class BridgeConfig:
     joint_states_topic: str = "/joint_states"
     camera_topic: str = "/camera/{name}/image_raw"
     instruction_topic: str = "/instruction"
+    objects_topic: str | None = "/perception/object_poses"  # None: no object poses
     max_step: float = 0.5  # rad (arm): the most the applied target moves in one control tick
     ros_domain_id: int | None = None  # None: ROS_DOMAIN_ID from the environment
     result_file: str | None = None  # JSON lines, one per finished episode
@@ -184,6 +190,16 @@ def trajectory_arrays(msg: JointTrajectory) -> tuple[np.ndarray | None, np.ndarr
     return times, np.stack(pts), None, ""
 
 
+def pose_array(poses: np.ndarray, stamp: Any) -> PoseArray:
+    """float [K, 7] (position, quaternion xyzw) -> a world-frame PoseArray stamped `stamp`."""
+    msg = PoseArray(poses=[Pose() for _ in poses])
+    for p, row in zip(msg.poses, np.asarray(poses, dtype=np.float64), strict=True):
+        p.position.x, p.position.y, p.position.z = map(float, row[:3])
+        p.orientation.x, p.orientation.y, p.orientation.z, p.orientation.w = map(float, row[3:7])
+    msg.header.stamp, msg.header.frame_id = stamp, "world"
+    return msg
+
+
 class BridgeNode:
     """Owns the env, the rclpy node and the real-time loop. `start()` / `stop()`."""
 
@@ -218,6 +234,9 @@ class BridgeNode:
         self.pub_img = {c: self.node.create_publisher(Image, cfg.camera_topic.format(name=c), qos_profile_sensor_data)
                         for c in cfg.cameras}
         self.pub_ins = self.node.create_publisher(String, cfg.instruction_topic, 10)
+        self.pub_objects = None
+        if cfg.objects_topic and type(self.env).OBJECT_POSES:
+            self.pub_objects = self.node.create_publisher(PoseArray, cfg.objects_topic, qos_profile_sensor_data)
         self.pub_success = self.node.create_publisher(Bool, "/task/success", 10)
         self.pub_subtask = self.node.create_publisher(String, "/task/subtask", 10)
         self.pub_status = self.node.create_publisher(String, "/task/status", 10)
@@ -344,6 +363,7 @@ class BridgeNode:
             finger = float(np.clip(self.env.finger_qpos().mean(), self.lower[7], self.upper[7]))
             finger_vel = float(self.env.finger_qvel().mean())
             obs, info, status = self.obs, self.info, self._status()
+            poses = self.env.object_poses() if self.pub_objects is not None else None
             send_instruction = self._publish_instruction_now or self.step % round(self.cfg.rate_hz) == 0
             self._publish_instruction_now = False
         stamp = self.node.get_clock().now().to_msg()
@@ -360,6 +380,8 @@ class BridgeNode:
                         step=img.shape[1] * 3, data=img.tobytes())
             msg.header.stamp, msg.header.frame_id = stamp, cam
             pub.publish(msg)
+        if poses is not None:
+            self.pub_objects.publish(pose_array(poses, stamp))
         if send_instruction:
             self.pub_ins.publish(String(data=obs["instruction"]))
         self.pub_success.publish(Bool(data=bool(info["success"])))

@@ -83,6 +83,31 @@ def _by_name(names: list[str], values: Any, what: str, joint_names: tuple[str, .
     return out
 
 
+def object_poses(msg: Any, count: int, frame_id: str, quat_norm_tolerance: float = 1e-3) -> np.ndarray:
+    """geometry_msgs/PoseArray -> float64 [count, 7] (position, quaternion xyzw): exactly `count` poses
+    in `frame_id`, finite as STATE_DTYPE, unit quaternions (re-normalised within the tolerance; beyond
+    it the message is broken). The quaternion's sign is kept as sent, as the simulator's state keeps
+    MuJoCo's (a policy with `state_quats` reads both signs the same)."""
+    if str(msg.header.frame_id) != frame_id:
+        raise MessageError(f"object poses in frame {msg.header.frame_id!r}, expected {frame_id!r}")
+    if len(msg.poses) != count:
+        raise MessageError(f"{len(msg.poses)} object poses, expected {count}")
+    out = np.array([[p.position.x, p.position.y, p.position.z,
+                     p.orientation.x, p.orientation.y, p.orientation.z, p.orientation.w] for p in msg.poses],
+                   dtype=np.float64).reshape(count, 7)
+    with np.errstate(over="ignore", invalid="ignore"):
+        finite = np.isfinite(out.astype(STATE_DTYPE))
+    if not np.all(finite):
+        raise MessageError(f"object poses not finite as {np.dtype(STATE_DTYPE).name}: "
+                           f"poses {sorted(set(np.flatnonzero(~finite.all(axis=1)).tolist()))}")
+    norm = np.linalg.norm(out[:, 3:], axis=1)
+    bad = np.flatnonzero(np.abs(norm - 1.0) > quat_norm_tolerance)
+    if bad.size:
+        raise MessageError(f"object pose {int(bad[0])} has a quaternion of norm {norm[bad[0]]:.6g}, not 1")
+    out[:, 3:] /= norm[:, None]
+    return out
+
+
 def instruction_text(msg: Any, max_chars: int) -> str:
     """std_msgs/String -> the instruction; empty or blank text is an error (a language-conditioned
     policy cannot run on it: it would fail every inference until the next instruction)."""

@@ -1,11 +1,13 @@
 """What the robot says, validated at the boundary: one class for every node that reads an arm.
 
 The policy node and a correction session over ROS (`real/session/ros_env.py`) subscribe to the same
-topics of the deploy config (joint states, one image per camera, the instruction) and must treat bad
-input the same way, so both use this: each message is checked (joint names and finiteness, image
-encoding and size, instruction text, and the header stamp within `stamp_tolerance_s` of the node's
-ROS clock) and dropped with a counter per kind when bad; what passes is kept with its receipt time
-on the monotonic clock, which drives the stale-observation watchdogs (no clock sync needed).
+topics of the deploy config (joint states, one image per camera, the instruction, and the object poses
+when the config has an `objects` section) and must treat bad input the same way, so both use this:
+each message is checked (joint names and finiteness, image encoding and size, instruction text, the
+number, frame, finiteness and unit quaternions of the object poses, and the header stamp within
+`stamp_tolerance_s` of the node's ROS clock) and dropped with a counter per kind when bad; what
+passes is kept with its receipt time on the monotonic clock, which drives the stale-observation
+watchdogs (no clock sync needed).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from real.ros.convert import (
     instruction_text,
     joint_positions,
     joint_velocities,
+    object_poses,
 )
 
 
@@ -40,11 +43,13 @@ class Snapshot:
     image_times: dict[str, float] = field(default_factory=dict)
     instruction: str = ""
     instruction_received: bool = False  # from the robot (else `instruction` is the config's default)
+    objects: np.ndarray | None = None  # float64 [K, 7] object poses (config `objects`)
+    objects_time: float = -np.inf
 
     def stale(self, names: list[str], now: float, max_age_s: float, since: float = -np.inf) -> list[str]:
-        """The sources ("joints" or a camera name) with nothing newer than `since`, or older than
-        `max_age_s` at `now`."""
-        times = {"joints": self.q_time, **self.image_times}
+        """The sources ("joints", "objects" or a camera name) with nothing newer than `since`, or older
+        than `max_age_s` at `now`."""
+        times = {"joints": self.q_time, "objects": self.objects_time, **self.image_times}
         return [n for n in names if times.get(n, -np.inf) <= since or now - times.get(n, -np.inf) > max_age_s]
 
 
@@ -68,6 +73,11 @@ class RobotInputs:
         add("subscription", JointState, cfg.joint_states_topic, self._on_joint_state, qos_profile_sensor_data)
         for cam in cfg.cameras:
             add("subscription", Image, cam.topic, lambda m, c=cam: self._on_image(m, c), qos_profile_sensor_data)
+        if cfg.objects is not None:
+            from geometry_msgs.msg import PoseArray
+
+            self.rejected["objects"] = 0
+            add("subscription", PoseArray, cfg.objects.topic, self._on_objects, qos_profile_sensor_data)
         add("subscription", String, cfg.instruction_topic, self._on_instruction, 10)
         self.started = now()
 
@@ -84,7 +94,8 @@ class RobotInputs:
             s = self._snap
             return Snapshot(q=s.q, qd=s.qd, q_time=s.q_time, images=dict(s.images),
                             image_times=dict(s.image_times), instruction=s.instruction,
-                            instruction_received=s.instruction_received)
+                            instruction_received=s.instruction_received, objects=s.objects,
+                            objects_time=s.objects_time)
 
     def images_and_instruction(self) -> tuple[dict[str, np.ndarray], str]:
         """The cheap part of a snapshot, for the control thread's recorder hand-over."""
@@ -128,6 +139,17 @@ class RobotInputs:
         with self._lock:
             self._snap.images[cam.name] = img
             self._snap.image_times[cam.name] = self.now()
+
+    def _on_objects(self, msg: Any) -> None:
+        o = self.cfg.objects
+        assert o is not None
+        try:
+            self._check_stamp(msg)
+            poses = object_poses(msg, o.count, o.frame_id, o.quat_norm_tolerance)
+        except MessageError as err:
+            return self._reject("objects", err)
+        with self._lock:
+            self._snap.objects, self._snap.objects_time = poses, self.now()
 
     def _on_instruction(self, msg: Any) -> None:
         try:

@@ -1,7 +1,9 @@
 """ROS 2 policy node: wraps `ChunkExecutor` (async chunk execution + safety layer) for a ros2_control arm.
 
 Subscribes `sensor_msgs/JointState` (the configured joints, by name; velocities too when present),
-one `sensor_msgs/Image` per camera (rgb8/bgr8, exact size) and an instruction `std_msgs/String`; publishes
+one `sensor_msgs/Image` per camera (rgb8/bgr8, exact size), an instruction `std_msgs/String` and, with
+an `objects` section, the object poses (`geometry_msgs/PoseArray`, for a policy trained with
+`obs_mode=state`: the joint-space adapter computes the task's object features from them); publishes
 `std_msgs/Float64MultiArray` (forward_command_controller) or `trajectory_msgs/JointTrajectory`
 (joint_trajectory_controller: the current command, then the remaining queued actions passed
 through a preview of the safety filter, `time_from_start` = (i + 1) / rate), and
@@ -17,13 +19,15 @@ with SROS2 access control, see the README), else the reply is success=false and 
 
 Every message is validated at the boundary and dropped with a counter when bad: joint states (names,
 lengths, finite also as float32), images (encoding, size), instructions (non-empty, printable,
-length), and the header stamps of joint states and images (within `stamp_tolerance_s` of the node's
+length), object poses (count, frame, finite, unit quaternions), and the header stamps of joint
+states, images and object poses (within `stamp_tolerance_s` of the node's
 ROS clock: wall time, or /clock with `--ros-args -p use_sim_time:=true`; a replayed message is
 rejected). Receipt times on the monotonic clock still drive the stale-observation watchdog.
 
 Threads: rclpy spins the subscriptions on one thread; the control clock runs on its own thread
 (ROS timers would share the executor with callbacks and add jitter); inference on a third.
-No joint state or camera image for `max_observation_age_s` -> the stale-observation watchdog holds.
+No joint state, camera image or object pose for `max_observation_age_s` -> the stale-observation
+watchdog holds.
 
 Run:  ROS_DOMAIN_ID=7 python -m real.ros.policy_node --config configs/deploy/policy_node.yaml
 Works with the pip-wheel rclpy and with a sourced system ROS 2 (only rclpy + message packages).
@@ -73,6 +77,12 @@ class PolicyNode:
                  name: str = "vla_policy", node: rclpy.node.Node | None = None) -> None:
         """`node`: run on this node (the lifecycle node), which its owner spins; `stop()` then removes
         what this object created on it and leaves the node. Otherwise a node of its own, spun here."""
+        needed = int(getattr(policy, "n_object_poses", 0))
+        have = 0 if cfg.objects is None else cfg.objects.count
+        if needed != have:
+            raise ValueError(f"the policy reads {needed} object poses, the deploy config's objects section gives "
+                             f"{have}" + (f" (set objects: {{topic: ..., count: {needed}}})" if needed else
+                                          " (remove the objects section or deploy a policy that reads them)"))
         self.cfg = cfg
         self.clock = MonotonicClock()
         self._owns_node = node is None
@@ -160,7 +170,7 @@ class PolicyNode:
 
     def _observation(self) -> Observation | None:
         s = self.inputs.snapshot()
-        if s.q is None or len(s.images) < len(self.cfg.cameras):
+        if s.q is None or len(s.images) < len(self.cfg.cameras) or (self.cfg.objects is not None and s.objects is None):
             return None
         if self.inputs.awaiting_instruction():
             self.node.get_logger().info(f"holding until the robot's instruction arrives on "
@@ -172,11 +182,14 @@ class PolicyNode:
             self.node.get_logger().warning(f"no instruction on {self.cfg.instruction_topic} within "
                                       f"{self.cfg.instruction_wait_s} s: using default_instruction "
                                       f"{self.cfg.default_instruction!r}")
-        # Stamped with the oldest receipt time (joints or any camera) on the executor's clock:
-        # a dead camera holds the robot like dead joint states, and no clock sync is needed.
-        stamp = min([s.q_time, *s.image_times.values()])
+        # Stamped with the oldest receipt time (joints, any camera, the object poses) on the executor's
+        # clock: a dead camera or pose estimator holds the robot like dead joint states, and no clock
+        # sync is needed.
+        stamp = min([s.q_time, *s.image_times.values(), *([s.objects_time] if self.cfg.objects else [])])
         obs: Observation = {"images": s.images, "state": s.q.astype(np.float32),
                             "instruction": s.instruction, "timestamp": stamp}
+        if s.objects is not None and self.cfg.objects is not None:
+            obs["objects"] = s.objects
         if s.qd is not None:
             obs["velocity"] = s.qd.astype(np.float32)
         return obs

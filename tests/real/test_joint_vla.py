@@ -23,23 +23,29 @@ CAMERAS = ("agentview", "robot0_eye_in_hand")
 
 
 def build_tiny_checkpoint(path: Path, image_size: int = 84, state_quats: tuple[int, ...] = (3,),
-                          groups: list[tuple[str, ...]] | None = None) -> Path:
+                          groups: list[tuple[str, ...]] | None = None, objects: bool = False) -> Path:
     """A real VLAModel checkpoint for the native pick_place interface (2 cameras, 9-d proprio, 7-d
     EE actions), fresh weights and plausible statistics; saved with the repo's checkpoint code.
     `state_quats=()` is a checkpoint from before the quaternion's 6D features; `groups`: the training
-    phrasings it carries (none by default, as a checkpoint from before they were saved)."""
+    phrasings it carries (none by default, as a checkpoint from before they were saved); `objects`: the
+    13 object features of obs_mode=state follow the proprio (22-d state, the cube's quaternion too)."""
     from vla.data.stats import ByteHistogramStats, RunningStats
     from vla.policy.checkpoint import save_checkpoint
     from vla.policy.config import load_policy_config
     from vla.policy.model import VLAModel
 
     rng = np.random.default_rng(0)
-    cfg = load_policy_config("tiny", cameras=list(CAMERAS), state_dim=9, action_dim=7, d_model=32, n_heads=2,
-                             trunk_layers=1, expert_layers=1, image_size=(32, 32), vision_channels=(8, 16),
+    if objects and state_quats:
+        state_quats = (*state_quats, 12)
+    cfg = load_policy_config("tiny", cameras=list(CAMERAS), state_dim=22 if objects else 9, action_dim=7, d_model=32,
+                             n_heads=2, trunk_layers=1, expert_layers=1, image_size=(32, 32), vision_channels=(8, 16),
                              num_steps=4, state_quats=state_quats)
     stats = {}
     state = np.concatenate([rng.normal([0.0, 0.0, 0.2], 0.1, (512, 3)), rng.normal(0, 0.5, (512, 4)),
                             rng.uniform(0, FINGER_MAX, (512, 1)), -rng.uniform(0, FINGER_MAX, (512, 1))], axis=1)
+    if objects:  # cube position, quaternion, cube - hand, zone position
+        state = np.concatenate([state, rng.normal(0, 0.1, (512, 3)), rng.normal(0, 0.5, (512, 4)),
+                                rng.normal(0, 0.1, (512, 6))], axis=1)
     for key, rows in (("state", state), ("action", rng.uniform(-0.3, 0.3, (512, 7)))):
         acc = RunningStats(rows.shape[1])
         acc.update(rows)
@@ -284,6 +290,47 @@ def test_factory_with_a_real_tiny_checkpoint(tmp_path: Path) -> None:
     assert np.abs(chunk[0, 0, :7] - q[:7]).max() < 0.5
     chunk2 = pol.sample_chunk([{**obs, "state": q.astype(np.float32)}], prefix=chunk[:, :3])
     np.testing.assert_array_equal(chunk2[:, :3], chunk[:, :3])
+
+
+def test_adapter_builds_the_simulators_object_state_from_the_poses(kin: ArmKinematics) -> None:
+    """A policy trained with obs_mode=state gets, from the measured joints and the published object
+    poses, the state the simulator gave it in training."""
+    env = PickPlaceEnv(cameras=(), obs_mode="state")
+    ee = RecordingEEPolicy()
+    pol = JointSpaceVLA(ee, kin, objects_task="pick_place")
+    assert pol.n_object_poses == 2
+    rng = np.random.default_rng(1)
+    obs, _ = env.reset(seed=2)
+    for _ in range(8):
+        pol.sample_chunk([{**joint_obs(joints_of(env)), "objects": env.object_poses()}])
+        state = ee.calls[-1]["state"]
+        np.testing.assert_allclose(state[9:], obs["state"][9:], atol=1e-5)  # the object features
+        # the proprio as test_proprio_matches_the_simulator has it (the robot reports one finger opening)
+        np.testing.assert_allclose(state[:7], obs["state"][:7], atol=1e-5)
+        obs, *_ = env.step(rng.uniform(-1, 1, 7))
+    q = joints_of(env)
+    with pytest.raises(ValueError, match=r"no object poses.*pick_place"):
+        pol.sample_chunk([joint_obs(q)])
+    with pytest.raises(ValueError, match=r"2 finite rows of 7.*\(1, 7\)"):
+        pol.sample_chunk([{**joint_obs(q), "objects": np.zeros((1, 7))}])
+    with pytest.raises(ValueError, match="2 finite rows"):
+        pol.sample_chunk([{**joint_obs(q), "objects": np.full((2, 7), np.nan)}])
+    with pytest.raises(ValueError, match="not a native MuJoCo task"):
+        JointSpaceVLA(ee, kin, objects_task="lift")
+
+
+def test_factory_matches_the_checkpoints_state_to_objects_task(tmp_path: Path) -> None:
+    hybrid = build_tiny_checkpoint(tmp_path / "hybrid", objects=True)
+    with pytest.raises(ValueError, match=r"state_dim 9.*this one has 22 / 7.*set policy\.objects_task"):
+        make_joint_vla(str(hybrid), dt=CONTROL_DT, action_dim=8, backend="torch")
+    plain = build_tiny_checkpoint(tmp_path / "plain")
+    with pytest.raises(ValueError, match=r"state_dim 22 \(9 of proprioception and the 'pick_place' object"):
+        make_joint_vla(str(plain), dt=CONTROL_DT, action_dim=8, backend="torch", objects_task="pick_place")
+    pol = make_joint_vla(str(hybrid), dt=CONTROL_DT, action_dim=8, backend="torch", objects_task="pick_place")
+    env = PickPlaceEnv(cameras=CAMERAS, obs_mode="state")
+    obs, _ = env.reset(seed=0)
+    chunk = pol.sample_chunk([{**obs, "state": joints_of(env).astype(np.float32), "objects": env.object_poses()}])
+    assert chunk.shape == (1, 16, len(JOINT_NAMES)) and np.all(np.isfinite(chunk))
 
 
 def test_factory_grounds_unseen_instructions_from_the_topic(tmp_path: Path) -> None:

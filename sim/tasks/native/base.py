@@ -161,7 +161,22 @@ class NativeArmEnv(gym.Env):
         raise NotImplementedError
 
     def _object_features(self) -> np.ndarray:
-        raise NotImplementedError
+        return self.features_from_poses(self.object_poses(), self.eef_pos())
+
+    # What a robot with a pose estimator has: the world-frame poses of OBJECT_POSES, from which it
+    # computes the object part of the state the way the simulator does (the MuJoCo bridge publishes
+    # the poses, the policy node calls `features_from_poses` with the hand position of its own FK).
+    OBJECT_POSES: ClassVar[tuple[str, ...]] = ()
+
+    def object_poses(self) -> np.ndarray:
+        """float64 [len(OBJECT_POSES), 7]: position and quaternion (xyzw) of each, in the world frame."""
+        raise NotImplementedError(f"task '{self.TASK}' publishes no object poses")
+
+    @classmethod
+    def features_from_poses(cls, poses: np.ndarray, eef_pos: np.ndarray) -> np.ndarray:
+        """The state's object features (`obs_mode=state`, after the proprioception) from `object_poses()`
+        and the grip site's position."""
+        raise NotImplementedError(f"task '{cls.TASK}' has no object features from poses")
 
     def privileged(self) -> dict[str, Any]:
         """Object poses etc. for experts; includes `active_object` and its `goal_pos` (centre)."""

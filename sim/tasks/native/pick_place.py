@@ -94,10 +94,18 @@ class PickPlaceEnv(NativeArmEnv):
     def _n_object_features(self) -> int:
         return 13
 
-    def _object_features(self) -> np.ndarray:
-        cube = self.cube_pos()
-        quat = quat_wxyz_to_xyzw(self.data.xquat[self._cube_body])
-        return np.concatenate([cube, quat, cube - self.eef_pos(), self.zone_pos()])
+    OBJECT_POSES: ClassVar[tuple[str, ...]] = ("cube", "zone")
+
+    def object_poses(self) -> np.ndarray:
+        cube = np.concatenate([self.cube_pos(), quat_wxyz_to_xyzw(self.data.xquat[self._cube_body])])
+        zone = np.concatenate([self.zone_pos(), [0.0, 0.0, 0.0, 1.0]])  # a flat patch: its yaw is not a feature
+        return np.stack([cube, zone])
+
+    @classmethod
+    def features_from_poses(cls, poses: np.ndarray, eef_pos: np.ndarray) -> np.ndarray:
+        """cube position, cube quaternion (xyzw), cube - hand, zone position (13)."""
+        cube, zone = poses[0], poses[1]
+        return np.concatenate([cube[:3], cube[3:7], cube[:3] - eef_pos, zone[:3]])
 
     def privileged(self) -> dict[str, Any]:
         cube = self.cube_pos()

@@ -10,6 +10,7 @@ from real.ros.convert import (
     instruction_text,
     joint_positions,
     joint_velocities,
+    object_poses,
 )
 
 
@@ -77,3 +78,30 @@ def test_instruction_and_duration():
     assert duration_parts(0.9999999999) == (1, 0)
     with pytest.raises(ValueError, match="finite"):
         duration_parts(float("inf"))
+
+
+def pose_array(rows, frame="world"):
+    poses = [Msg(position=Msg(x=r[0], y=r[1], z=r[2]), orientation=Msg(x=r[3], y=r[4], z=r[5], w=r[6])) for r in rows]
+    return Msg(header=Msg(frame_id=frame), poses=poses)
+
+
+def test_object_poses_keep_order_and_sign_and_renormalise():
+    rows = [[0.1, -0.2, 0.02, 0.0, 0.0, -0.3826834, -0.9238795 * (1 + 5e-4)], [0.3, 0.1, 0.0, 0.0, 0.0, 0.0, 1.0]]
+    out = object_poses(pose_array(rows), 2, "world")
+    assert out.shape == (2, 7) and out.dtype == np.float64
+    np.testing.assert_allclose(out[:, :3], np.asarray(rows)[:, :3])
+    np.testing.assert_allclose(np.linalg.norm(out[:, 3:], axis=1), 1.0, atol=1e-12)
+    assert out[0, 6] < 0  # the sender's sign is kept: the simulator's state keeps MuJoCo's
+
+
+@pytest.mark.parametrize(("rows", "frame", "match"), [
+    ([[0, 0, 0, 0, 0, 0, 1]], "world", "1 object poses, expected 2"),
+    ([[0, 0, 0, 0, 0, 0, 1]] * 2, "camera", "frame 'camera'"),
+    ([[np.nan, 0, 0, 0, 0, 0, 1], [0, 0, 0, 0, 0, 0, 1]], "world", "not finite"),
+    ([[0, 0, 1e39, 0, 0, 0, 1], [0, 0, 0, 0, 0, 0, 1]], "world", "not finite as float32"),
+    ([[0, 0, 0, 0, 0, 0, 1], [0, 0, 0, 0, 0, 0, 0]], "world", "object pose 1 has a quaternion of norm 0"),
+    ([[0, 0, 0, 0, 0, 0, 1.01], [0, 0, 0, 0, 0, 0, 1]], "world", "norm 1.01"),
+])
+def test_object_poses_rejects(rows, frame, match):
+    with pytest.raises(MessageError, match=match):
+        object_poses(pose_array(rows, frame), 2, "world")

@@ -22,11 +22,13 @@ from real.ros.convert import (
     instruction_text,
     joint_positions,
     joint_velocities,
+    object_poses,
 )
 from tests.real.ros.helpers import record_case
 
 msgs = pytest.importorskip("sensor_msgs.msg")
 from builtin_interfaces.msg import Time  # noqa: E402
+from geometry_msgs.msg import Pose, PoseArray  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 
 NAMES = ("a", "b", "c")
@@ -117,3 +119,22 @@ def test_hostile_stamps(sec, nanosec, now) -> None:
         return
     assert abs(age) <= 0.5
     record_case("stamp", (sec, nanosec, now), "accepted")
+
+
+@settings(max_examples=150, deadline=None)
+@given(rows=st.lists(st.lists(VALUE, min_size=7, max_size=7), max_size=4),
+       frame=st.sampled_from(["world", "", "camera", "world "]))
+def test_hostile_object_poses(rows, frame) -> None:
+    msg = PoseArray(poses=[Pose() for _ in rows])
+    for p, r in zip(msg.poses, rows, strict=True):
+        p.position.x, p.position.y, p.position.z = r[:3]
+        p.orientation.x, p.orientation.y, p.orientation.z, p.orientation.w = r[3:]
+    msg.header.frame_id = frame
+    try:
+        out = object_poses(msg, 2, "world")
+    except MessageError as err:
+        record_case("object_poses", (rows, frame), f"rejected:{str(err)[:30]}")
+        return
+    assert out.shape == (2, 7) and np.all(np.isfinite(out.astype(np.float32)))
+    np.testing.assert_allclose(np.linalg.norm(out[:, 3:], axis=1), 1.0, atol=1e-9)
+    record_case("object_poses", (rows, frame), "accepted")

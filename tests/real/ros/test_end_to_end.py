@@ -221,16 +221,26 @@ def test_vla_drives_the_bridge_over_dds(tmp_path, domain_id) -> None:
     assert bridge.returncode == 0, bridge_log[-3000:]
 
 
-def test_deploy_stage_runs_an_episode(tmp_path) -> None:
-    """The main job's `deploy` stage: bridge + policy node processes, one episode, summary figures."""
+@pytest.mark.parametrize("obs_mode", ["image", "state"])
+def test_deploy_stage_runs_an_episode(tmp_path, obs_mode) -> None:
+    """The main job's `deploy` stage: bridge + policy node processes, one episode, summary figures. With
+    obs_mode=state the policy reads the bridge's object poses: without them it would never command, and
+    the episode would not start."""
     from real.stages import deploy_stage
-    from vla.job import DeployStageConfig, JobConfig, JobContext
+    from vla.job import DemoStageConfig, DeployStageConfig, JobConfig, JobContext
 
-    ckpt = build_tiny_checkpoint(tmp_path / "ckpt")
+    ckpt = build_tiny_checkpoint(tmp_path / "ckpt", objects=obs_mode == "state")
     domain = random.SystemRandom().randint(1, 100)
-    ctx = JobContext(JobConfig(deploy=DeployStageConfig(backend="torch", ros_domain_id=domain, timeout_s=90)),
+    ctx = JobContext(JobConfig(demos=DemoStageConfig(obs_mode=obs_mode),
+                               deploy=DeployStageConfig(backend="torch", ros_domain_id=domain, timeout_s=90)),
                      tmp_path / "job", results={"pretrain": {"checkpoint": str(ckpt)}})
     out = deploy_stage(ctx)
+    node_cfg = yaml.safe_load((tmp_path / "job/deploy/policy_node.yaml").read_text())
+    if obs_mode == "state":
+        assert node_cfg["objects"] == {"topic": "/perception/object_poses", "count": 2}
+        assert node_cfg["policy"]["objects_task"] == "pick_place" and out["object poses"]
+    else:
+        assert "objects" not in node_cfg and "object poses" not in out
     assert out["success"] in ("0/1", "1/1") and out["mode"] == "ensemble"
     assert 0 < out["steps"] <= 200 and out["commands rejected"] == 0
     assert out["starved ticks"] is not None and out["jitter p99 ms"] is not None

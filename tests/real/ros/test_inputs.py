@@ -107,3 +107,52 @@ def test_instruction_wait_s_is_validated() -> None:
     for bad in (-1.0, float("nan")):
         with pytest.raises(ValueError, match="instruction_wait_s must be >= 0"):
             deploy_config_from_dict({**raw, "instruction_wait_s": bad})
+
+
+def test_object_poses_are_read_only_with_an_objects_section_and_validated(domain_id: int) -> None:
+    from geometry_msgs.msg import PoseArray
+
+    from real.ros.bridge_node import pose_array
+
+    raw = yaml.safe_load((ROOT / "configs/deploy/native_arm.yaml").read_text())
+    with pytest.raises(ValueError, match=r"objects: unknown keys \['cout'\]"):
+        deploy_config_from_dict({**raw, "objects": {"cout": 2}})
+    with pytest.raises(ValueError, match=r"objects\.count must be >= 1"):
+        deploy_config_from_dict({**raw, "objects": {"count": 0}})
+    cfg = deploy_config_from_dict({**raw, "objects": {"topic": "/poses", "count": 2}})
+    ctx = rclpy.context.Context()
+    rclpy.init(context=ctx, domain_id=domain_id)
+    node = rclpy.create_node("objects_test", context=ctx)
+    created: list[str] = []
+
+    def add(kind: str, *args):
+        created.append(f"{kind} {args[1]}")
+        return getattr(node, f"create_{kind}")(*args)
+
+    clock = iter(np.arange(1.0, 100.0, 0.5))
+    try:
+        r = RobotInputs(cfg, node, add, lambda: float(next(clock)))
+        assert "subscription /poses" in created and r.snapshot().objects is None
+        assert r.snapshot().stale(["objects"], now=2.0, max_age_s=1.0) == ["objects"]  # never received
+        poses = np.array([[0.1, 0.0, 0.02, 0.0, 0.0, 0.0, 1.0], [0.3, 0.1, 0.0, 0.0, 0.0, 0.0, 1.0]])
+        def now():  # a fresh stamp object per message (the test edits some)
+            return node.get_clock().now().to_msg()
+
+        r._on_objects(pose_array(poses, now()))
+        s = r.snapshot()
+        np.testing.assert_allclose(s.objects, poses)
+        assert s.stale(["objects"], now=s.objects_time + 0.1, max_age_s=1.0) == []
+        bad = [pose_array(poses[:1], now()), pose_array(np.where(np.eye(2, 7, 2) > 0, np.inf, poses), now())]
+        old = pose_array(poses + 1, now())
+        old.header.stamp.sec -= 10  # a replayed message
+        wrong_frame = pose_array(poses + 1, now())
+        wrong_frame.header.frame_id = "camera"
+        empty: PoseArray = PoseArray()  # unstamped, no poses
+        for msg in (*bad, old, wrong_frame, empty):
+            r._on_objects(msg)
+        np.testing.assert_allclose(r.snapshot().objects, poses)  # nothing bad was kept
+        assert r.rejected["objects"] == 5 and r.rejected["stamp"] == 2 and r.n_rejected == 5
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown(context=ctx)
+    assert deploy_config_from_dict(raw).objects is None  # the image policy's config reads no poses

@@ -332,3 +332,21 @@ def test_the_node_runs_the_temporal_ensemble_executor(tmp_path, domain_id):
         out = stop_node(proc)
         arm.close()
     assert proc.returncode in (0, -signal.SIGINT), out
+
+
+def test_the_node_refuses_a_policy_whose_object_poses_the_config_does_not_give() -> None:
+    """A policy trained with obs_mode=state cannot run without the pose topic (every observation would lack
+    its state), and an objects section for a policy that reads none is a config for another policy."""
+    from real.config import deploy_config_from_dict
+    from real.joint_vla import JointSpaceVLA
+    from real.ros.policy_node import PolicyNode
+    from tests.real.test_joint_vla import RecordingEEPolicy
+
+    raw = yaml.safe_load((ROOT / "configs/deploy/native_arm.yaml").read_text())
+    hybrid = JointSpaceVLA(RecordingEEPolicy(), objects_task="pick_place")
+    with pytest.raises(ValueError, match=r"reads 2 object poses.*gives 0 \(set objects: \{topic: \.\.\., count: 2\}"):
+        PolicyNode(deploy_config_from_dict(raw), hybrid)
+    with pytest.raises(ValueError, match=r"reads 0 object poses.*gives 2 \(remove the objects section"):
+        PolicyNode(deploy_config_from_dict({**raw, "objects": {"count": 2}}), JointSpaceVLA(RecordingEEPolicy()))
+    with pytest.raises(ValueError, match=r"reads 2 object poses.*gives 3"):
+        PolicyNode(deploy_config_from_dict({**raw, "objects": {"count": 3}}), hybrid)

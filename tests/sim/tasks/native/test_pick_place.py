@@ -39,6 +39,29 @@ def test_state_mode_and_state_only():
     assert obs["state"][11] == pytest.approx(0.02, abs=1e-3)
 
 
+def test_object_features_come_from_the_poses_a_pose_estimator_reports():
+    """A robot's state (the policy node) is built from the published poses by `features_from_poses`: on a
+    moving arm carrying nothing and a cube knocked about, it is the simulator's state to the float."""
+    from sim.tasks.native import env_class
+    from sim.tasks.native.base import quat_wxyz_to_xyzw
+
+    e = TASKS.make("pick_place", cameras=(), obs_mode="state").unwrapped
+    e.reset(seed=4)
+    rng = np.random.default_rng(0)
+    for _ in range(12):
+        obs, *_ = e.step(rng.uniform(-1, 1, 7).astype(np.float32))
+        poses = e.object_poses()
+        assert poses.shape == (2, 7) and np.allclose(np.linalg.norm(poses[:, 3:], axis=1), 1.0)
+        np.testing.assert_array_equal(poses[0, :3], e.cube_pos())
+        np.testing.assert_array_equal(poses[0, 3:], quat_wxyz_to_xyzw(e.data.xquat[e._cube_body]))
+        np.testing.assert_array_equal(poses[1, :3], e.zone_pos())
+        feats = env_class("pick_place").features_from_poses(poses, e.eef_pos())
+        np.testing.assert_array_equal(feats.astype(np.float32), obs["state"][9:])
+    assert env_class("pick_place").OBJECT_POSES == ("cube", "zone")
+    with pytest.raises(ValueError, match=r"not a native MuJoCo task.*pick_place"):
+        env_class("lift")
+
+
 def test_unknown_or_repeated_camera_raises():
     with pytest.raises(ValueError, match="repeat"):
         TASKS.make("pick_place", cameras=("agentview", "agentview"))
