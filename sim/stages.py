@@ -28,7 +28,10 @@ def sim_demos_stage(ctx: JobContext) -> dict[str, Any]:
                                         out_dir=str(ctx.out_dir / "collect")))
     store = EpisodeStore.open(ctx.store_path)
     _attach_videos(ctx, "sim_demos", summary, "scripted expert")
-    return {"task": cfg.task, "store": str(ctx.store_path), "episodes": store.n_episodes, "steps": store.n_steps,
+    cams = ", ".join(store.schema.cameras) or "no cameras"
+    seen = f"{cams}; a {store.schema.state_dim}-d state" + (" with the object poses" if cfg.obs_mode == "state" else "")
+    return {"task": cfg.task, "observation": seen, "store": str(ctx.store_path),
+            "episodes": store.n_episodes, "steps": store.n_steps,
             "expert noise": f"{cfg.noise} (label: {cfg.label})" if cfg.noise else 0,
             **({"expert drops": f"{cfg.drop:.0%} of the demos may drop the object once"} if cfg.drop else {}),
             **({"expert turns": "over the object"} if cfg.turn_late else {}),

@@ -18,7 +18,8 @@ weights them by the true success: the same budget, a perfect model.
 Fine-tuning version k then supervises demos (weight 1, `demo_share` of the windows) and the
 imagined steps (their rollout's weight); the policy's own real steps only with `real_weight` > 0.
 
-Image policies (`obs_mode=image`): the model renders nothing, so an image policy cannot act inside
+Image policies (any that reads cameras: `obs_mode=image`, or `obs_mode=state` on a native task, which
+keeps its cameras): the model renders nothing, so an image policy cannot act inside
 it, but it can be scored one chunk ahead. Its K chunks are sampled from the real recorded
 observation at each start (cameras and proprio), the model (which sees a camera itself: preset
 `cameras`) predicts where each chunk leads, and the score is the success within that chunk plus
@@ -94,6 +95,19 @@ class ImaginationConfig:
             raise ValueError("method_args.oracle=true replaces the world model's outcomes: it needs imagine=true")
 
 
+def policy_reads_cameras(cfg: Any) -> bool:
+    """Whether the refined policy reads cameras: obs_mode=image, or a checkpoint with cameras (obs_mode=state
+    keeps a native task's cameras: a policy of cameras and object poses)."""
+    from vla.policy.checkpoint import CheckpointError, load_config
+
+    if cfg.obs_mode != "state":
+        return True
+    try:
+        return bool(load_config(cfg.ckpt).cameras)
+    except CheckpointError:  # not a checkpoint folder: the run's own check names it
+        return False
+
+
 class ImaginationMethod:
     collection_mode = ""  # the policy's own rollouts, no person
 
@@ -103,13 +117,14 @@ class ImaginationMethod:
         self.run_cfg = cfg
         self.cfg = from_dict(ImaginationConfig, dict(cfg.method_args), "method_args")
         self.cfg.validate()
-        self.images = cfg.obs_mode != "state"
+        self.images = policy_reads_cameras(cfg)
         if self.images and self.cfg.imagine and self.cfg.chunks != 1:
-            raise ValueError(f"method_args.chunks must be 1 with obs_mode={cfg.obs_mode}, got {self.cfg.chunks}: the "
-                             "world model predicts no images, so an image policy acts only at the real start state "
-                             "(its chunk is scored by the predicted success and value after it)")
+            raise ValueError(f"method_args.chunks must be 1 for a policy that reads cameras, got {self.cfg.chunks}: "
+                             "the world model predicts no images, so an image policy acts only at the real start "
+                             "state (its chunk is scored by the predicted success and value after it)")
         if self.images and self.cfg.oracle:
-            raise ValueError("method_args.oracle=true needs obs_mode=state (the oracle's simulators run in state mode)")
+            raise ValueError("method_args.oracle=true needs a state-only policy (obs_mode=state cameras=[]): the "
+                             "oracle's simulators run without cameras")
         if not self.cfg.wm_preset:
             self.cfg.wm_preset = "cameras" if self.images else "default"
 

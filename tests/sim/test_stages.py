@@ -37,6 +37,14 @@ def test_tiny_main_job_writes_a_report_with_its_table_plots_and_videos(tmp_path:
     assert summary["eval"]["execution"] == "temporal ensemble, rate 0.3, a chunk every 2 steps"
     v1 = json.loads((out / "refine" / "iter_01" / "eval" / "summary.json").read_text())
     assert v1["config"]["temporal_ensemble"] == 0.3 and v1["config"]["temporal_ensemble_every"] == 2
+    # the preset's policy reads the cameras and the object poses: the demos, the evaluation and the
+    # refine stage's rollouts and versions all ran obs_mode=state
+    assert summary["sim_demos"]["observation"] == "agentview, robot0_eye_in_hand; a 22-d state with the object poses"
+    evaluated = json.loads((out / "eval_torch" / "summary.json").read_text())
+    assert evaluated["config"]["obs_mode"] == v1["config"]["obs_mode"] == "state"
+    from vla.data.store import EpisodeStore
+
+    assert EpisodeStore.open(out / "refine" / "store.zarr").schema.state_dim == 22
     refine = summary["refine"]
     assert refine["gain_lo"] <= refine["gain_mean"] <= refine["gain_hi"] or refine["gain_lo"] != refine["gain_lo"]
     assert re.fullmatch(r"[+-]\d\.\d\d \[.*\] \(\d seeds better, \d worse, of 2\)", refine["gain"])

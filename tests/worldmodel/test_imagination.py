@@ -62,12 +62,12 @@ def test_one_iteration_imagines_weights_and_trains(tmp_path: Path, policy: Path,
 def test_bad_method_args_and_image_mode_are_clear_errors(tmp_path: Path, policy: Path, pick_place_store: Path) -> None:
     with pytest.raises(ConfigError, match=r"unknown key 'sampels'.*did you mean 'samples'"):
         config(tmp_path, policy, pick_place_store, "method_args.sampels=4").validate()
-    with pytest.raises(ValueError, match="chunks must be 1 with obs_mode=image"):
+    with pytest.raises(ValueError, match="chunks must be 1 for a policy that reads cameras"):
         config(tmp_path, policy, pick_place_store, "obs_mode=image").validate()
     # the equal-compute control imagines nothing: any obs_mode
     config(tmp_path, policy, pick_place_store, "obs_mode=image", "method_args.imagine=false",
            "method_args.real_weight=1").validate()
-    with pytest.raises(ValueError, match="oracle=true needs obs_mode=state"):
+    with pytest.raises(ValueError, match="oracle=true needs a state-only policy"):
         config(tmp_path, policy, pick_place_store, "obs_mode=image", "method_args.chunks=1",
                "method_args.oracle=true").validate()
     with pytest.raises(ValueError, match="samples must be >= 2"):
