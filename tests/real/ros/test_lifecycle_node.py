@@ -31,6 +31,18 @@ def test_parameters_carry_every_deploy_config_exactly(path: Path) -> None:
     assert "ros__parameters" in params_file(raw)
 
 
+def test_parameters_carry_the_object_pose_section() -> None:
+    raw = yaml.safe_load((ROOT / "configs/deploy/native_arm.yaml").read_text())
+    raw = {**raw, "objects": {"topic": "/poses", "count": 2, "frame_id": "base"},
+           "policy": {**raw["policy"], "objects_task": "pick_place"}}
+    flat = flatten(raw)
+    assert flat["objects.topic"] == "/poses" and flat["policy.objects_task"] == "pick_place"
+    cfg = deploy_config_from_dict(unflatten(flat))
+    assert cfg.objects is not None and (cfg.objects.topic, cfg.objects.count, cfg.objects.frame_id) == ("/poses", 2,
+                                                                                                      "base")
+    assert str(dataclasses.asdict(cfg)) == str(dataclasses.asdict(deploy_config_from_dict(raw)))
+
+
 def test_bad_parameters_are_named() -> None:
     raw = yaml.safe_load((ROOT / "configs/deploy/native_arm.yaml").read_text())
     flat = flatten(raw)
