@@ -62,6 +62,15 @@ class RosArmEnv:
                              f"config names {list(cfg.limits.names)}")
         if cfg.command_interface != "forward":
             raise ValueError("a session over ROS publishes joint targets each tick: set command_interface: forward")
+        self._features = None  # the task's object features from the published poses (obs_mode=state)
+        if cfg.objects is not None:
+            from sim.tasks.native import env_class
+
+            names = env_class(task).OBJECT_POSES
+            if len(names) != cfg.objects.count:
+                raise ValueError(f"task '{task}' reports {len(names)} object poses ({', '.join(names) or 'none'}); "
+                                 f"the deploy config's objects section says {cfg.objects.count}")
+            self._features = env_class(task).features_from_poses
         self.cfg, self.task, self.horizon = cfg, task, horizon
         self.dt = 1.0 / cfg.executor.rate_hz
         self.metadata = {"render_fps": cfg.executor.rate_hz}
@@ -110,7 +119,7 @@ class RosArmEnv:
     # ---- observation --------------------------------------------------------------------------
     def _stale(self, since: float = -np.inf) -> list[str]:
         """The sources with nothing newer than `since` or older than the observation age limit."""
-        names = ["joints", *(c.name for c in self.cfg.cameras)]
+        names = ["joints", *(c.name for c in self.cfg.cameras), *(["objects"] if self.cfg.objects else [])]
         return self.inputs.snapshot().stale(names, time.monotonic(), self.cfg.executor.max_observation_age_s, since)
 
     def _wait_fresh(self, since: float = -np.inf) -> None:
@@ -119,7 +128,8 @@ class RosArmEnv:
             if time.monotonic() > deadline:
                 raise RobotSilent(f"no fresh {', '.join(stale)} from the robot for {self.stale_timeout_s:g} s "
                                   f"(topics {self.cfg.joint_states_topic}, "
-                                  f"{', '.join(c.topic for c in self.cfg.cameras)})")
+                                  f"{', '.join(c.topic for c in self.cfg.cameras)}"
+                                  f"{', ' + self.cfg.objects.topic if self.cfg.objects else ''})")
             if self.safety.initialised:  # brake to a stop while waiting, as the policy node holds
                 self._publish(self.safety.step(None, self._tick, ("stale_observation", ", ".join(stale))))
             time.sleep(self.dt)
@@ -127,7 +137,11 @@ class RosArmEnv:
     def _obs(self) -> dict[str, Any]:
         s = self.inputs.snapshot()
         assert s.q is not None  # _wait_fresh came first
-        return {"images": s.images, "state": self.kin.proprio(s.q).astype(np.float32),
+        state = self.kin.proprio(s.q)
+        if self._features is not None:  # a policy trained with obs_mode=state reads them after the proprio
+            assert s.objects is not None  # _wait_fresh came first
+            state = np.concatenate([state, self._features(s.objects, state[:3])])
+        return {"images": s.images, "state": state.astype(np.float32),
                 "instruction": s.instruction or self.task, "timestamp": time.monotonic() - self._episode_start}
 
     def joints(self) -> np.ndarray:

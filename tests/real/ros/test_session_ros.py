@@ -152,3 +152,43 @@ def test_a_correction_session_on_the_arm_over_dds(tmp_path: Path, domain_id: int
         w = method_weights("rac", labels, table.success, np.zeros(len(table), bool))
         assert w.loss[: len(ep)][ep.steps["is_intervention"]].min() > 0  # the correction steps are learned from
     sim.close()
+
+
+@pytest.mark.timeout(60)
+def test_the_session_env_gives_an_object_pose_policy_the_simulators_state(domain_id: int) -> None:
+    """With an objects section the session's observation is the obs_mode=state one: FK proprio, then the
+    task's features from the published poses; stale poses count as stale input."""
+    import yaml
+
+    from real.config import deploy_config_from_dict
+    from real.ros.bridge_node import pose_array
+    from real.session.ros_env import RosArmEnv
+    from sim.tasks.native.pick_place import PickPlaceEnv
+    from tests.real.test_joint_vla import joints_of
+
+    raw = yaml.safe_load((ROOT / "configs/deploy/native_arm.yaml").read_text())
+    with pytest.raises(ValueError, match=r"2 object poses \(cube, zone\); the deploy config.s objects section says 3"):
+        RosArmEnv(deploy_config_from_dict({**raw, "objects": {"count": 3}}), task="pick_place", domain_id=domain_id)
+    env = RosArmEnv(deploy_config_from_dict({**raw, "objects": {"count": 2}}), task="pick_place",
+                    domain_id=domain_id, status_topic="")
+    sim = PickPlaceEnv(cameras=(), obs_mode="state")
+    try:
+        obs, _ = sim.reset(seed=3)
+        for _ in range(5):
+            obs, *_ = sim.step(np.array([0.5, -0.3, 0.2, 0.0, 0.0, 0.3, -1.0], np.float32))
+        from sensor_msgs.msg import JointState
+
+        stamp = env.node.get_clock().now().to_msg()
+        js = JointState(name=list(env.cfg.limits.names), position=[float(x) for x in joints_of(sim)])
+        js.header.stamp = stamp
+        env.inputs._on_joint_state(js)
+        assert "objects" in env._stale()
+        env.inputs._on_objects(pose_array(sim.object_poses(), env.node.get_clock().now().to_msg()))
+        assert "objects" not in env._stale()
+        state = env._obs()["state"]
+        assert state.shape == (22,)
+        np.testing.assert_allclose(state[9:], obs["state"][9:], atol=1e-5)
+        np.testing.assert_allclose(state[:7], obs["state"][:7], atol=1e-5)
+    finally:
+        env.close()
+        sim.close()
