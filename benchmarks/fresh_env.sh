@@ -8,8 +8,9 @@
 # Usage (as root): benchmarks/fresh_env.sh [ROOTFS] [run|test|both]   (default /tmp/fresh, both)
 # An existing ROOTFS is reused after purging what a previous run installed (libosmesa6 and the
 # venv), so that it is fresh again. Times go to ROOTFS/root/times.txt and the logs beside it.
-# The machine's pip configuration and wheel folders (/etc/xdg/pip, /opt/wheels, /opt/pypi), where
-# present, are bound in read-only: they are part of this machine, as they are of CI's.
+# The machine's pip configuration, wheel folders and local CAs (/etc/xdg/pip, /opt/wheels, /opt/pypi,
+# /usr/local/share/ca-certificates), where present, are bound in read-only: they are part of this
+# machine, as they are of CI's.
 set -euo pipefail
 ROOTFS=${1:-/tmp/fresh}
 WHAT=${2:-both}
@@ -27,7 +28,9 @@ fi
 printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n' "$(hostname)" > "$ROOTFS/etc/hosts"
 
 mounts=(proc sys dev)  # sys: without it OpenMP sees one core and torch trains on one thread
-for d in /opt/wheels /opt/pypi /etc/xdg/pip; do [ -d "$d" ] && mounts+=("${d#/}"); done
+# the machine's local CAs too (a TLS-inspecting egress proxy in front of the package registries):
+# machine configuration, as the pip configuration is, made the chroot's trust below, outside the timing
+for d in /opt/wheels /opt/pypi /etc/xdg/pip /usr/local/share/ca-certificates; do [ -d "$d" ] && mounts+=("${d#/}"); done
 cleanup() { for m in "${mounts[@]}"; do umount -R "$ROOTFS/$m" 2>/dev/null || true; done; }
 trap cleanup EXIT INT TERM
 for m in "${mounts[@]}"; do
@@ -36,6 +39,7 @@ for m in "${mounts[@]}"; do
   case $m in proc|sys|dev) ;; *) mount -o remount,bind,ro "$ROOTFS/$m" ;; esac
 done
 
+[ -d /usr/local/share/ca-certificates ] && chroot "$ROOTFS" update-ca-certificates >/dev/null 2>&1
 # fresh again: nothing a previous run installed (the system packages tools/system-deps adds)
 chroot "$ROOTFS" bash -c 'DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq libosmesa6 libgl1 libglib2.0-0 libxcb1 chromium >/dev/null 2>&1; apt-get autoremove -y -qq >/dev/null 2>&1; true'
 rm -rf "$ROOTFS/root/vla"
