@@ -221,12 +221,10 @@ class JointSpaceVLA:
         self._features = None
         self.n_object_poses = 0
         if objects_task:
-            from sim.tasks.native import env_class
+            from sim.tasks.native import pose_features
 
-            cls = env_class(objects_task)
-            if not cls.OBJECT_POSES:
-                raise ValueError(f"task '{objects_task}' has no object poses to read")
-            self._features, self.n_object_poses = cls.features_from_poses, len(cls.OBJECT_POSES)
+            names, self._features = pose_features(objects_task)
+            self.n_object_poses = len(names)
         if delay_s < 0:
             raise ValueError(f"delay_s must be >= 0, got {delay_s}")
         self.delay_s = delay_s  # injected extra inference time, added to the real one (benchmarks)
@@ -361,14 +359,12 @@ def resolve_policy_folder(path: str | Path, backend: str) -> Path:
 
 
 def object_feature_count(task: str) -> int:
-    """How many values the object features of native `task` add to the state (obs_mode=state)."""
-    from sim.tasks.native import env_class
+    """How many values the object features of native `task` add to the state (obs_mode=state): those
+    the adapter makes from a message's poses, counted on zeros (no env to build)."""
+    from sim.tasks.native import pose_features
 
-    env = env_class(task)(cameras=(), obs_mode="state")
-    try:
-        return env.state_dim - PROPRIO_DIM
-    finally:
-        env.close()
+    names, features = pose_features(task)
+    return len(features(np.zeros((len(names), 7)), np.zeros(3)))
 
 
 def make_joint_vla(path: str, dt: float, action_dim: int, backend: str = "onnx", seed: int = 0,

@@ -42,11 +42,11 @@ def write_node_config(out: Path, policy_path: str | Path, backend: str, mode: st
     cfg = yaml.safe_load(NODE_CONFIG.read_text())
     cfg["policy"].update(path=str(policy_path), backend=backend, delay_s=float(delay_s), **(policy_extra or {}))
     if objects_task:
-        from sim.tasks.native import env_class
+        from sim.tasks.native import pose_features
 
         cfg["policy"]["objects_task"] = objects_task
         topic = yaml.safe_load(BRIDGE_CONFIG.read_text())["objects_topic"]
-        cfg["objects"] = {"topic": topic, "count": len(env_class(objects_task).OBJECT_POSES)}
+        cfg["objects"] = {"topic": topic, "count": len(pose_features(objects_task)[0])}
     cfg["executor"].update(mode=mode, rate_hz=float(rate_hz), **executor)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(yaml.safe_dump(cfg, sort_keys=False))
@@ -229,9 +229,10 @@ def deploy_stage(ctx: JobContext) -> dict[str, Any]:
     else:
         ckpt = ctx.checkpoint
     path = ckpt / "onnx" if cfg.backend == "onnx" else ckpt
+    objects_task = ctx.config.demos.task if ctx.config.demos.obs_mode == "state" else ""  # the policy reads poses
     result = run_deploy(path, ctx.out_dir / "deploy", episodes=cfg.episodes, mode=cfg.mode, backend=cfg.backend,
                         rate_hz=cfg.rate_hz, timeout_s=cfg.timeout_s, domain_id=cfg.ros_domain_id,
-                        objects_task=ctx.config.demos.task if ctx.config.demos.obs_mode == "state" else "")
+                        objects_task=objects_task)
     recs = result["records"]
 
     def worst(key: str) -> float | None:
@@ -239,7 +240,7 @@ def deploy_stage(ctx: JobContext) -> dict[str, Any]:
         return max(vals) if vals else None
 
     return {"policy": cfg.policy, "mode": cfg.mode, "backend": cfg.backend,
-            **({"object poses": "from the bridge's pose topic"} if ctx.config.demos.obs_mode == "state" else {}),
+            **({"object poses": "from the bridge's pose topic"} if objects_task else {}),
             "success": result["success"],
             "steps": round(sum(r["steps"] for r in recs) / len(recs), 1),
             "wall s": round(sum(r["wall_s"] for r in recs) / len(recs), 2),

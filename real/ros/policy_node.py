@@ -188,7 +188,7 @@ class PolicyNode:
         stamp = min([s.q_time, *s.image_times.values(), *([s.objects_time] if self.cfg.objects else [])])
         obs: Observation = {"images": s.images, "state": s.q.astype(np.float32),
                             "instruction": s.instruction, "timestamp": stamp}
-        if s.objects is not None and self.cfg.objects is not None:
+        if self.cfg.objects is not None:  # received: checked above
             obs["objects"] = s.objects
         if s.qd is not None:
             obs["velocity"] = s.qd.astype(np.float32)

@@ -64,13 +64,12 @@ class RosArmEnv:
             raise ValueError("a session over ROS publishes joint targets each tick: set command_interface: forward")
         self._features = None  # the task's object features from the published poses (obs_mode=state)
         if cfg.objects is not None:
-            from sim.tasks.native import env_class
+            from sim.tasks.native import pose_features
 
-            names = env_class(task).OBJECT_POSES
+            names, self._features = pose_features(task)
             if len(names) != cfg.objects.count:
-                raise ValueError(f"task '{task}' reports {len(names)} object poses ({', '.join(names) or 'none'}); "
+                raise ValueError(f"task '{task}' reports {len(names)} object poses ({', '.join(names)}); "
                                  f"the deploy config's objects section says {cfg.objects.count}")
-            self._features = env_class(task).features_from_poses
         self.cfg, self.task, self.horizon = cfg, task, horizon
         self.dt = 1.0 / cfg.executor.rate_hz
         self.metadata = {"render_fps": cfg.executor.rate_hz}
