@@ -25,12 +25,13 @@ import yaml
 
 from vla.config import CONFIG_DIR, ConfigError
 from vla.job import JobContext, export_checkpoint, stage
+from vla.protocol import REPORT, seed_range
 
 NODE_CONFIG = CONFIG_DIR / "deploy" / "native_arm.yaml"
 BRIDGE_CONFIG = CONFIG_DIR / "deploy" / "bridge.yaml"
 # The folder that holds the `real` package (the repository, or site-packages in a wheel install).
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
-FIRST_SEED = 1000  # held-out seeds (demos use 0..)
+FIRST_SEED = REPORT.start  # deployment episodes are figures: the protocol's report seeds (vla.protocol)
 
 
 def write_node_config(out: Path, policy_path: str | Path, backend: str, mode: str, rate_hz: float,
@@ -232,7 +233,7 @@ def deploy_stage(ctx: JobContext) -> dict[str, Any]:
     objects_task = ctx.config.demos.task if ctx.config.demos.obs_mode == "state" else ""  # the policy reads poses
     result = run_deploy(path, ctx.out_dir / "deploy", episodes=cfg.episodes, mode=cfg.mode, backend=cfg.backend,
                         rate_hz=cfg.rate_hz, timeout_s=cfg.timeout_s, domain_id=cfg.ros_domain_id,
-                        objects_task=objects_task)
+                        objects_task=objects_task, first_seed=seed_range(ctx.config.eval.seed_range).start)
     recs = result["records"]
 
     def worst(key: str) -> float | None:

@@ -15,7 +15,7 @@ def _print_summary(summary: dict) -> None:
     lo, hi = summary["wilson95"]
     typer.echo(f"{summary['task']} / {summary['policy']}: success {summary['successes']}/{summary['episodes']} "
                f"= {summary['success_rate']:.0%} (Wilson 95% [{lo:.0%}, {hi:.0%}]), "
-               f"mean length {summary['length_mean']:.0f}; per sub-task: "
+               f"mean length {summary['length_mean']:.0f}, seeds of the {summary['seed_range']} range; per sub-task: "
                + json.dumps({k: round(v, 2) for k, v in summary["subtask_success"].items()}))
     out = summary["config"]["out_dir"]
     typer.echo(f"summary: {out}/summary.json, plot: {out}/summary.png")

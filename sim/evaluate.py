@@ -1,6 +1,7 @@
 """Parallel evaluation (`vla eval`) and demo collection (`vla sim collect`) in worker processes.
 
-The parent splits a fixed, reproducible seed list (`seed_start + i`) over K worker subprocesses
+The parent splits a fixed, reproducible seed list (`seed_offset + i` inside a named range of
+`vla.protocol`: collect, tune or report) over K worker subprocesses
 (`python -m sim.eval_worker SPEC.json`), or with `backend=ray` over K Ray tasks that run the same
 worker function anywhere on a cluster (sim/ray_backend.py). Nothing is pickled across the process boundary: the spec
 is JSON, each worker appends one JSON line per finished episode to its results file and, when
@@ -22,12 +23,13 @@ import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from tqdm import tqdm
 
 from sim.policies import policy_label
+from vla import protocol
 from vla.data.schema import Episode, closest
 from vla.registry import EVALUATORS
 
@@ -54,8 +56,13 @@ class EvalConfig:
     task: str = "pick_place"
     policy: str = "expert"  # zero | random | expert | path to a checkpoint folder
     episodes: int = 10
-    seed_start: int = 1000  # seeds seed_start .. seed_start + episodes - 1
-    seeds: list[int] | None = None  # an explicit seed list instead (e.g. the missing ones of a resumed run)
+    # the seeds: offsets seed_offset .. seed_offset + episodes - 1 of a named range (vla.protocol): collect
+    # (demos, training rollouts), tune (every choice is made on these) or report (the figures). The summary
+    # records the range, so a figure says whether it is held out
+    seed_range: str = "tune"
+    seed_offset: int = 0
+    # an explicit seed list instead (absolute seeds, each inside seed_range; e.g. a resumed run's missing ones)
+    seeds: list[int] | None = None
     workers: int = 2
     n_action_steps: int = 8  # actions executed from each chunk before the next inference
     cameras: list[str] | None = None  # None: the task's default cameras; []: state only
@@ -112,10 +119,24 @@ class EvalConfig:
     backend: str = "local"  # local: worker subprocesses here | ray: Ray tasks (sim/ray_backend.py)
     ray_address: str = ""  # ray: HOST:PORT of a cluster's head, "auto", or "" for a private one-machine cluster
 
+    RENAMED: ClassVar[dict[str, str]] = {
+        "seed_start": "seeds come from a named range now: seed_range=collect|tune|report and seed_offset=N "
+                      "(vla.protocol; the old seed_start=S below 1000000 is seed_range=collect seed_offset=S)"}
+
+    def seed_list(self) -> list[int]:
+        """The absolute seeds this evaluation runs, in order."""
+        if self.seeds is not None:
+            return [int(s) for s in self.seeds]
+        return protocol.seeds(self.seed_range, self.episodes, self.seed_offset)
+
     def validate(self) -> None:
         if self.episodes < 1 or self.workers < 1 or self.n_action_steps < 1:
             raise ValueError("episodes, workers and n_action_steps must be >= 1, got "
                              f"{self.episodes}, {self.workers}, {self.n_action_steps}")
+        seeds = self.seed_list()
+        if not seeds or len(set(seeds)) != len(seeds):
+            raise ValueError(f"the seed list must be non-empty and without repeats, got {seeds}")
+        protocol.check_in_range(self.seed_range, seeds, "seeds" if self.seeds is not None else "seed_offset")
         if self.label not in LABELS:
             raise ValueError(f"unknown label '{self.label}'" + closest(self.label, LABELS))
         if self.label == "clean" and self.policy != "expert":
@@ -229,6 +250,8 @@ def summarise(results: list[EpisodeResult], config: EvalConfig) -> dict[str, Any
         "length_success_mean": float(lengths[[r.success for r in results]].mean()) if k else None,
         **time_to_success(results),
         "subtask_success": per_subtask, "seeds": [r.seed for r in results],
+        # the protocol range the seeds lie in (vla.protocol): only a "report" figure is held out
+        "seed_range": protocol.range_of_seeds(r.seed for r in results) if results else config.seed_range,
         "intervention_steps": sum(r.intervention_steps for r in results),
         "recovery_steps": sum(r.recovery_steps for r in results),
         "episodes_with_takeover": sum(r.takeovers > 0 for r in results),
@@ -272,7 +295,8 @@ def plot_summary(summary: dict[str, Any], path: Path) -> Path:
     axes[0].set_ylim(0, 1.05)
     axes[0].set_ylabel("success rate")
     policy = policy_label(summary["policy"])
-    axes[0].set_title(f"{summary['task']} / {policy}: {summary['successes']}/{summary['episodes']}")
+    axes[0].set_title(f"{summary['task']} / {policy}: {summary['successes']}/{summary['episodes']} "
+                      f"({summary.get('seed_range', '?')} seeds)")
     axes[0].tick_params(axis="x", rotation=30)
     detail = summary["episodes_detail"]
     axes[1].hist([[d["length"] for d in detail if d["success"]], [d["length"] for d in detail if not d["success"]]],
@@ -295,9 +319,7 @@ def run_evaluation(config: EvalConfig, progress: bool = True) -> dict[str, Any]:
     check_policy_spec(config.policy)  # so does a missing or damaged checkpoint (not "worker 0 failed")
     out_dir = Path(config.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    seeds = list(config.seeds) if config.seeds is not None else [config.seed_start + i for i in range(config.episodes)]
-    if not seeds or len(set(seeds)) != len(seeds):
-        raise ValueError(f"the seed list must be non-empty and without repeats, got {seeds}")
+    seeds = config.seed_list()
     video_seeds = set(seeds[: config.videos])
     workers = min(config.workers, len(seeds))
     store = _open_record_store(config) if config.record else None
@@ -405,7 +427,7 @@ def _open_record_store(config: EvalConfig) -> Any:
 
     env = TASKS.make(config.task, **env_kwargs(config))
     try:
-        obs, _ = env.reset(seed=config.seed_start)  # the schema is what the env really returns
+        obs, _ = env.reset(seed=config.seed_list()[0])  # the schema is what the env really returns
         schema = StoreSchema(cameras={c: img.shape[:2] for c, img in obs["images"].items()},
                              state_dim=int(obs["state"].shape[0]), action_dim=int(env.action_space.shape[0]),
                              fps=float(env.metadata.get("render_fps", 20.0)))

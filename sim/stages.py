@@ -20,7 +20,7 @@ def sim_demos_stage(ctx: JobContext) -> dict[str, Any]:
 
     cfg = ctx.config.demos
     t0 = time.perf_counter()
-    summary = run_evaluation(EvalConfig(task=cfg.task, policy="expert", episodes=cfg.episodes, seed_start=0,
+    summary = run_evaluation(EvalConfig(task=cfg.task, policy="expert", episodes=cfg.episodes, seed_range="collect",
                                         workers=cfg.workers, image_size=cfg.image_size, videos=1, source="demo",
                                         noise=cfg.noise, label=cfg.label, expert_rot_speed=cfg.rot_speed,
                                         expert_drop=cfg.drop, expert_turn_late=cfg.turn_late,
@@ -64,7 +64,8 @@ def vision_pretrain_stage(ctx: JobContext) -> dict[str, Any]:
 
 @stage("eval")
 def eval_stage(ctx: JobContext) -> dict[str, Any]:
-    """The pretrained policy (torch, and its ONNX export when present) on held-out seeds."""
+    """The pretrained policy (torch, and its ONNX export when present) on held-out seeds (`eval.seed_range`
+    of vla.protocol: report unless the job is tuning)."""
     from sim.evaluate import EvalConfig, run_evaluation
 
     cfg, task = ctx.config.eval, ctx.config.demos.task
@@ -77,13 +78,13 @@ def eval_stage(ctx: JobContext) -> dict[str, Any]:
     scale = load_config(ctx.checkpoint).noise_scale
     # how the chunks are sampled is part of the figure: 0 is the prior's mean, 1 the learnt distribution
     every = f", a chunk every {cfg.temporal_ensemble_every} steps" if cfg.temporal_ensemble_every > 1 else ""
-    out: dict[str, Any] = {"task": task, "noise_scale": scale,
+    out: dict[str, Any] = {"task": task, "seeds": f"{cfg.seed_range} range", "noise_scale": scale,
                            "execution": f"temporal ensemble, rate {cfg.temporal_ensemble}{every}"
                            if cfg.temporal_ensemble is not None else f"{cfg.n_action_steps} steps of each chunk"}
     t0 = time.perf_counter()
     for name, path in targets.items():
         n = cfg.onnx_episodes if name == "onnx" and cfg.onnx_episodes > 0 else cfg.episodes
-        s = run_evaluation(EvalConfig(task=task, policy=str(path), episodes=n, seed_start=1000,
+        s = run_evaluation(EvalConfig(task=task, policy=str(path), episodes=n, seed_range=cfg.seed_range,
                                       workers=cfg.workers, n_action_steps=cfg.n_action_steps,
                                       temporal_ensemble=cfg.temporal_ensemble,
                                       temporal_ensemble_every=cfg.temporal_ensemble_every,
@@ -150,7 +151,7 @@ def _refine_round(ctx: JobContext, stage_name: str, method: str, iterations: int
 
     task = ctx.config.demos.task
     values = {"method": method, "task": task, "ckpt": str(ctx.checkpoint), "demos": str(ctx.store_path),
-              "eval_seed_start": 1000,  # the eval stage's seeds
+              "eval_seed_range": ctx.config.eval.seed_range,  # the eval stage's seeds
               "out_dir": str(ctx.out_dir / stage_name), "iterations": iterations,
               "episodes_per_iteration": episodes, "eval_episodes": eval_episodes,
               "workers": workers, "image_size": ctx.config.demos.image_size,
@@ -167,11 +168,9 @@ def _refine_round(ctx: JobContext, stage_name: str, method: str, iterations: int
     evaluated = ctx.out_dir / "eval_torch" / "summary.json"
     if "eval" in ctx.results and evaluated.exists():
         done = json.loads(evaluated.read_text())
-        keys = ("episodes", "seed_start", "n_action_steps", "temporal_ensemble", "temporal_ensemble_every", "task",
-                "obs_mode")
+        keys = ("n_action_steps", "temporal_ensemble", "temporal_ensemble_every", "task", "obs_mode")
         default = {"temporal_ensemble_every": 1, "obs_mode": "image"}
-        same = {k: done["config"].get(k, default.get(k)) for k in keys} == {
-            "episodes": run.cfg.eval_episodes, "seed_start": run.cfg.eval_seed_start,
+        same = done["seeds"] == run.cfg.eval_seeds() and {k: done["config"].get(k, default.get(k)) for k in keys} == {
             "n_action_steps": run.cfg.n_action_steps, "temporal_ensemble": run.cfg.temporal_ensemble,
             "temporal_ensemble_every": run.cfg.temporal_ensemble_every, "task": task,
             "obs_mode": run.cfg.obs_mode}
@@ -191,7 +190,8 @@ def _refine_round(ctx: JobContext, stage_name: str, method: str, iterations: int
         lo, hi = r["wilson95"]
         return f"{r['successes']}/{r['episodes']} [{lo:.0%}, {hi:.0%}]"
 
-    return {"method": method, "task": task, "success before": rate(before), "success after": rate(after),
+    return {"method": method, "task": task, "seeds": f"{run.cfg.eval_seed_range} range",
+            "success before": rate(before), "success after": rate(after),
             # after - before, seed by seed on the same seeds, with its 95% t interval over the seeds
             "gain": f"{gain['mean']:+.2f} [{gain['lo']:+.2f}, {gain['hi']:+.2f}] "
                     f"({gain['better']} seeds better, {gain['worse']} worse, of {gain['seeds']})",

@@ -152,17 +152,19 @@ def pretrain_encoders(policy_cfg: Any, images: dict[str, np.ndarray], targets: n
 
 def run(task: str, episodes: int, out: str | Path, policy: str = "tiny", policy_overrides: list[str] | None = None,
         cameras: list[str] | None = None, image_size: int = 84, every: int = 4, steps: int = 3000,
-        seed_start: int = 500_000, seed: int = 0, progress: bool = True) -> dict[str, Any]:
+        seed_offset: int = 500_000, seed: int = 0, progress: bool = True) -> dict[str, Any]:
     """Collect, pretrain, write `out` (safetensors: the encoders and the perception head), `out` with .npz
     (the labelled frames) and with .json (the report); returns the report.
-    Seeds from 500000 on: apart from the job's demos (0..) and evaluation (1000..)."""
+    Seeds from offset 500000 of the protocol's collect range: apart from the job's demos (0..)."""
     from safetensors.torch import save_file
 
     from vla.config import load_config
     from vla.policy.config import PolicyConfig
 
     t0 = time.perf_counter()
-    images, targets, episode = collect_frames(task, range(seed_start, seed_start + episodes), image_size, every,
+    from vla.protocol import seeds
+
+    images, targets, episode = collect_frames(task, seeds("collect", episodes, seed_offset), image_size, every,
                                               progress)
     cfg = load_config(PolicyConfig, "policy", policy, list(policy_overrides or []),
                       values={"cameras": list(cameras or sorted(images))})

@@ -116,6 +116,9 @@ def _check_keys(cls: type, data: dict[str, Any], origin: str, prefix: str = "") 
     for key, value in data.items():
         full = f"{prefix}{key}"
         if key not in fields:
+            renamed = getattr(cls, "RENAMED", {})  # a key a config no longer has, with what replaced it
+            if key in renamed:
+                raise ConfigError(f"{origin}: '{full}' is gone: {renamed[key]}")
             raise ConfigError(f"{origin}: unknown key '{full}'{_suggest(str(key), sorted(fields), prefix)}")
         sub = _dataclass_type(cls, key)
         if sub is not None and isinstance(value, dict):

@@ -72,7 +72,7 @@ class VisionStageConfig:
     object pose and goal from the simulator's privileged state; `pretrain` starts from them and keeps
     learning those labelled frames beside the demos (train.init_weights, train.perception_frames)."""
 
-    episodes: int = 1000  # expert episodes from seed 500000 (apart from the demos' and evaluation's)
+    episodes: int = 1000  # expert episodes from the collect range's offset 500000 (apart from the demos')
     every: int = 4  # every N-th frame of an episode
     steps: int = 3000
 
@@ -98,6 +98,9 @@ class EvalStageConfig:
     temporal_ensemble_every: int = 1  # with temporal_ensemble: a new chunk every this many steps
     onnx: bool = True  # evaluate the ONNX export as well
     onnx_episodes: int = 0  # the export's check on the first N of the same seeds; 0: all `episodes`
+    # the protocol range (vla.protocol) of every evaluation the job reports (eval, refine, imagine, deploy):
+    # report for its figures; tune in a job whose settings are being chosen
+    seed_range: str = "report"
 
 
 @dataclass
@@ -170,6 +173,8 @@ class JobConfig:
             raise ConfigError(f"demos.label must be noisy or clean, got '{self.demos.label}'")
         if self.deploy.policy not in ("pretrained", "refined"):
             raise ConfigError(f"deploy.policy must be pretrained or refined, got '{self.deploy.policy}'")
+        if self.eval.seed_range not in ("tune", "report"):
+            raise ConfigError(f"eval.seed_range must be tune or report (vla.protocol), got '{self.eval.seed_range}'")
         if self.lerobot.episodes < 0:
             raise ConfigError(f"lerobot.episodes must be >= 0 (0 = all), got {self.lerobot.episodes}")
         if self.eval.temporal_ensemble_every < 1:

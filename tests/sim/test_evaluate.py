@@ -36,16 +36,17 @@ def test_trivial_policy_evaluation_records_rollouts(tmp_path: Path) -> None:
                         policy_version=3)
     summary = run_evaluation(config, progress=False)
     assert summary["episodes"] == 3 and summary["successes"] == 0
-    assert summary["seeds"] == [1000, 1001, 1002]
+    # the default range is tune (vla.protocol): a plain `vla eval` never reports on seeds a choice can use
+    assert summary["seeds"] == [1_000_000, 1_000_001, 1_000_002] and summary["seed_range"] == "tune"
     assert summary["wilson95"][0] == 0.0 and 0.4 < summary["wilson95"][1] < 0.8
     assert all(d["length"] == 30 for d in summary["episodes_detail"])
     written = json.loads((tmp_path / "eval" / "summary.json").read_text())
     assert written["success_rate"] == 0.0
     assert (tmp_path / "eval" / "summary.png").stat().st_size > 1000
     videos = list((tmp_path / "eval" / "videos").glob("*.mp4"))
-    assert [v.name for v in videos] == ["pick_place_seed1000.mp4"] and videos[0].stat().st_size > 1000
+    assert [v.name for v in videos] == ["pick_place_seed1000000.mp4"] and videos[0].stat().st_size > 1000
     store = EpisodeStore.open(tmp_path / "r.zarr")
-    assert store.n_episodes == 3 and list(store.table().seed) == [1000, 1001, 1002]
+    assert store.n_episodes == 3 and list(store.table().seed) == [1_000_000, 1_000_001, 1_000_002]
     assert set(store.table().source) == {"rollout"}
     ep = store.episode(1)
     assert len(ep) == 30 and (ep.steps["policy_version"] == 3).all()
@@ -58,7 +59,7 @@ def test_expert_collection_is_reproducible(tmp_path: Path) -> None:
     runs = []
     for name in ("a", "b"):
         config = EvalConfig(task="pick_place", policy="expert", episodes=4, workers=2, videos=0, source="demo",
-                            seed_start=0, out_dir=str(tmp_path / name), record=str(tmp_path / f"{name}.zarr"))
+                            seed_range="collect", out_dir=str(tmp_path / name), record=str(tmp_path / f"{name}.zarr"))
         runs.append(run_evaluation(config, progress=False))
     assert runs[0]["successes"] >= 3  # the expert is >= 95% on this task
     a, b = (EpisodeStore.open(tmp_path / f"{n}.zarr") for n in ("a", "b"))
@@ -90,7 +91,7 @@ def test_expert_options_reach_the_expert_in_the_worker(tmp_path: Path) -> None:
     for late in (False, True):
         store = tmp_path / f"late{late}.zarr"
         run_evaluation(EvalConfig(task="pick_place", policy="expert", episodes=1, workers=1, horizon=3, videos=0,
-                                  seed_start=0, cameras=[], obs_mode="state", expert_turn_late=late,
+                                  seed_range="collect", cameras=[], obs_mode="state", expert_turn_late=late,
                                   expert_rot_speed=0.3, out_dir=str(tmp_path / f"e{late}"), record=str(store)),
                        progress=False)
         rotation[late] = np.abs(EpisodeStore.open(store).episode(0).steps["action"][:, 5]).max()
@@ -111,6 +112,24 @@ def test_bad_task_and_config(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="neither a built-in"):  # in the parent, not "worker 0 failed"
         run_evaluation(EvalConfig(policy="no/such/ckpt", episodes=1, workers=1, out_dir=str(tmp_path)),
                        progress=False)
+
+
+def test_seeds_come_from_a_named_range_and_stay_in_it(tmp_path: Path) -> None:
+    from vla.config import ConfigError, load_config
+
+    assert EvalConfig(seed_range="report", seed_offset=5, episodes=2).seed_list() == [2_000_005, 2_000_006]
+    with pytest.raises(ValueError, match="unknown seed range 'held_out'"):
+        run_evaluation(EvalConfig(seed_range="held_out", out_dir=str(tmp_path)))
+    with pytest.raises(ValueError, match="seed range 'tune' holds offsets 0..999999; 3 seeds from offset 999998"):
+        run_evaluation(EvalConfig(episodes=3, seed_offset=999_998, out_dir=str(tmp_path)))
+    with pytest.raises(ValueError, match=r"seeds: seed 1000 is not in the 'report' range.*lies in 'collect'"):
+        run_evaluation(EvalConfig(seed_range="report", seeds=[1000], out_dir=str(tmp_path)))
+    # an old command line's key says what replaced it
+    with pytest.raises(ConfigError, match=r"'seed_start' is gone: .*seed_range=collect seed_offset=S"):
+        load_config(EvalConfig, "eval", "default", ["seed_start=1000"])
+    s = run_evaluation(EvalConfig(policy="zero", seed_range="report", episodes=1, workers=1, horizon=3, videos=0,
+                                  out_dir=str(tmp_path / "r")), progress=False)
+    assert s["seeds"] == [2_000_000] and s["seed_range"] == "report"
 
 
 @pytest.mark.parametrize("mode", ["rac", "hg_dagger"])
@@ -149,7 +168,7 @@ def test_periodic_sim_evaluation_during_training(tmp_path: Path) -> None:
     from vla.train.job import run_training
 
     run_evaluation(EvalConfig(task="pick_place", policy="expert", episodes=2, workers=1, videos=0, source="demo",
-                              seed_start=0, out_dir=str(tmp_path / "c"), record=str(tmp_path / "d.zarr")),
+                              seed_range="collect", out_dir=str(tmp_path / "c"), record=str(tmp_path / "d.zarr")),
                    progress=False)
     result = run_training(tmp_path / "d.zarr", tmp_path / "train", "tiny", "debug",
                           ["train.steps=2", "train.eval_every=2", "train.batch_size=2", "data.val_fraction=0"],
@@ -200,7 +219,8 @@ def test_an_instruction_override_changes_only_the_instruction(tmp_path: Path) ->
     # the language ablations: the same seeds, the same scenes, another instruction
     runs = {}
     for name, text in (("own", ""), ("other", "stack the blue block on the red one")):
-        cfg = EvalConfig(task="pick_place", policy="zero", episodes=2, seed_start=5, workers=1, videos=0,
+        cfg = EvalConfig(task="pick_place", policy="zero", episodes=2, seed_range="collect", seed_offset=5, workers=1,
+                         videos=0,
                          obs_mode="state", cameras=[], horizon=5, instruction=text,
                          record=str(tmp_path / f"{name}.zarr"), out_dir=str(tmp_path / name))
         run_evaluation(cfg, progress=False)
@@ -218,7 +238,8 @@ def test_language_ablation_instructions_come_from_the_episodes_goal(tmp_path: Pa
 
     told = {}
     for kind in ("", "@wrong", "@heldout"):
-        cfg = EvalConfig(task="sort", policy="zero", episodes=3, seed_start=0, workers=1, videos=0, obs_mode="state",
+        cfg = EvalConfig(task="sort", policy="zero", episodes=3, seed_range="collect", workers=1, videos=0,
+                         obs_mode="state",
                          cameras=[], horizon=3, instruction=kind, record=str(tmp_path / f"{kind or 'own'}.zarr"),
                          out_dir=str(tmp_path / (kind or "own")))
         run_evaluation(cfg, progress=False)
@@ -238,7 +259,8 @@ def test_language_ablation_instructions_come_from_the_episodes_goal(tmp_path: Pa
 
 def test_dart_demos_execute_the_noisy_action_and_record_the_clean_one(tmp_path: Path) -> None:
     def demo(name: str, **kw: object) -> np.ndarray:
-        run_evaluation(EvalConfig(task="pick_place", policy="expert", episodes=1, workers=1, seed_start=5,
+        run_evaluation(EvalConfig(task="pick_place", policy="expert", episodes=1, workers=1, seed_range="collect",
+                                  seed_offset=5,
                                   cameras=[], obs_mode="state", videos=0, horizon=12, source="demo",
                                   record=str(tmp_path / f"{name}.zarr"), out_dir=str(tmp_path / name), **kw),
                        progress=False)
@@ -258,7 +280,8 @@ def test_dagger_labels_record_the_experts_action_where_the_policy_acted(tmp_path
     """label=expert: the policy (here one that never moves) acts, the store holds the expert's
     action from each state it visited; without an intervener there is no expert to ask."""
     def record(name: str, **kw: object) -> np.ndarray:
-        run_evaluation(EvalConfig(task="pick_place", episodes=1, workers=1, seed_start=5, cameras=[],
+        run_evaluation(EvalConfig(task="pick_place", episodes=1, workers=1, seed_range="collect", seed_offset=5,
+                                  cameras=[],
                                   obs_mode="state", videos=0, horizon=6, record=str(tmp_path / f"{name}.zarr"),
                                   out_dir=str(tmp_path / name), **kw), progress=False)
         store = EpisodeStore.open(tmp_path / f"{name}.zarr")
@@ -298,7 +321,8 @@ def test_seed_completions_give_the_steps_of_solved_seeds_only() -> None:
 def test_noise_scale_override_reaches_the_checkpoint_policy(tmp_path: Path, tiny_ckpt: Path) -> None:
     def actions(scale: float | None) -> np.ndarray:
         store = tmp_path / f"{scale}.zarr"
-        run_evaluation(EvalConfig(task="pick_place", policy=str(tiny_ckpt), episodes=1, seed_start=3,
+        run_evaluation(EvalConfig(task="pick_place", policy=str(tiny_ckpt), episodes=1, seed_range="collect",
+                                  seed_offset=3,
                                   workers=1, horizon=8, n_action_steps=4, cameras=["agentview"], videos=0,
                                   noise_scale=scale, record=str(store), out_dir=str(tmp_path / f"{scale}")),
                        progress=False)
@@ -326,7 +350,8 @@ def test_a_temporal_ensemble_executes_the_mean_of_every_chunks_prediction(tmp_pa
     from vla.policy.ensemble import TemporalEnsemble
 
     store = tmp_path / "te.zarr"
-    run_evaluation(EvalConfig(task="pick_place", policy=str(tiny_ckpt), episodes=1, seed_start=3, workers=1,
+    run_evaluation(EvalConfig(task="pick_place", policy=str(tiny_ckpt), episodes=1, seed_range="collect",
+                              seed_offset=3, workers=1,
                               horizon=8, n_action_steps=4, cameras=["agentview"], videos=0, noise_scale=0.0,
                               temporal_ensemble=0.3, temporal_ensemble_every=every, record=str(store),
                               out_dir=str(tmp_path / "te")),
@@ -364,7 +389,7 @@ def test_a_grounded_heldout_phrasing_drives_the_policy_as_its_training_phrasing_
     ck = str(build_tiny_checkpoint(tmp_path / "ck", groups=phrasing_groups(instruction_aliases())))
 
     def run(name: str, **kw: object) -> tuple[dict, EpisodeStore]:
-        cfg = EvalConfig(task="sort", policy=ck, seed_start=3, workers=1, videos=0, horizon=6,
+        cfg = EvalConfig(task="sort", policy=ck, seed_range="collect", seed_offset=3, workers=1, videos=0, horizon=6,
                          record=str(tmp_path / f"{name}.zarr"), out_dir=str(tmp_path / name), **{"episodes": 2, **kw})
         summary = run_evaluation(cfg, progress=False)
         return summary, EpisodeStore.open(tmp_path / f"{name}.zarr")

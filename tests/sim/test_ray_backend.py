@@ -79,7 +79,8 @@ def _assert_same_episodes(a: Path, b: Path) -> None:
 def test_same_seeds_give_the_same_episodes_as_the_local_backend(tmp_path: Path, ray_cluster: None) -> None:
     # A noisy, hesitant expert: the episodes depend on the seeded noise, so a seed that reached a
     # different noise stream on Ray would show. Ray runs them on 1 worker, local on 2.
-    common = {"task": "pick_place", "policy": "expert", "episodes": 4, "seed_start": 7, "noise": 0.3,
+    common = {"task": "pick_place", "policy": "expert", "episodes": 4, "seed_range": "collect", "seed_offset": 7,
+              "noise": 0.3,
               "skill": 0.6, "obs_mode": "state", "cameras": [], "videos": 0, "source": "demo"}
     local = run_evaluation(EvalConfig(**common, workers=2, out_dir=str(tmp_path / "local"),
                                       record=str(tmp_path / "local.zarr")), progress=False)
@@ -97,7 +98,8 @@ def test_refinement_rollouts_of_a_checkpoint_with_an_intervener(tmp_path: Path, 
                                                                  tiny_ckpt: Path) -> None:
     # What the refinement loop's collection asks for: a checkpoint (its files shipped to the task),
     # the scripted intervener, images, recorded episodes, and a video back in the parent's out_dir.
-    common = {"task": "pick_place", "policy": str(tiny_ckpt), "episodes": 2, "seed_start": 3, "horizon": 40,
+    common = {"task": "pick_place", "policy": str(tiny_ckpt), "episodes": 2, "seed_range": "collect",
+              "seed_offset": 3, "horizon": 40,
               "n_action_steps": 4, "cameras": ["agentview"], "intervener": "hg_dagger", "policy_version": 2,
               "videos": 1, "intervener_args": {"subtask_timeout": 10}}
     run_evaluation(EvalConfig(**common, workers=2, out_dir=str(tmp_path / "local"),

@@ -12,7 +12,8 @@ def record(path: Path, episodes: int, seed_start: int, horizon: int, cameras: li
            noise: float = 0.0, skill: float = 1.0, image_size: int = 32) -> Path:
     from sim.evaluate import EvalConfig, run_evaluation
 
-    run_evaluation(EvalConfig(task="pick_place", policy="expert", episodes=episodes, seed_start=seed_start, workers=1,
+    run_evaluation(EvalConfig(task="pick_place", policy="expert", episodes=episodes, seed_range="collect",
+                              seed_offset=seed_start, workers=1,
                               videos=0, obs_mode="state", cameras=cameras if cameras is not None else [],
                               image_size=image_size, horizon=horizon, noise=noise, skill=skill, record=str(path),
                               source="demo", out_dir=str(path.parent / f"{path.stem}_eval")), progress=False)

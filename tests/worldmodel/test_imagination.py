@@ -83,7 +83,8 @@ def camera_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     path = tmp_path_factory.mktemp("imagination_cams") / "cams.zarr"
     for n, seed, horizon, noise, skill in ((3, 0, 80, 0.0, 1.0), (2, 100, 30, 0.5, 0.2)):
-        run_evaluation(EvalConfig(task="pick_place", policy="expert", episodes=n, seed_start=seed, workers=1,
+        run_evaluation(EvalConfig(task="pick_place", policy="expert", episodes=n, seed_range="collect",
+                                  seed_offset=seed, workers=1,
                                   videos=0, image_size=32, horizon=horizon, noise=noise, skill=skill,
                                   record=str(path), source="demo", out_dir=str(path.parent / f"eval{seed}")),
                        progress=False)

@@ -181,7 +181,8 @@ def test_evaluator_records_where_guidance_acted(targets: PhaseTargets, trained_w
     for name, t in (("open", band(targets, -np.inf, np.inf)), ("closed", band(targets, np.inf, np.inf))):
         folder = t.save(tmp_path / name)
         cfg = EvalConfig(task="pick_place", policy=f"reguide:ckpt={ckpt},phases={folder},scale=1.0", episodes=2,
-                         seed_start=7, workers=1, videos=0, obs_mode="state", cameras=[], horizon=20,
+                         seed_range="collect", seed_offset=7, workers=1, videos=0, obs_mode="state", cameras=[],
+                         horizon=20,
                          record=str(tmp_path / f"{name}.zarr"), source="guided", out_dir=str(tmp_path / f"eval_{name}"))
         run_evaluation(cfg, progress=False)
         results[name] = json.loads((tmp_path / f"eval_{name}" / "summary.json").read_text())["episodes_detail"]

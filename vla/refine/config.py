@@ -4,8 +4,9 @@ presets with `key=value` overrides through the project's one loader (`vla.config
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
+from vla import protocol
 from vla.data.schema import closest
 from vla.refine.critics import CriticConfig
 from vla.refine.weights import METHODS
@@ -45,8 +46,12 @@ class RefineConfig:
     iterations: int = 4  # collect -> train rounds; iteration k evaluates policy version k
     episodes_per_iteration: int = 20  # rollouts collected with the intervener per iteration
     eval_episodes: int = 50
-    eval_seed_start: int = 100_000  # the same seed list evaluates every version
-    collect_seed_start: int = 200_000  # iteration k collects seeds start + k * episodes_per_iteration + i
+    # the same seed list evaluates every version: eval_episodes seeds from eval_seed_offset of a named
+    # range (vla.protocol): tune while a setting is being chosen, report for a figure
+    eval_seed_range: str = "tune"
+    eval_seed_offset: int = 0
+    # iteration k collects the collect range's seeds offset + k * episodes_per_iteration + i
+    collect_seed_offset: int = 200_000
     workers: int = 2
     backend: str = "local"  # evaluation and collection workers: local processes | ray (sim/ray_backend.py)
     ray_address: str = ""  # backend=ray: HOST:PORT of the cluster's head; "" = a private one-machine cluster
@@ -84,6 +89,21 @@ class RefineConfig:
     # settings of a plug-in method (vla/refine/plugin.py), e.g. imagination: {samples: 8, wm_steps: 2000}
     method_args: dict[str, Any] = field(default_factory=dict)
 
+    RENAMED: ClassVar[dict[str, str]] = {
+        "eval_seed_start": "evaluation seeds come from a named range: eval_seed_range=tune|report and "
+                           "eval_seed_offset=N (vla.protocol)",
+        "collect_seed_start": "collection seeds are offsets in the protocol's collect range: collect_seed_offset=N "
+                              "(the collect range starts at 0, so the old value works unchanged)"}
+
+    def eval_seeds(self) -> list[int]:
+        """The seeds that evaluate every version."""
+        return protocol.seeds(self.eval_seed_range, self.eval_episodes, self.eval_seed_offset)
+
+    def collect_seeds(self, version: int) -> list[int]:
+        """The seeds iteration `version` collects its rollouts on."""
+        m = self.episodes_per_iteration
+        return protocol.seeds("collect", m, self.collect_seed_offset + version * m)
+
     def validate(self) -> None:
         from vla.refine.plugin import make_plugin, plugin_names
 
@@ -97,6 +117,9 @@ class RefineConfig:
             raise ValueError("refine needs demos= (the EpisodeStore the policy was pretrained on)")
         if self.iterations < 1 or self.episodes_per_iteration < 1 or self.eval_episodes < 1:
             raise ValueError("iterations, episodes_per_iteration and eval_episodes must be >= 1")
+        protocol.seed_range(self.eval_seed_range)
+        self.eval_seeds()  # an offset that leaves the range fails here, naming it
+        self.collect_seeds(self.iterations - 1)
         if self.intervener not in (None, "", "rac", "hg_dagger"):
             raise ValueError(f"intervener must be rac, hg_dagger or '' (none), got '{self.intervener}'")
         if self.method == "dagger" and self.intervener == "":

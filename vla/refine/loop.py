@@ -91,8 +91,7 @@ class RefineRun:
         return kw
 
     def collect_seeds(self, version: int) -> list[int]:
-        m = self.cfg.episodes_per_iteration
-        return [self.cfg.collect_seed_start + version * m + i for i in range(m)]
+        return self.cfg.collect_seeds(version)
 
     # ------------------------------------------------------------------ steps
     def prepare(self) -> None:
@@ -115,7 +114,8 @@ class RefineRun:
             return json.loads(summary_file.read_text())
         return EVALUATORS.get("sim_episodes")(
             progress=self.progress, policy=self.version_policy(version), episodes=self.cfg.eval_episodes,
-            seed_start=self.cfg.eval_seed_start, videos=self.cfg.videos, out_dir=str(out), **self._eval_kwargs())
+            seed_range=self.cfg.eval_seed_range, seed_offset=self.cfg.eval_seed_offset, videos=self.cfg.videos,
+            out_dir=str(out), **self._eval_kwargs())
 
     def collect(self, version: int) -> None:
         self.collect_real(version)
@@ -138,7 +138,7 @@ class RefineRun:
             policy, source = self.plugin.collect_policy(self, version, policy)
         EVALUATORS.get("sim_episodes")(
             progress=self.progress, policy=policy, episodes=len(missing), seeds=missing,
-            videos=0, record=str(self.store_path), source=source, policy_version=version,
+            seed_range="collect", videos=0, record=str(self.store_path), source=source, policy_version=version,
             intervener=mode, intervener_args=dict(self.cfg.intervener_args),
             label="expert" if self.cfg.method == "dagger" else "noisy",
             out_dir=str(self.out / f"iter_{version:02d}" / "collect"), **self._collect_kwargs())

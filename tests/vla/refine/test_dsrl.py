@@ -194,6 +194,6 @@ def test_the_evaluator_runs_a_steered_policy(tmp_path: Path, pretrained: tuple[P
     agent = DSRLAgent(load_policy(ckpt).cfg.state_dim, 7, DSRLConfig(hidden=8), seed=0)
     agent.save(tmp_path / "a.safetensors")
     out = run_evaluation(EvalConfig(task="pick_place", policy=f"dsrl:ckpt={ckpt},actor={tmp_path / 'a.safetensors'}",
-                                    episodes=2, seed_start=0, workers=1, videos=0, obs_mode="state", cameras=[],
+                                    episodes=2, seed_range="collect", workers=1, videos=0, obs_mode="state", cameras=[],
                                     horizon=16, out_dir=str(tmp_path / "eval")), progress=False)
     assert out["episodes"] == 2 and all(e["length"] == 16 for e in out["episodes_detail"])

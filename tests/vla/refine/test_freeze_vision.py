@@ -24,7 +24,7 @@ def camera_policy(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]
 
     root = tmp_path_factory.mktemp("freeze")
     demos = root / "demos.zarr"
-    run_evaluation(EvalConfig(task="pick_place", policy="expert", episodes=2, seed_start=0, workers=1, videos=0,
+    run_evaluation(EvalConfig(task="pick_place", policy="expert", episodes=2, seed_range="collect", workers=1, videos=0,
                               image_size=32, record=str(demos), source="demo", out_dir=str(root / "collect")),
                    progress=False)
     store = EpisodeStore.open(demos)
