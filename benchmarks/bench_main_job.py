@@ -3,8 +3,8 @@
     python benchmarks/bench_main_job.py [--out runs/main] [override ...]
 
 Runs `vla run` in a subprocess (or only reads `--out`'s summary.json with --no-run), then writes the
-main_job_* keys of benchmarks/results/newcomer.json (the other keys are kept) and the summary table
-to benchmarks/results/main_job.md.
+main_job_* figures to benchmarks/results/main_job.json (results_io.write_result: with the command, date,
+commit and the protocol range of the evaluation seeds) and the summary table to main_job.md.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))  # results_io, a sibling
 RESULTS = ROOT / "benchmarks" / "results"
 
 
@@ -58,12 +59,23 @@ def main() -> None:
     if "deploy" in summary:
         dep_s, dep_n = success_of(summary["deploy"]["success"])
         figures |= {"main_job_deploy_success": round(dep_s / dep_n, 3), "main_job_deploy_episodes": dep_n}
+    # the stages' own seconds, summed: with --no-run the only timing there is (vla run's start-up not in it)
+    figures["main_job_stages_s"] = round(sum(float(f.get("seconds", 0)) for f in summary.values()))
     if seconds is not None:
         figures["main_job_s"] = seconds
+    from results_io import write_result
+
+    seed_range = json.loads((out / "eval_torch" / "summary.json").read_text()).get("seed_range", "collect")
+    keys = [k for k in ("main_job_pretrained_success", "main_job_refined_success", "main_job_refine_gain_95",
+                        "main_job_s", "main_job_stages_s") if k in figures][:4]
+    write_result("main_job", figures, seed_range=seed_range, key_figures=keys)
+    # these figures lived in newcomer.json before main_job.json existed: one home for them
     path = RESULTS / "newcomer.json"
-    results = json.loads(path.read_text()) if path.exists() else {}
-    results.update(figures)
-    path.write_text(json.dumps(results, indent=1) + "\n")
+    if path.exists():
+        newcomer = json.loads(path.read_text())
+        kept = {k: v for k, v in newcomer.items() if not k.startswith("main_job_")}
+        if kept != newcomer:
+            path.write_text(json.dumps(kept, indent=1) + "\n")
     rows = "\n".join(f"| {stage} | " + ", ".join(f"{k}: {v}" for k, v in fig.items()).replace("|", "/") + " |"
                      for stage, fig in summary.items())
     (RESULTS / "main_job.md").write_text(
@@ -72,7 +84,8 @@ def main() -> None:
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}."
         + (f" Wall time of `vla run`: **{seconds} s**." if seconds is not None else "")
         + f"\n\n| stage | what it did and measured |\n|---|---|\n{rows}\n\n"
-        f"Figures: `newcomer.json` ({', '.join(sorted(figures))}). The report a person opens: "
+        f"Seeds: the evaluations' `{seed_range}` range (vla.protocol). Figures: `main_job.json` "
+        f"({', '.join(sorted(figures))}). The report a person opens: "
         f"`{args.out}/report.html`.\n")
     print(json.dumps(figures, indent=1))
 

@@ -27,14 +27,19 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from vla.metrics import format_paired, paired_difference, t_interval
+from vla.protocol import range_of_seeds
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))  # results_io, a sibling
+from results_io import write_result  # noqa: E402
+
 RESULTS = ROOT / "benchmarks" / "results"
 
 
@@ -64,7 +69,8 @@ def compare(job: Path) -> dict[str, Any]:
     rounds = json.loads((job / "refine" / "config.json").read_text())["iterations"]
     base = outcomes(job / "refine" / "iter_00" / "eval" / "summary.json")
     row: dict[str, Any] = {"job": str(job.relative_to(ROOT) if job.is_relative_to(ROOT) else job),
-                           "pretrained": float(np.mean(list(base.values()))), "rounds": {}}
+                           "seed_range": range_of_seeds(base), "pretrained": float(np.mean(list(base.values()))),
+                           "rounds": {}}
     for k in range(1, rounds + 1):
         ref = outcomes(job / "refine" / f"iter_{k:02d}" / "eval" / "summary.json")
         ctl = outcomes(job / "refine_control" / f"iter_{k:02d}" / "eval" / "summary.json")
@@ -96,15 +102,24 @@ def pooled(rows: list[dict[str, Any]], k: str) -> dict[str, Any]:
 
 def report(rows: list[dict[str, Any]], name: str) -> None:
     rounds = sorted(set.intersection(*(set(r["rounds"]) for r in rows)), key=int)
-    out = {"jobs": rows, "over_jobs": {k: pooled(rows, k) for k in rounds}}
-    (RESULTS / f"{name}.json").write_text(json.dumps(out, indent=1) + "\n")
+    out: dict[str, Any] = {"jobs": rows, "over_jobs": {k: pooled(rows, k) for k in rounds}}
+    # the headline: the last round's refined - control over the trainings, and its pooled pairs
+    last = out["over_jobs"][rounds[-1]]
+    out |= {"refined_minus_control": last["refined_minus_control"],
+            "refined_minus_control_pooled": last["refined_minus_control_pooled"], "trainings": len(rows)}
+    ranges = {r["seed_range"] for r in rows}
+    write_result(name, out, seed_range=ranges.pop() if len(ranges) == 1 else "collect",
+                 key_figures=["refined_minus_control", "refined_minus_control_pooled", "trainings"],
+                 command=f"python benchmarks/main_job_control.py --jobs {' '.join(r['job'] for r in rows)} "
+                         f"--name {name}")
     lines = ["# The main job's refine stage against its demos-only control (issue 17, item 3)", "",
              f"Command: `python benchmarks/main_job_control.py --jobs {' '.join(r['job'] for r in rows)} "
              f"--name {name}`. "
              "Each job is one training seed of the default preset (pretraining and refinement). The control "
              "repeats the job's refine stage (the same rounds, rollouts with the simulated person, fine-tuning "
              "steps and seed) with every batch from the demos (`group_shares={demo: 1.0}`). The job's 200 "
-             "evaluation seeds, paired by seed, 95% t interval, (seeds better / worse).", "",
+             f"evaluation seeds (the protocol's {'/'.join(sorted({r['seed_range'] for r in rows}))} range), "
+             "paired by seed, 95% t interval, (seeds better / worse).", "",
              "| job | round | pretrained | refined | control | refined - pretrained | control - pretrained "
              "| refined - control |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:

@@ -36,6 +36,7 @@ def test_differences_are_paired_by_seed_and_one_per_training(tmp_path: Path) -> 
         jobs.append(make_job(tmp_path / f"job{j}", base.tolist(), (base | (rng.random(40) < lift)).tolist(),
                              base.tolist()))
     rows = [bench.compare(j) for j in jobs]
+    assert {r["seed_range"] for r in rows} == {"collect"}  # seeds 1000..: the protocol says they are not held out
     r0 = rows[0]["rounds"]["1"]
     # the control equals the pretrained policy seed for seed: its difference is exactly 0, and the refined
     # policy's gain over it is its gain over the pretrained one

@@ -120,7 +120,7 @@ def test_seeds_come_from_a_named_range_and_stay_in_it(tmp_path: Path) -> None:
     assert EvalConfig(seed_range="report", seed_offset=5, episodes=2).seed_list() == [2_000_005, 2_000_006]
     with pytest.raises(ValueError, match="unknown seed range 'held_out'"):
         run_evaluation(EvalConfig(seed_range="held_out", out_dir=str(tmp_path)))
-    with pytest.raises(ValueError, match="seed range 'tune' holds offsets 0..999999; 3 seeds from offset 999998"):
+    with pytest.raises(ValueError, match=r"seed range 'tune' holds offsets 0\.\.999999; 3 seeds from offset 999998"):
         run_evaluation(EvalConfig(episodes=3, seed_offset=999_998, out_dir=str(tmp_path)))
     with pytest.raises(ValueError, match=r"seeds: seed 1000 is not in the 'report' range.*lies in 'collect'"):
         run_evaluation(EvalConfig(seed_range="report", seeds=[1000], out_dir=str(tmp_path)))
