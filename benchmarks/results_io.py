@@ -1,7 +1,7 @@
 """Results files written only by the code that measured them, and their index.
 
-    python benchmarks/results_io.py            # regenerate benchmarks/results/README.md
-    python benchmarks/results_io.py --check    # exit 1 when README.md is not what the files give
+    python benchmarks/results_io.py            # regenerate benchmarks/results/README.md and protocol.json
+    python benchmarks/results_io.py --check    # exit 1 when either is not what the files give
 
 A benchmark writes its `benchmarks/results/<name>.json` with `write_result`, which merges its keys into
 the file (keys another script wrote are kept: merged by code, never by hand) and stamps `_meta`: the
@@ -27,6 +27,20 @@ RESULTS = ROOT / "benchmarks" / "results"
 INDEX = RESULTS / "README.md"
 META = "_meta"
 FIGURES_SHOWN = 4  # key figures per line of the index
+PROTOCOL = RESULTS / "protocol.json"
+# The headline figures the README and the issues quote: (name, file, key; a dotted key goes into nested
+# objects). protocol.json lists each with the range its file's `_meta` records: only `report` is held out.
+HEADLINES = [
+    ("main_job_pretrained_success", "main_job.json", "main_job_pretrained_success"),
+    ("main_job_refined_success", "main_job.json", "main_job_refined_success"),
+    ("main_job_refine_gain", "main_job.json", "main_job_refine_gain_95"),
+    ("main_job_refined_minus_control", "main_job_control.json", "refined_minus_control"),
+    ("ensemble_minus_plain", "ensemble.json", "over_trainings"),
+    ("imagination_gain_vs_control", "imagination.json", "paired_gain_vs_control"),
+    ("reguide_can_ft_gain_vs_matched", "reguide.json", "can.ft_floor_gain_vs_matched"),
+    ("dsrl_zero_noise_success", "dsrl.json", "zero_noise_success"),
+    ("grounding_default_margin", "grounding.json", "default_margin"),
+]
 
 
 def commit() -> str:
@@ -134,9 +148,31 @@ def index_text(results: Path = RESULTS) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _dotted(data: Any, key: str) -> Any:
+    for part in key.split("."):
+        if not isinstance(data, dict) or part not in data:
+            return None
+        data = data[part]
+    return data
+
+
+def protocol_figures(results: Path = RESULTS) -> dict[str, Any]:
+    """protocol.json: every headline figure with the protocol range its seeds came from."""
+    figures = []
+    for name, file, key in HEADLINES:
+        path = results / file
+        data = json.loads(path.read_text()) if path.exists() else {}
+        value = _dotted(data, key)
+        seed_range = data.get(META, {}).get("seed_range", "not recorded") if value is not None else "missing"
+        figures.append({"name": name, "file": file, "key": key, "value": value, "range": seed_range})
+    return {"figures": figures, "on_report": sum(f["range"] == "report" for f in figures),
+            "not_on_report": [f["name"] for f in figures if f["range"] != "report"]}
+
+
 def write_index(results: Path = RESULTS) -> Path:
     path = results / INDEX.name
     path.write_text(index_text(results))
+    (results / PROTOCOL.name).write_text(json.dumps(protocol_figures(results), indent=1) + "\n")
     return path
 
 
@@ -145,15 +181,17 @@ def main() -> None:
     ap.add_argument("--check", action="store_true", help="exit 1 when the index is out of date")
     ap.add_argument("--results", type=Path, default=RESULTS)
     args = ap.parse_args()
-    want = index_text(args.results)
-    path = args.results / INDEX.name
+    want = {args.results / INDEX.name: index_text(args.results),
+            args.results / PROTOCOL.name: json.dumps(protocol_figures(args.results), indent=1) + "\n"}
     if args.check:
-        if not path.exists() or path.read_text() != want:
-            print(f"{path} is out of date: run python benchmarks/results_io.py", file=sys.stderr)
+        stale = [p for p, text in want.items() if not p.exists() or p.read_text() != text]
+        if stale:
+            print(f"{stale[0]} is out of date: run python benchmarks/results_io.py", file=sys.stderr)
             sys.exit(1)
         return
-    path.write_text(want)
-    print(f"wrote {os.path.relpath(path)}")
+    for path, text in want.items():
+        path.write_text(text)
+        print(f"wrote {os.path.relpath(path)}")
 
 
 if __name__ == "__main__":

@@ -43,6 +43,21 @@ def test_the_index_depends_on_the_files_alone(tmp_path: Path) -> None:
         rio.index_text(tmp_path)
 
 
+def test_protocol_lists_each_headline_with_its_files_range(tmp_path: Path) -> None:
+    rio.write_result("main_job", {"main_job_pretrained_success": 0.8}, seed_range="report", results=tmp_path)
+    (tmp_path / "ensemble.json").write_text(json.dumps({"over_trainings": {"mean": 0.05}}))
+    figures = {f["name"]: f for f in json.loads((tmp_path / "protocol.json").read_text())["figures"]}
+    assert set(figures) == {name for name, _, _ in rio.HEADLINES}
+    assert figures["main_job_pretrained_success"] | {} == {
+        "name": "main_job_pretrained_success", "file": "main_job.json", "key": "main_job_pretrained_success",
+        "value": 0.8, "range": "report"}
+    rio.write_index(tmp_path)
+    protocol = json.loads((tmp_path / "protocol.json").read_text())
+    ensemble = next(f for f in protocol["figures"] if f["name"] == "ensemble_minus_plain")
+    assert ensemble["value"] == {"mean": 0.05} and ensemble["range"] == "not recorded"
+    assert protocol["on_report"] == 1 and "ensemble_minus_plain" in protocol["not_on_report"]
+
+
 def test_the_repositorys_index_is_what_its_results_give() -> None:
     r = subprocess.run([sys.executable, "benchmarks/results_io.py", "--check"], cwd=ROOT, capture_output=True,
                        text=True)
