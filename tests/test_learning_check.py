@@ -65,15 +65,15 @@ def test_a_tiny_recipe_learns_and_a_refinement_round_keeps_up_with_its_control(t
     assert ckpt is not None and ckpt.name == f"step_{STEPS:08d}"
 
     refined = _refine(ckpt, demos, tmp_path / "refine", control=False)
+    pretrained = refined[0]["success_rate"]
+    assert pretrained >= PRETRAINED_FLOOR, f"the tiny recipe no longer learns: pretrained {pretrained}"
     # the control shares version 0's evaluation: the same checkpoint on the same seeds
     shutil.copytree(tmp_path / "refine" / "iter_00" / "eval", tmp_path / "control" / "iter_00" / "eval")
     control = _refine(ckpt, demos, tmp_path / "control", control=True)
-    pretrained = refined[0]["success_rate"]
     figures = {"pretrained": pretrained, "refined": refined[-1]["success_rate"],
                "control": control[-1]["success_rate"], "intervention_steps": refined[-1]["intervention_steps"]}
     print("learning check:", json.dumps(figures))  # read by the repeated runs in the stop's note
 
-    assert pretrained >= PRETRAINED_FLOOR, f"the tiny recipe no longer learns: {figures}"
     assert figures["intervention_steps"] > 0, f"the scripted person never took over: {figures}"
     assert figures["refined"] >= figures["control"] - REFINE_MARGIN, \
         f"a refinement round fell behind its demos-only control: {figures}"

@@ -1,0 +1,82 @@
+"""The temporal ensemble against plain chunk execution on the protocol's report seeds, over trainings.
+
+    python benchmarks/ensemble_report.py --jobs runs/main58 runs/main58s1 runs/main58s2
+
+The ensemble's rate (0.3) and stride (a chunk every 2 steps) were chosen on the job's old seeds 1000-1199
+(bench_ensemble.py, ensemble.md); this measures the choice where nothing was chosen. For each finished job
+its eval stage already ran the pretrained checkpoint with the ensemble on the report range
+(`<job>/eval_torch`); this runs the same checkpoint, seeds and settings executing 4 steps of each chunk
+(`n_action_steps=4`, the job's setting before the ensemble) into `<job>/eval_plain4`, and pairs the two by
+seed. Over the jobs (one training each): the mean of the per-job differences with its t interval, and
+every seed pair pooled. Written by results_io.write_result to benchmarks/results/ensemble_report.json.
+Resumable: an evaluation with a summary is not run again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vla.metrics import paired_difference, t_interval
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))  # results_io, a sibling
+from results_io import write_result  # noqa: E402
+
+
+def plain_of(job: Path) -> dict[str, Any]:
+    """The eval stage's evaluation again, executing 4 steps of each chunk (no ensemble)."""
+    from sim.evaluate import EvalConfig, run_evaluation
+
+    out = job / "eval_plain4"
+    if (out / "summary.json").exists():
+        return json.loads((out / "summary.json").read_text())
+    config = dict(json.loads((job / "eval_torch" / "summary.json").read_text())["config"])
+    config.update(temporal_ensemble=None, temporal_ensemble_every=1, n_action_steps=4, videos=0, out_dir=str(out),
+                  record="")
+    return run_evaluation(EvalConfig(**config))
+
+
+def outcomes(summary: dict[str, Any]) -> dict[int, bool]:
+    return {int(e["seed"]): bool(e["success"]) for e in summary["episodes_detail"]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--jobs", nargs="+", required=True, help="finished jobs whose eval stage used the ensemble")
+    args = ap.parse_args()
+    rows, ranges = [], set()
+    for j in args.jobs:
+        job = (ROOT / j).resolve()
+        ens = json.loads((job / "eval_torch" / "summary.json").read_text())
+        if ens["config"].get("temporal_ensemble") is None:
+            raise SystemExit(f"{job}: its eval stage ran without the temporal ensemble")
+        plain = plain_of(job)
+        ranges.add(ens.get("seed_range", "collect"))
+        d = paired_difference(outcomes(plain), outcomes(ens))
+        rows.append({"job": j, "plain": plain["success_rate"], "ensemble": ens["success_rate"],
+                     "ensemble_minus_plain": d, "per_seed_plain": [e["success"] for e in plain["episodes_detail"]],
+                     "per_seed_ensemble": [e["success"] for e in ens["episodes_detail"]]})
+        print(f"{j}: plain {plain['success_rate']:.3f}, ensemble {ens['success_rate']:.3f}, "
+              f"ensemble - plain {d['mean']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}]")
+    per_job = np.array([r["ensemble_minus_plain"]["mean"] for r in rows])
+    lo, hi = t_interval(per_job)
+    pooled = np.concatenate([np.asarray(r["per_seed_ensemble"], float) - np.asarray(r["per_seed_plain"], float)
+                             for r in rows])
+    plo, phi = t_interval(pooled)
+    ens_cfg = json.loads(((ROOT / args.jobs[0]) / "eval_torch" / "summary.json").read_text())["config"]
+    figures = {"rate": ens_cfg["temporal_ensemble"], "every": ens_cfg["temporal_ensemble_every"], "jobs": rows,
+               "over_trainings": {"mean": float(per_job.mean()), "lo": lo, "hi": hi, "trainings": len(rows)},
+               "pooled_episodes": {"mean": float(pooled.mean()), "lo": plo, "hi": phi, "pairs": len(pooled)}}
+    write_result("ensemble_report", figures, seed_range=ranges.pop() if len(ranges) == 1 else "collect",
+                 key_figures=["over_trainings", "pooled_episodes", "rate", "every"])
+    print(json.dumps({k: figures[k] for k in ("over_trainings", "pooled_episodes")}))
+
+
+if __name__ == "__main__":
+    main()
