@@ -2,26 +2,27 @@
 against executing 4 steps of each chunk (the main job's setting), paired by seed, on pick_place
 checkpoints of the main job's pretraining recipe (400 demos, 7000 steps, noise scale 0).
 
-  E="task=pick_place episodes=200 n_action_steps=4 videos=0 workers=2"
+  E="task=pick_place episodes=200 n_action_steps=4 videos=0 workers=2 seed_range=collect"
   C=runs/main28/train/checkpoints/step_00007000
-  vla eval $C $E seed_start=3000 out_dir=runs/te/main28_plain_3000         # fresh seeds: the rate was
-  vla eval $C $E seed_start=3000 temporal_ensemble=0.3 out_dir=runs/te/main28_te03_3000   # chosen on 1000+
-  vla eval $C $E seed_start=1000 temporal_ensemble=0.3 out_dir=runs/te/main28_te03
+  vla eval $C $E seed_offset=3000 out_dir=runs/te/main28_plain_3000         # fresh seeds: the rate was
+  vla eval $C $E seed_offset=3000 temporal_ensemble=0.3 out_dir=runs/te/main28_te03_3000   # chosen on 1000+
+  vla eval $C $E seed_offset=1000 temporal_ensemble=0.3 out_dir=runs/te/main28_te03
   for r in pp_base main27 d2k drop30b; do   # other trainings of the recipe (their plain runs: eval_torch)
-    vla eval runs/$r/train/checkpoints/step_00007000 $E seed_start=1000 temporal_ensemble=0.3 out_dir=runs/te/${r}_te03
+    vla eval runs/$r/train/checkpoints/step_00007000 $E seed_offset=1000 temporal_ensemble=0.3 out_dir=runs/te/${r}_te03
   done
   # Meta-World MT10's recipe (language_metaworld.md), the four tasks below 0.97, per training seed
   for t in mw_reach mw_push mw_pick_place mw_peg_insert_side; do
-    vla eval runs/bl_mw/mw/train/checkpoints/step_00010000 task=$t episodes=30 seed_start=1000 n_action_steps=4 \
-        "cameras=[corner2,behindGripper]" image_size=84 workers=2 videos=0 temporal_ensemble=0.3 \
+    vla eval runs/bl_mw/mw/train/checkpoints/step_00010000 task=$t episodes=30 seed_range=collect \
+        seed_offset=1000 n_action_steps=4 "cameras=[corner2,behindGripper]" image_size=84 workers=2 videos=0 \
+        temporal_ensemble=0.3 \
         out_dir=runs/bl_mw/mw/eval_te03/$t/true     # train_seed1 -> eval_te03_seed1
   done
   # a new chunk every 2 or 4 steps, the ensemble's mean between (temporal_ensemble_every; stop 33)
   for n in 2 4; do
-    vla eval $C $E seed_start=1000 temporal_ensemble=0.3 temporal_ensemble_every=$n out_dir=runs/te/main28_te03_e$n
+    vla eval $C $E seed_offset=1000 temporal_ensemble=0.3 temporal_ensemble_every=$n out_dir=runs/te/main28_te03_e$n
   done
   for r in pp_base main27 d2k; do
-    vla eval runs/$r/train/checkpoints/step_00007000 $E seed_start=1000 temporal_ensemble=0.3 \
+    vla eval runs/$r/train/checkpoints/step_00007000 $E seed_offset=1000 temporal_ensemble=0.3 \
         temporal_ensemble_every=2 out_dir=runs/te/${r}_te03_e2
   done
   # the executor of the deploy path (mode ensemble, stop 33): simulated time, the joint-space adapter,

@@ -68,7 +68,8 @@ def collect(args: argparse.Namespace) -> None:
         # demos visit the states a slightly-off policy reaches and show the way back
         noise = [f"noise={args.noise}", "label=clean"] if args.noise > 0 else []
         if not done.exists():
-            sh(vla("sim", "collect", out / family / "demos.zarr", f"task={task}", f"episodes={n}", "seed_start=0",
+            sh(vla("sim", "collect", out / family / "demos.zarr", f"task={task}", f"episodes={n}",
+                   "seed_range=collect", "seed_offset=0",
                    "workers=2", "videos=0", f"cameras={cams}", "image_size=84", f"out_dir={done.parent}", *noise,
                    *args.expert),
                out / "logs" / f"collect_{task}.log")
@@ -114,7 +115,8 @@ def eval_sort(args: argparse.Namespace, ck: Path, evals: Path, logs: Path, log_s
         dest = evals / name
         if name in names and not (dest / "summary.json").exists():
             # quoted: the override's value is read as YAML, where a bare '@' is an error
-            sh(vla("eval", ck, "task=sort", f"episodes={args.episodes}", "seed_start=1000", "workers=2",
+            sh(vla("eval", ck, "task=sort", f"episodes={args.episodes}", "seed_range=collect", "seed_offset=1000",
+                   "workers=2",
                    "videos=2", f"instruction='{text}'", f"n_action_steps={args.n_action_steps}",
                    f"out_dir={dest}", *extra), logs / f"{log_stem}_{name}.log")
 
@@ -151,7 +153,8 @@ def evaluate(args: argparse.Namespace) -> None:
                     continue
                 dest = out / "mw" / f"eval{suffix}" / task / name
                 if not (dest / "summary.json").exists():
-                    sh(vla("eval", ck, f"task={task}", f"episodes={args.episodes}", "seed_start=1000", "workers=2",
+                    sh(vla("eval", ck, f"task={task}", f"episodes={args.episodes}", "seed_range=collect",
+                           "seed_offset=1000", "workers=2",
                            "videos=1", f"cameras={cams}", f"instruction='{text}'",
                            f"n_action_steps={args.n_action_steps}", f"out_dir={dest}"),
                        out / "logs" / f"eval{suffix}_{task}_{name}.log")
@@ -169,7 +172,8 @@ def film(args: argparse.Namespace) -> None:
     store = out / "demos.zarr"
     aliases = sort_aliases(out)
     if not (out / "collect" / "summary.json").exists():
-        sh(vla("sim", "collect", store, "task=sort", "episodes=1000", "seed_start=0", "workers=2", "videos=0",
+        sh(vla("sim", "collect", store, "task=sort", "episodes=1000", "seed_range=collect", "seed_offset=0",
+               "workers=2", "videos=0",
                "obs_mode=state", "cameras=[]", "noise=0.05", "label=clean", f"out_dir={out / 'collect'}"),
            out / "logs" / "collect.log")
     for seed in [int(x) for x in args.seeds.split(",")]:
@@ -186,7 +190,7 @@ def film(args: argparse.Namespace) -> None:
                 dest = run / "eval" / name
                 if (name == "true" or variant != "nofilm") and not (dest / "summary.json").exists():
                     sh(vla("eval", ck, "task=sort", "obs_mode=state", "cameras=[]", f"episodes={args.episodes}",
-                           "seed_start=1000", "workers=2", "videos=2", f"instruction='{text}'",
+                           "seed_range=collect", "seed_offset=1000", "workers=2", "videos=2", f"instruction='{text}'",
                            f"n_action_steps={args.n_action_steps}", f"out_dir={dest}"),
                        out / "logs" / f"eval_{run.name}_{name}.log")
 
@@ -309,7 +313,8 @@ def gpu(args: argparse.Namespace) -> None:
     train_state = json.loads((ck / "train_state.json").read_text())
     here = run / "eval_here" / "true"
     if args.gpu_eval_here and not (here / "summary.json").exists():
-        sh(vla("eval", ck, "task=sort", f"episodes={args.episodes}", "seed_start=1000", "workers=2", "videos=2",
+        sh(vla("eval", ck, "task=sort", f"episodes={args.episodes}", "seed_range=collect", "seed_offset=1000",
+               "workers=2", "videos=2",
                "instruction=''", f"n_action_steps={args.n_action_steps}", f"out_dir={here}"),
            run / "logs" / "eval_here_true.log")
     o = {k: read_seed_outcomes(run / "eval" / k) for k in SORT_ABLATIONS}

@@ -45,7 +45,8 @@ def main() -> None:
         if (store_path / "zarr.json").exists():
             have = len(EpisodeStore.open(store_path).select(task=task))
         if have < args.demos:
-            s = run_evaluation(EvalConfig(task=task, policy="expert", episodes=args.demos - have, seed_start=have,
+            s = run_evaluation(EvalConfig(task=task, policy="expert", episodes=args.demos - have,
+                                          seed_range="collect", seed_offset=have,
                                           workers=args.workers, videos=0, source="demo", record=str(store_path),
                                           out_dir=str(args.out_dir / f"collect_{task}")))
             collect[task] = {"expert_success": s["success_rate"], "mean_length": s["length_mean"]}
@@ -71,7 +72,8 @@ def main() -> None:
 
     evals: dict[str, dict] = {}
     for task in tasks:
-        s = run_evaluation(EvalConfig(task=task, policy=str(checkpoint), episodes=args.eval_episodes, seed_start=1000,
+        s = run_evaluation(EvalConfig(task=task, policy=str(checkpoint), episodes=args.eval_episodes,
+                                      seed_range="collect", seed_offset=1000,
                                       workers=args.workers, videos=2, out_dir=str(args.out_dir / f"eval_{task}")))
         evals[task] = s
     steps_done = trainer.step

@@ -41,7 +41,8 @@ def main() -> None:
         dest = out / f"scale_{s}"
         if not (dest / "summary.json").exists():
             sh(vla("eval", args.ckpt, f"task={args.task}", f"episodes={args.episodes}",
-                   f"seed_start={args.seed_start}", "workers=2", f"n_action_steps={args.n_action_steps}",
+                   "seed_range=collect", f"seed_offset={args.seed_start}", "workers=2",
+                   f"n_action_steps={args.n_action_steps}",
                    f"image_size={args.image_size}", "videos=0", f"noise_scale={s}", f"out_dir={dest}"),
                out / "logs" / f"eval_scale_{s}.log")
     summaries = {s: json.loads((out / f"scale_{s}" / "summary.json").read_text()) for s in scales}

@@ -33,7 +33,8 @@ SETTINGS = (("local_2", "local", 2), ("ray_1", "ray", 1), ("ray_2", "ray", 2))
 
 
 def timed_run(backend: str, workers: int, episodes: int, out: Path) -> tuple[float, dict[str, Any]]:
-    config = EvalConfig(task="pick_place", policy="expert", episodes=episodes, seed_start=0, workers=workers,
+    config = EvalConfig(task="pick_place", policy="expert", episodes=episodes, seed_range="collect", seed_offset=0,
+                        workers=workers,
                         obs_mode="state", cameras=[], videos=0, backend=backend, out_dir=str(out))
     t0 = time.perf_counter()
     summary = run_evaluation(config, progress=False)

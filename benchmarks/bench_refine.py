@@ -57,7 +57,8 @@ def prepare(args: argparse.Namespace) -> None:
         for k in (int(b) for b in args.budgets.split(",")):
             store = out / "demos" / f"{task}_{k}.zarr"
             if not store.exists():
-                subprocess.run(vla("sim", "collect", str(store), f"task={task}", f"episodes={k}", "seed_start=0",
+                subprocess.run(vla("sim", "collect", str(store), f"task={task}", f"episodes={k}",
+                                   "seed_range=collect", "seed_offset=0",
                                    f"workers={args.workers}", "videos=0", f"noise={args.noise}",
                                    f"out_dir={out / 'collect' / f'{task}_{k}'}", *STATE_MODE), check=True)
     import numpy as np
@@ -132,7 +133,8 @@ def run(args: argparse.Namespace) -> None:
 
     cands = {name: latest_checkpoint(out / "pretrain" / name) for name in stores}
     jobs = [(name, vla("eval", str(ck), f"task={name.rsplit('_', 1)[0]}", f"episodes={args.eval_episodes}",
-                       "seed_start=100000", "workers=1", "videos=0", f"out_dir={out / 'pretrain' / name / 'eval'}",
+                       "seed_range=collect", "seed_offset=100000", "workers=1", "videos=0",
+                       f"out_dir={out / 'pretrain' / name / 'eval'}",
                        *STATE_MODE), out / "logs" / f"eval_{name}.log") for name, ck in cands.items()
             if ck and not (out / "pretrain" / name / "eval" / "summary.json").exists()]
     _run_limited(jobs, args.parallel, deadline, "eval", env)
@@ -171,7 +173,7 @@ def run(args: argparse.Namespace) -> None:
         algo, extra = VARIANTS.get(method, (method, []))
         cmd = vla("refine", algo, "--ckpt", c["ckpt"], "--demos", c["demos"], "--task", task,
                   "--out", str(run_dir), "--resume", *STATE_MODE, f"seed={seed}",
-                  f"collect_seed_start={200_000 + 10_000 * seed}",  # independent rollouts per seed
+                  f"collect_seed_offset={200_000 + 10_000 * seed}",  # independent rollouts per seed
                   f"iterations={args.iterations}", f"episodes_per_iteration={args.episodes}",
                   f"eval_episodes={args.eval_episodes}", f"train.steps={args.train_steps}",
                   f"train.ckpt_every={args.train_steps}", "workers=1", "videos=0", "train.progress=false", *extra)

@@ -123,14 +123,16 @@ def prep(args: argparse.Namespace) -> None:
     for name, eps, seed, extra in (("demos", 100, 0, ["noise=0.1"]),
                                    ("expert_failures", 30, 2000, ["noise=0.3", "skill=0.5"])):
         if not (inputs / f"{name}.done").exists():
-            sh(vla("sim", "collect", inputs / f"{name}.zarr", f"episodes={eps}", f"seed_start={seed}", *w, *extra,
+            sh(vla("sim", "collect", inputs / f"{name}.zarr", f"episodes={eps}", "seed_range=collect",
+                   f"seed_offset={seed}", *w, *extra,
                    f"out_dir={inputs / ('collect_' + name)}", *STATE), logs / f"collect_{name}.log")
             (inputs / f"{name}.done").touch()
     cands = prep_base(inputs, task, n, args.eval_episodes, (0.1, 0.4))
     base = cands["base"]
     ro = inputs / "rollouts"
     if not (ro / "summary.json").exists():
-        sh(vla("eval", cands[base]["ckpt"], f"task={task}", "episodes=40", "seed_start=5000", "workers=2",
+        sh(vla("eval", cands[base]["ckpt"], f"task={task}", "episodes=40", "seed_range=collect", "seed_offset=5000",
+               "workers=2",
                f"record={inputs / 'rollouts.zarr'}", f"out_dir={ro}", *STATE), logs / "rollouts.log")
     if not (wm / "train_summary.json").exists():
         sh(vla("wm", "train", inputs / "demos.zarr", inputs / "expert_failures.zarr", inputs / "rollouts.zarr",

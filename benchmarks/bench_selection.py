@@ -18,7 +18,7 @@ learnt noise (selection needs a spread of candidates; the job's checkpoint sampl
 against N = 1 and against the noise-free policy, then its paired figures into the results
 (`sim_eval` in realrobot.json, `selection_sim.md`; CFN fitted on the job's demos with
 `real.selection.fit_cfn(store_features(DEMOS, 8))` and `save_cfn(..., CKPT_DIR/cfn, 8)`):
-  E="task=pick_place episodes=200 seed_start=2000 n_action_steps=4 videos=0"
+  E="task=pick_place episodes=200 seed_range=collect seed_offset=2000 n_action_steps=4 videos=0"
   vla eval CKPT $E noise_scale=1 out_dir=runs/sel200/plain1
   vla eval CKPT $E noise_scale=0 out_dir=runs/sel200/plain0
   vla eval select:ckpt=CKPT,n=8,by=coherence,executed=4 $E noise_scale=1 out_dir=runs/sel200/select8

@@ -55,7 +55,8 @@ def checkpoint(args: argparse.Namespace, name: str) -> Path:
 def sim_eval(args: argparse.Namespace, name: str, ck: Path) -> dict[int, bool]:
     dest = Path(args.out).resolve() / ("eval" if name == "quat" else f"eval_{name}")
     if not (dest / "summary.json").exists():
-        sh(vla("eval", ck, "task=pick_place", f"episodes={args.episodes}", "seed_start=1000", "workers=2",
+        sh(vla("eval", ck, "task=pick_place", f"episodes={args.episodes}", "seed_range=collect", "seed_offset=1000",
+               "workers=2",
                "n_action_steps=4", f"out_dir={dest}"), Path(args.out) / "logs" / f"eval_{name}.log")
     return seed_outcomes(json.loads((dest / "summary.json").read_text()))
 

@@ -30,7 +30,8 @@ from wm_candidates import sh, vla  # benchmarks/ is this script's folder
 def collect(store: Path, task: str, episodes: int, seed: int, log: Path, *extra: str) -> None:
     done = store.with_suffix(".done")
     if not done.exists():
-        sh(vla("sim", "collect", store, f"task={task}", f"episodes={episodes}", f"seed_start={seed}", "workers=2",
+        sh(vla("sim", "collect", store, f"task={task}", f"episodes={episodes}", "seed_range=collect",
+               f"seed_offset={seed}", "workers=2",
                "videos=0", f"out_dir={store.parent / ('collect_' + store.stem)}", "obs_mode=state", *extra), log)
         done.touch()
 

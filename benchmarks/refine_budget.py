@@ -46,8 +46,9 @@ of a 4,000-step training on 400 demos, and a 3,000-step training on 100 demos:
     vla run out_dir=runs/sq4k demos.task=pick_place_square pretrain.steps=4000 \\
         "stages=[sim_demos,stats,pretrain,eval]" eval.onnx=false \\
         'pretrain.overrides=["train.lr=1e-3","policy.noise_scale=0","train.ckpt_every=1000","train.keep_checkpoints=0"]'
-    vla eval runs/sq4k/train/checkpoints/step_00002000 task=pick_place_square episodes=200 seed_start=1000 \\
-        n_action_steps=4 temporal_ensemble=0.3 temporal_ensemble_every=2 out_dir=runs/rsq/pretrained_eval
+    vla eval runs/sq4k/train/checkpoints/step_00002000 task=pick_place_square episodes=200 \\
+        seed_range=collect seed_offset=1000 n_action_steps=4 temporal_ensemble=0.3 temporal_ensemble_every=2 \\
+        out_dir=runs/rsq/pretrained_eval
     python benchmarks/refine_budget.py --job runs/sq4k --ckpt train/checkpoints/step_00002000 --out runs/rsq \\
         --only control_nw999_s0,hg20_nw999_s0,hg20_nw999_share30_s0,hg40_nw999_share30_s0,\\
 dag20_nw999_s0,control_nw999_s1,hg20_nw999_s1 \\
@@ -85,7 +86,7 @@ hg100_nw999_fv_s0,hg100_nw999_s0 --extra task=pick_place_square --extra temporal
     vla train runs/sqh10/demos.zarr --out runs/sqh10/train --policy tiny train.steps=3000 train.batch_size=32 \
         train.lr=1e-3 policy.noise_scale=0 train.ckpt_every=3000
     vla eval runs/sqh10/train/checkpoints/step_00003000 task=pick_place_square obs_mode=state episodes=200 \
-        seed_start=1000 n_action_steps=4 temporal_ensemble=0.3 temporal_ensemble_every=2 videos=0 \
+        seed_range=collect seed_offset=1000 n_action_steps=4 temporal_ensemble=0.3 temporal_ensemble_every=2 videos=0 \
         out_dir=runs/rsqh10/pretrained_eval
     python benchmarks/refine_budget.py --job runs/sqh10 --ckpt train/checkpoints/step_00003000 --out runs/rsqh10 \
         --only control_nw999_s0,hg20_nw999_s0,control_nw999_s1,hg20_nw999_s1 --extra task=pick_place_square \
@@ -233,7 +234,8 @@ def run_variant(job: Path, out: Path, name: str, method: str, rollouts: int, ove
     cmd = [sys.executable, "-m", "vla.cli", "refine", method, "--ckpt", str(job / ckpt),
            "--demos", str(job / "demos.zarr"), "--out", str(d), "iterations=1",
            f"episodes_per_iteration={rollouts}", f"eval_episodes={eval_episodes}", "n_action_steps=4",
-           "eval_seed_start=1000", "train.steps=500", "train.ckpt_every=500", "videos=0", f"seed={seed}", *overrides,
+           "eval_seed_range=collect", "eval_seed_offset=1000", "train.steps=500", "train.ckpt_every=500", "videos=0",
+           f"seed={seed}", *overrides,
            *extra]
     if (d / "config.json").exists():
         cmd.insert(5, "--resume")  # an interrupted variant continues where it stopped

@@ -54,7 +54,8 @@ def main() -> None:
         cmd = [sys.executable, "-m", "vla.cli", "refine", "hg-dagger", "--ckpt",
                str(job / "train/checkpoints/step_00007000"), "--demos", str(job / "demos.zarr"), "--out", str(d),
                "iterations=1", "episodes_per_iteration=40", "eval_episodes=50", "n_action_steps=4",
-               "eval_seed_start=1000", "train.steps=500", "train.ckpt_every=500", "videos=0", *overrides]
+               "eval_seed_range=collect", "eval_seed_offset=1000", "train.steps=500", "train.ckpt_every=500",
+        "videos=0", *overrides]
         with open(out / f"{name}.log", "w") as f:
             code = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=ROOT).returncode
         print(f"[{time.strftime('%H:%M:%S')}] {name}: exit {code}, {time.time() - t:.0f} s", flush=True)

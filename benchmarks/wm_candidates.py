@@ -56,7 +56,7 @@ def evaluate(policy: str, out_dir: Path, episodes: int, seed_start: int, task: s
         out_dir.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "w") as f:
             subprocess.run([sys.executable, "-m", "vla.cli", "eval", policy, f"task={task}", f"episodes={episodes}",
-                            f"seed_start={seed_start}", "workers=2", "videos=0", *obs,
+                            "seed_range=collect", f"seed_offset={seed_start}", "workers=2", "videos=0", *obs,
                             f"out_dir={out_dir}"], check=True, env=ENV, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT)
     return json.loads((out_dir / "summary.json").read_text())
 
@@ -69,8 +69,9 @@ def refine_run(method: str, ckpt: str, demos: Path, run_dir: Path, log: Path, *,
     every benchmark; `obs` as in `evaluate`); its exit code."""
     cmd = [sys.executable, "-m", "vla.cli", "refine", method, "--ckpt", ckpt, "--demos", str(demos), "--task",
            task, "--out", str(run_dir), "--resume", *obs, f"seed={seed}",
-           f"collect_seed_start={collect_seed_start}", f"iterations={iterations}",
-           f"episodes_per_iteration={episodes}", f"eval_episodes={eval_episodes}", "eval_seed_start=100000",
+           f"collect_seed_offset={collect_seed_start}", f"iterations={iterations}",
+           f"episodes_per_iteration={episodes}", f"eval_episodes={eval_episodes}", "eval_seed_range=collect",
+           "eval_seed_offset=100000",
            f"train.steps={train_steps}", f"train.ckpt_every={train_steps}", "train.batch_size=64",
            "train.warmup_steps=50", "train.progress=false", "train.val_every=1000000", "workers=2", "videos=0",
            *(["method_args=" + json.dumps(method_args)] if method_args else []), *overrides]
@@ -100,7 +101,8 @@ def prep_base(inputs: Path, task: str, n: int, eval_episodes: int, band: tuple[f
     logs = inputs / "logs"
     store = inputs / f"demos_{n}.zarr"
     if not (inputs / f"demos_{n}.done").exists():
-        sh(vla("sim", "collect", store, f"episodes={n}", "seed_start=0", "workers=2", f"task={task}", "noise=0.1",
+        sh(vla("sim", "collect", store, f"episodes={n}", "seed_range=collect", "seed_offset=0", "workers=2",
+               f"task={task}", "noise=0.1",
                f"out_dir={inputs / ('collect_demos_' + str(n))}", *STATE), logs / f"collect_demos_{n}.log")
         (inputs / f"demos_{n}.done").touch()
     run = inputs / "pretrain" / f"d{n}"
@@ -161,11 +163,13 @@ def main() -> None:
     runs = {k: v for k, v in runs.items() if k in args.runs.split(",")}
     if "d100" in runs:  # the 100-demo store and the expert failures (the world model's data)
         if not (out / "demos.done").exists():
-            sh(vla("sim", "collect", str(demos), "task=pick_place", f"episodes={args.demos}", "seed_start=0", w,
+            sh(vla("sim", "collect", str(demos), "task=pick_place", f"episodes={args.demos}", "seed_range=collect",
+                   "seed_offset=0", w,
                    "noise=0.1", f"out_dir={out / 'collect'}", *STATE), logs / "collect_demos.log")
             (out / "demos.done").touch()
         if not (out / "failures.done").exists():
-            sh(vla("sim", "collect", str(failed), "task=pick_place", "episodes=30", "seed_start=2000", w,
+            sh(vla("sim", "collect", str(failed), "task=pick_place", "episodes=30", "seed_range=collect",
+                   "seed_offset=2000", w,
                    "noise=0.3", "skill=0.5", f"out_dir={out / 'collect_fail'}", *STATE), logs / "collect_failures.log")
             (out / "failures.done").touch()
     wm_cands: set[str] = set()  # candidates whose rollouts go into the world model's data
@@ -176,7 +180,8 @@ def main() -> None:
         if n_demos < args.demos:  # the first n demos only: a small store of its own
             store = out / f"demos_{n_demos}.zarr"
             if not (out / f"demos_{n_demos}.done").exists():
-                sh(vla("sim", "collect", str(store), "task=pick_place", f"episodes={n_demos}", "seed_start=0", w,
+                sh(vla("sim", "collect", str(store), "task=pick_place", f"episodes={n_demos}", "seed_range=collect",
+                       "seed_offset=0", w,
                        "noise=0.1", f"out_dir={out / 'collect_small'}", *STATE), logs / f"collect_{n_demos}.log")
                 (out / f"demos_{n_demos}.done").touch()
         if not (run / "done").exists():
@@ -194,12 +199,14 @@ def main() -> None:
     for name, ck in cands.items():
         ev = out / "eval" / name
         if not (ev / "summary.json").exists():
-            sh(vla("eval", str(ck), "task=pick_place", f"episodes={args.eval_episodes}", "seed_start=100000", w,
+            sh(vla("eval", str(ck), "task=pick_place", f"episodes={args.eval_episodes}", "seed_range=collect",
+                   "seed_offset=100000", w,
                    f"record={out / 'heldout' / (name + '.zarr')}", f"out_dir={ev}", *STATE), logs / f"eval_{name}.log")
         real[name] = json.loads((ev / "summary.json").read_text())["success_rate"]
         ro = out / "rollouts" / name
         if name in wm_cands and not (ro / "summary.json").exists():
-            sh(vla("eval", str(ck), "task=pick_place", f"episodes={args.rollout_episodes}", "seed_start=5000", w,
+            sh(vla("eval", str(ck), "task=pick_place", f"episodes={args.rollout_episodes}", "seed_range=collect",
+                   "seed_offset=5000", w,
                    f"record={out / 'rollouts.zarr'}", f"out_dir={ro}", *STATE), logs / f"rollouts_{name}.log")
         print(f"{name}: real success {real[name]:.2f}", flush=True)
     # merged into what earlier calls wrote: `--runs d15long` adds a base without dropping d15's

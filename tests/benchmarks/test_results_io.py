@@ -45,7 +45,7 @@ def test_the_index_depends_on_the_files_alone(tmp_path: Path) -> None:
 
 def test_protocol_lists_each_headline_with_its_files_range(tmp_path: Path) -> None:
     rio.write_result("main_job", {"main_job_pretrained_success": 0.8}, seed_range="report", results=tmp_path)
-    (tmp_path / "ensemble.json").write_text(json.dumps({"over_trainings": {"mean": 0.05}}))
+    (tmp_path / "ensemble_report.json").write_text(json.dumps({"over_trainings": {"mean": 0.05}}))
     figures = {f["name"]: f for f in json.loads((tmp_path / "protocol.json").read_text())["figures"]}
     assert set(figures) == {name for name, _, _ in rio.HEADLINES}
     assert figures["main_job_pretrained_success"] | {} == {
