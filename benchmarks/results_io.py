@@ -29,7 +29,8 @@ META = "_meta"
 FIGURES_SHOWN = 4  # key figures per line of the index
 PROTOCOL = RESULTS / "protocol.json"
 # The headline figures the README and the issues quote: (name, file, key; a dotted key goes into nested
-# objects). protocol.json lists each with the range its file's `_meta` records: only `report` is held out.
+# objects). protocol.json lists each with the range its file's `_meta` records: a figure is held out when
+# its seeds are `report`, or when it has no seeds and its file says what no choice was made on.
 HEADLINES = [
     ("main_job_pretrained_success", "main_job.json", "main_job_pretrained_success"),
     ("main_job_refined_success", "main_job.json", "main_job_refined_success"),
@@ -39,7 +40,7 @@ HEADLINES = [
     ("imagination_gain_vs_control", "imagination.json", "paired_gain_vs_control"),
     ("reguide_can_ft_gain_vs_matched", "reguide.json", "can.ft_floor_gain_vs_matched"),
     ("dsrl_zero_noise_success", "dsrl.json", "zero_noise_success"),
-    ("grounding_default_margin", "grounding.json", "default_margin"),
+    ("grounding_heldout_wrong", "grounding.json", "heldout_wrong"),
 ]
 
 
@@ -64,11 +65,12 @@ def command_line() -> str:
 
 
 def write_result(name: str, figures: dict[str, Any], *, seed_range: str, key_figures: list[str] | None = None,
-                 command: str | None = None, results: Path = RESULTS, index: bool = True) -> Path:
+                 command: str | None = None, held_out: str = "", results: Path = RESULTS, index: bool = True) -> Path:
     """Merge `figures` into `results/<name>.json`, stamp `_meta`, and regenerate the index.
 
     `seed_range`: the protocol range the figures' seeds come from (collect, tune, report; "none" for
-    figures without seeds, e.g. timings). `key_figures`: the keys the index shows first."""
+    figures without seeds, e.g. timings). `key_figures`: the keys the index shows first. `held_out`: for a
+    figure without seeds, what it was measured on that no choice was made on (empty: not held out)."""
     from vla.protocol import NAMES
 
     if seed_range not in (*NAMES, "none"):
@@ -80,6 +82,8 @@ def write_result(name: str, figures: dict[str, Any], *, seed_range: str, key_fig
     data.update(figures)
     meta = {"command": command or command_line(), "date": time.strftime("%Y-%m-%d", time.gmtime()),
             "commit": commit(), "seed_range": seed_range}
+    if held_out:
+        meta["held_out"] = held_out
     if key_figures:
         missing = [k for k in key_figures if k not in data]
         if missing:
@@ -163,10 +167,15 @@ def protocol_figures(results: Path = RESULTS) -> dict[str, Any]:
         path = results / file
         data = json.loads(path.read_text()) if path.exists() else {}
         value = _dotted(data, key)
-        seed_range = data.get(META, {}).get("seed_range", "not recorded") if value is not None else "missing"
-        figures.append({"name": name, "file": file, "key": key, "value": value, "range": seed_range})
-    return {"figures": figures, "on_report": sum(f["range"] == "report" for f in figures),
-            "not_on_report": [f["name"] for f in figures if f["range"] != "report"]}
+        meta = data.get(META, {})
+        seed_range = meta.get("seed_range", "not recorded") if value is not None else "missing"
+        entry = {"name": name, "file": file, "key": key, "value": value, "range": seed_range,
+                 "held_out": seed_range == "report" or (seed_range == "none" and bool(meta.get("held_out")))}
+        if meta.get("held_out"):
+            entry["held_out_because"] = meta["held_out"]
+        figures.append(entry)
+    return {"figures": figures, "held_out": sum(f["held_out"] for f in figures),
+            "not_held_out": [f["name"] for f in figures if not f["held_out"]]}
 
 
 def write_index(results: Path = RESULTS) -> Path:

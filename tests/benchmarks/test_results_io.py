@@ -50,12 +50,17 @@ def test_protocol_lists_each_headline_with_its_files_range(tmp_path: Path) -> No
     assert set(figures) == {name for name, _, _ in rio.HEADLINES}
     assert figures["main_job_pretrained_success"] | {} == {
         "name": "main_job_pretrained_success", "file": "main_job.json", "key": "main_job_pretrained_success",
-        "value": 0.8, "range": "report"}
+        "value": 0.8, "range": "report", "held_out": True}
     rio.write_index(tmp_path)
     protocol = json.loads((tmp_path / "protocol.json").read_text())
     ensemble = next(f for f in protocol["figures"] if f["name"] == "ensemble_minus_plain")
     assert ensemble["value"] == {"mean": 0.05} and ensemble["range"] == "not recorded"
-    assert protocol["on_report"] == 1 and "ensemble_minus_plain" in protocol["not_on_report"]
+    assert protocol["held_out"] == 1 and "ensemble_minus_plain" in protocol["not_held_out"]
+    rio.write_result("grounding", {"heldout_wrong": 0}, seed_range="none", held_out="sets no margin was read off",
+                     results=tmp_path)
+    protocol = json.loads((tmp_path / "protocol.json").read_text())
+    grounding = next(f for f in protocol["figures"] if f["name"] == "grounding_heldout_wrong")
+    assert grounding["held_out"] and grounding["held_out_because"] == "sets no margin was read off"
 
 
 def test_the_repositorys_index_is_what_its_results_give() -> None:
