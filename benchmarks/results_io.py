@@ -135,6 +135,8 @@ def index_text(results: Path = RESULTS) -> str:
              "| result | key figures | seeds | command | date | commit |",
              "|---|---|---|---|---|---|"]
     for path in sorted(results.glob("*.json")):
+        if path.name == PROTOCOL.name:  # an index itself, generated from the others
+            continue
         try:
             data = json.loads(path.read_text())
         except json.JSONDecodeError as e:
