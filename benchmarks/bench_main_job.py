@@ -83,6 +83,10 @@ def main() -> None:
         f"  \nMachine: {platform.machine()}, {os.cpu_count()} CPUs, no GPU. Written "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}."
         + (f" Wall time of `vla run`: **{seconds} s**." if seconds is not None else "")
+        + f"\n\nSeeds: every evaluation on the protocol's `{seed_range}` range (vla.protocol). What was chosen where: "
+        "the preset's settings (demos, steps, the ensemble's rate and stride, EMA, the rollout budget) were chosen "
+        "on the job's old evaluation seeds 1000-1199 (now inside `collect`) before the ranges existed; no setting "
+        "was chosen on `report`."
         + f"\n\n| stage | what it did and measured |\n|---|---|\n{rows}\n\n"
         f"Seeds: the evaluations' `{seed_range}` range (vla.protocol). Figures: `main_job.json` "
         f"({', '.join(sorted(figures))}). The report a person opens: "

@@ -119,7 +119,9 @@ def report(rows: list[dict[str, Any]], name: str) -> None:
              "repeats the job's refine stage (the same rounds, rollouts with the simulated person, fine-tuning "
              "steps and seed) with every batch from the demos (`group_shares={demo: 1.0}`). The job's 200 "
              f"evaluation seeds (the protocol's {'/'.join(sorted({r['seed_range'] for r in rows}))} range), "
-             "paired by seed, 95% t interval, (seeds better / worse).", "",
+             "paired by seed, 95% t interval, (seeds better / worse). What was chosen where: the refine stage's "
+             "settings (rounds, rollouts, steps, EMA) were chosen on the job's old seeds 1000-1199, now inside "
+             "`collect`; nothing was chosen on `report`.", "",
              "| job | round | pretrained | refined | control | refined - pretrained | control - pretrained "
              "| refined - control |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
