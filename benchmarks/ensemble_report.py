@@ -75,7 +75,22 @@ def main() -> None:
                "pooled_episodes": {"mean": float(pooled.mean()), "lo": plo, "hi": phi, "pairs": len(pooled)}}
     write_result("ensemble_report", figures, seed_range=ranges.pop() if len(ranges) == 1 else "collect",
                  key_figures=["over_trainings", "pooled_episodes", "rate", "every"])
-    print(json.dumps({k: figures[k] for k in ("over_trainings", "pooled_episodes")}))
+    o, q = figures["over_trainings"], figures["pooled_episodes"]
+    lines = ["# The temporal ensemble against plain execution, on the report range", "",
+             f"Command: `python benchmarks/ensemble_report.py --jobs {' '.join(args.jobs)}`. Each job's pretrained "
+             f"checkpoint on its eval stage's 200 seeds (the protocol's {'/'.join(sorted({ens['seed_range']}))} "
+             f"range): the ensemble at rate {figures['rate']}, a chunk every {figures['every']} steps, against 4 "
+             "steps of each chunk. Paired by seed, 95% t interval. What was chosen where: the rate and the stride "
+             "were chosen on seeds 1000-1199 (now inside `collect`; bench_ensemble.py, ensemble.md); nothing on "
+             "`report`.", "", "| job | plain | ensemble | ensemble - plain (better / worse) |", "|---|---|---|---|"]
+    for r in rows:
+        d = r["ensemble_minus_plain"]
+        lines.append(f"| {r['job']} | {r['plain']:.3f} | {r['ensemble']:.3f} | {d['mean']:+.3f} "
+                     f"[{d['lo']:+.3f}, {d['hi']:+.3f}] ({d['better']} / {d['worse']}) |")
+    lines += ["", f"Over the {o['trainings']} trainings: {o['mean']:+.3f} [{o['lo']:+.3f}, {o['hi']:+.3f}]; pooled "
+                  f"over {q['pairs']} seed pairs: {q['mean']:+.3f} [{q['lo']:+.3f}, {q['hi']:+.3f}]."]
+    (ROOT / "benchmarks" / "results" / "ensemble_report.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":
