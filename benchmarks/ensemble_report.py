@@ -73,8 +73,6 @@ def main() -> None:
     figures = {"rate": ens_cfg["temporal_ensemble"], "every": ens_cfg["temporal_ensemble_every"], "jobs": rows,
                "over_trainings": {"mean": float(per_job.mean()), "lo": lo, "hi": hi, "trainings": len(rows)},
                "pooled_episodes": {"mean": float(pooled.mean()), "lo": plo, "hi": phi, "pairs": len(pooled)}}
-    write_result("ensemble_report", figures, seed_range=ranges.pop() if len(ranges) == 1 else "collect",
-                 key_figures=["over_trainings", "pooled_episodes", "rate", "every"])
     o, q = figures["over_trainings"], figures["pooled_episodes"]
     lines = ["# The temporal ensemble against plain execution, on the report range", "",
              f"Command: `python benchmarks/ensemble_report.py --jobs {' '.join(args.jobs)}`. Each job's pretrained "
@@ -90,6 +88,8 @@ def main() -> None:
     lines += ["", f"Over the {o['trainings']} trainings: {o['mean']:+.3f} [{o['lo']:+.3f}, {o['hi']:+.3f}]; pooled "
                   f"over {q['pairs']} seed pairs: {q['mean']:+.3f} [{q['lo']:+.3f}, {q['hi']:+.3f}]."]
     (ROOT / "benchmarks" / "results" / "ensemble_report.md").write_text("\n".join(lines) + "\n")
+    write_result("ensemble_report", figures, seed_range=next(iter(ranges)) if len(ranges) == 1 else "collect",
+                 key_figures=["over_trainings", "pooled_episodes", "rate", "every"])
     print("\n".join(lines))
 
 
