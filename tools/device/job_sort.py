@@ -59,7 +59,8 @@ def main() -> None:
         tests = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x",
                                   "tests/vla/train/test_trainer_gpu.py", "tests/vla/train/test_trainer.py"],
                                  stdout=f, stderr=subprocess.STDOUT)
-    rc = run(vla("sim", "collect", store, "task=sort", f"episodes={DEMOS}", "seed_start=0", f"workers={WORKERS}",
+    rc = run(vla("sim", "collect", store, "task=sort", f"episodes={DEMOS}", "seed_range=collect", "seed_offset=0",
+                 f"workers={WORKERS}",
                  "videos=0", "cameras=[agentview,robot0_eye_in_hand]", "image_size=84", "noise=0.05", "label=clean",
                  f"out_dir={WORK / 'sort' / 'collect'}"), OUT / "collect.log", 150)
     if rc != 0:
@@ -112,7 +113,8 @@ def main() -> None:
     jobs = {}
     for name, ablation, setting in specs:
         dest = WORK / "sort" / "eval" / name
-        jobs[name] = (vla("eval", ck, "task=sort", f"episodes={EVAL_EPISODES}", "seed_start=1000", f"workers={per}",
+        jobs[name] = (vla("eval", ck, "task=sort", f"episodes={EVAL_EPISODES}", "seed_range=collect",
+                          "seed_offset=1000", f"workers={per}",
                           "videos=0", f"instruction='{ablations[ablation]}'", "n_action_steps=4", f"out_dir={dest}",
                           *EVAL_SETTINGS[setting]), dest, WORK / f"eval_{name}.log")
     results = run_side_by_side(jobs, EVAL_END, tail_lines=10)

@@ -38,7 +38,8 @@ CPUS = os.cpu_count() or 2
 def collect(n: int) -> Path:
     store = WORK / f"demos_{n}.zarr"
     if not store.exists():  # bounded by the trainings' deadline: past it nothing could train on them
-        run(vla("sim", "collect", store, f"episodes={n}", "seed_start=0", f"workers={max(1, CPUS - 2)}",
+        run(vla("sim", "collect", store, f"episodes={n}", "seed_range=collect", "seed_offset=0",
+                f"workers={max(1, CPUS - 2)}",
                 "task=stack3", "noise=0.1", f"out_dir={WORK / f'collect_{n}'}", *STATE),
             OUT / f"collect_{n}.log", TRAIN_END - elapsed())
     return store
@@ -68,7 +69,8 @@ def main() -> None:
     ckpts = [(name, c) for name, *_ in VARIANTS
              for c in sorted((WORK / f"train_{name}" / "checkpoints").glob("step_*"))]
     per = max(1, CPUS // max(1, len(ckpts)))
-    jobs = {f"{name}_{c.name}": (vla("eval", c, "task=stack3", f"episodes={EVAL_EPISODES}", "seed_start=100000",
+    jobs = {f"{name}_{c.name}": (vla("eval", c, "task=stack3", f"episodes={EVAL_EPISODES}", "seed_range=collect",
+                                     "seed_offset=100000",
                                      f"workers={per}", f"out_dir={WORK / 'eval' / f'{name}_{c.name}'}", *STATE),
                                  WORK / "eval" / f"{name}_{c.name}", WORK / f"eval_{name}_{c.name}.log")
             for (name, c) in ckpts}
