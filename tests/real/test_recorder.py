@@ -158,6 +158,7 @@ FULL_DISK_SCRIPT = textwrap.dedent("""
 
 
 @pytest.mark.slow
+@pytest.mark.host  # a container may refuse a private mount namespace: not a part the project installs
 def test_a_full_disk_loses_only_the_episodes_that_do_not_fit(tmp_path: Path) -> None:
     """A real 2 MB tmpfs (a private mount namespace): writes fail with ENOSPC inside zarr."""
     mnt = tmp_path / "small"
