@@ -42,8 +42,12 @@ install: system-deps $(VENV)/.installed
 run: install
 	$(VENV)/bin/vla run
 
+# The learning check (tests/test_learning_check.py) runs alone after the parallel suite: ~90 s with both
+# cores, against ~6 min beside another worker. Exit status 5 (PYTEST_ARGS selected no test of that half)
+# is not a failure.
 test: install test-deps
-	$(PY) -m pytest -n 2 --durations=15 $(PYTEST_ARGS)
+	$(PY) -m pytest -n 2 --durations=15 -m "not learning" $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(PY) -m pytest -m learning --durations=1 $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 lint: install
 	$(VENV)/bin/ruff check .

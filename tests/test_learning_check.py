@@ -33,7 +33,7 @@ TRAIN = [f"train.steps={STEPS}", "train.batch_size=32", "train.lr=1e-3", "train.
          f"train.ckpt_every={STEPS}", "train.val_every=100000", "train.num_workers=0", "train.seed=0"]
 EXECUTION = {"n_action_steps": 4, "temporal_ensemble": 0.3, "temporal_ensemble_every": 2}
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.learning]
 
 
 def _refine(ckpt: Path, demos: Path, out: Path, control: bool) -> list[dict]:
