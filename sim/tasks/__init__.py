@@ -9,15 +9,12 @@ from sim.tasks import native  # noqa: F401
 # Without robosuite installed only the native tasks are available. An installed robosuite that fails to
 # import is not the same thing: it says so (and under VLA_REQUIRE_ALL=1, as in CI, the tests that need
 # it fail instead of skipping: tests/conftest.py).
-ROBOSUITE_ERROR: str = ""
-if importlib.util.find_spec("robosuite") is None:
-    ROBOSUITE_ERROR = "robosuite is not installed (the sim extra)"
-else:
+if importlib.util.find_spec("robosuite") is not None:
     try:
         from sim.tasks import robosuite_tasks  # noqa: F401
     except ImportError as e:
-        ROBOSUITE_ERROR = f"robosuite is installed but does not import: {e}"
-        warnings.warn(f"the robosuite tasks are not available: {ROBOSUITE_ERROR}", stacklevel=1)
+        warnings.warn(f"the robosuite tasks are not available: robosuite is installed but does not import: {e}",
+                      stacklevel=1)
 # Meta-World's tasks (mw_*) when metaworld is installed (the Makefile installs it with --no-deps).
 if importlib.util.find_spec("metaworld") is not None:
     from sim.tasks import metaworld_tasks  # noqa: F401

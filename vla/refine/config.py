@@ -117,8 +117,7 @@ class RefineConfig:
             raise ValueError("refine needs demos= (the EpisodeStore the policy was pretrained on)")
         if self.iterations < 1 or self.episodes_per_iteration < 1 or self.eval_episodes < 1:
             raise ValueError("iterations, episodes_per_iteration and eval_episodes must be >= 1")
-        protocol.seed_range(self.eval_seed_range)
-        self.eval_seeds()  # an offset that leaves the range fails here, naming it
+        self.eval_seeds()  # an unknown range, or an offset that leaves it, fails here, naming it
         self.collect_seeds(self.iterations - 1)
         if self.intervener not in (None, "", "rac", "hg_dagger"):
             raise ValueError(f"intervener must be rac, hg_dagger or '' (none), got '{self.intervener}'")
