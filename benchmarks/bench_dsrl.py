@@ -9,7 +9,8 @@ from its own episodes' sparse outcomes alone, by learning which initial noise to
 Protocol (HABC's, benchmarks/bench_habc.py): the base is `d15_s3000` of
 `python benchmarks/wm_candidates.py --out runs/bench_wm/inputs --runs d15` (pick_place, 15 demos, state
 mode); seed s collects from the seeds 500000 + 10000 s on (the same collection seeds as every HABC
-method) and is evaluated on the 50 seeds 100000+ at each milestone (episodes collected so far, the
+method) and is evaluated on 50 seeds of the `report` range (`--eval-range`; before issue 58 the collect
+seeds 100000+) at each milestone (episodes collected so far, the
 first at HABC's 60 = 3 rounds x 20), with the actor's mean noise. Controls on the same evaluation
 seeds, once: the base as it samples (N(0, I) noise), and the base from x0 = 0 (the actor's starting
 mean, so a gain over it is not "use the mean noise"). A seed's run is one process (resumable by
@@ -55,7 +56,9 @@ def episodes(env: Any, policy: Any, seeds: list[int], task: str) -> list[dict[st
 
 
 def eval_seeds(args: argparse.Namespace, n: int | None = None) -> list[int]:
-    return list(range(args.eval_seed_start, args.eval_seed_start + (n or args.eval_episodes)))
+    from vla.protocol import seeds
+
+    return seeds(args.eval_range, n or args.eval_episodes, args.eval_offset)
 
 
 def rate(rows: list[dict[str, Any]]) -> float:
@@ -282,12 +285,21 @@ def report(args: argparse.Namespace, out: Path) -> None:
     res["zero_noise_steps_to_success"] = mean_success_length(ctl["zero"])
     res["collect_success"] = {s: rate(runs[s]["collect"]) for s in seeds}
     res["seconds"] = {s: runs[s].get("seconds") for s in seeds}
+    # the headline, named before the report-range run: the last milestone's mean-noise actor against the
+    # x0 = 0 control (the actor's starting mean: a gain over it is not "use the mean noise")
+    last = res["milestones"][str(milestones[-1])]
+    z = last["minus_zero_noise"]
+    res["final_minus_zero_noise"] = {"mean": z["mean"], "lo": z["low"], "hi": z["high"], "episodes": milestones[-1]}
+    res["final_success"] = last["success"]
     Path(args.results).mkdir(parents=True, exist_ok=True)
-    (Path(args.results) / f"{args.name}.json").write_text(json.dumps(res, indent=1))
+    from results_io import write_result  # benchmarks/ is this script's folder
+
+    write_result(args.name, res, seed_range=args.eval_range, results=Path(args.results),
+                 key_figures=["final_minus_zero_noise", "final_success", "zero_noise_success", "base_success"])
     plot(runs, base, zero, Path(args.results) / f"{args.name}.png")
     lines = [f"# DSRL on {args.task} (autonomous: sparse outcomes, no person)", "",
              f"Base `{args.ckpt}`: {base:.2f} sampling, {zero:.2f} from x0 = 0, on {args.eval_episodes} seeds "
-             f"from {args.eval_seed_start}.", "",
+             f"from {eval_seeds(args)[0]} ({args.eval_range} range).", "",
              "| episodes collected | success (mean of seeds) | per seed | minus base | minus x0 = 0 |",
              "|---|---|---|---|---|"]
     for m, v in res["milestones"].items():
@@ -332,7 +344,10 @@ def main() -> None:
     ap.add_argument("--milestones", default="60,150,300", help="episodes collected at which to evaluate")
     ap.add_argument("--warmup", type=int, default=20, help="episodes of the base's own noise before learning")
     ap.add_argument("--eval-episodes", type=int, default=50)
-    ap.add_argument("--eval-seed-start", type=int, default=100_000)
+    ap.add_argument("--eval-range", default="report", choices=("collect", "tune", "report"),
+                    help="the protocol range (vla.protocol) of the evaluation seeds: report for a figure, tune to "
+                    "choose a setting; the figures before issue 58 used collect from 100000")
+    ap.add_argument("--eval-offset", type=int, default=0, help="the first evaluation seed within --eval-range")
     ap.add_argument("--collect-seed-start", type=int, default=500_000)
     ap.add_argument("--steer", choices=("shared", "full"), default="shared",
                     help="shared: one A-dim noise vector for every step of the chunk; full: H x A")
@@ -360,7 +375,7 @@ def main() -> None:
         env = {**os.environ, "OMP_NUM_THREADS": "1"}
         base_cmd = [__file__, "run", "--out", str(out), "--ckpt", args.ckpt, "--task", args.task, "--milestones",
                     args.milestones, "--warmup", str(args.warmup), "--eval-episodes", str(args.eval_episodes),
-                    "--eval-seed-start", str(args.eval_seed_start), "--collect-seed-start",
+                    "--eval-range", args.eval_range, "--eval-offset", str(args.eval_offset), "--collect-seed-start",
                     str(args.collect_seed_start), "--steer", args.steer, "--dsrl", *args.dsrl]
         controls(args, out)
         procs: list[subprocess.Popen] = []

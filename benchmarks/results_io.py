@@ -37,9 +37,9 @@ HEADLINES = [
     ("main_job_refine_gain", "main_job.json", "main_job_refine_gain_95"),
     ("main_job_refined_minus_control", "main_job_control.json", "refined_minus_control"),
     ("ensemble_minus_plain", "ensemble_report.json", "over_trainings"),
-    ("imagination_gain_vs_control", "imagination.json", "paired_gain_vs_control"),
+    ("imagination_c1_gain_vs_control", "imagination.json", "imagination_c1_paired_gain_vs_control"),
     ("reguide_can_ft_gain_vs_matched", "reguide.json", "can.ft_floor_gain_vs_matched"),
-    ("dsrl_zero_noise_success", "dsrl.json", "zero_noise_success"),
+    ("dsrl_minus_zero_noise", "dsrl.json", "final_minus_zero_noise"),
     ("grounding_heldout_wrong", "grounding.json", "heldout_wrong"),
 ]
 

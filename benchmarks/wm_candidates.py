@@ -48,15 +48,16 @@ def sh(cmd: list[str], log: Path) -> None:
 
 
 def evaluate(policy: str, out_dir: Path, episodes: int, seed_start: int, task: str = "pick_place",
-             obs: tuple[str, ...] = STATE_OBS) -> dict[str, Any]:
+             obs: tuple[str, ...] = STATE_OBS, seed_range: str = "collect") -> dict[str, Any]:
     """`vla eval` of a policy spec on `task`, once: a finished summary is reused. `obs`: the observation and
-    execution overrides (state mode by default; a camera run passes its own)."""
+    execution overrides (state mode by default; a camera run passes its own). `seed_start`: the first seed
+    within `seed_range` (vla.protocol)."""
     if not (out_dir / "summary.json").exists():
         log = out_dir.parent / f"{out_dir.name}.log"
         out_dir.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "w") as f:
             subprocess.run([sys.executable, "-m", "vla.cli", "eval", policy, f"task={task}", f"episodes={episodes}",
-                            "seed_range=collect", f"seed_offset={seed_start}", "workers=2", "videos=0", *obs,
+                            f"seed_range={seed_range}", f"seed_offset={seed_start}", "workers=2", "videos=0", *obs,
                             f"out_dir={out_dir}"], check=True, env=ENV, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT)
     return json.loads((out_dir / "summary.json").read_text())
 
@@ -64,14 +65,16 @@ def evaluate(policy: str, out_dir: Path, episodes: int, seed_start: int, task: s
 def refine_run(method: str, ckpt: str, demos: Path, run_dir: Path, log: Path, *, seed: int, collect_seed_start: int,
                iterations: int, episodes: int, eval_episodes: int, train_steps: int, method_args: dict | None = None,
                task: str = "pick_place", overrides: tuple[str, ...] = (),
-               obs: tuple[str, ...] = STATE_OBS) -> int:
-    """One `vla refine METHOD` run of a refinement benchmark (resumable; the evaluation seeds 100000+ of
-    every benchmark; `obs` as in `evaluate`); its exit code."""
+               obs: tuple[str, ...] = STATE_OBS, eval_seed_range: str = "collect", eval_seed_offset: int = 100_000
+               ) -> int:
+    """One `vla refine METHOD` run of a refinement benchmark (resumable; `obs` as in `evaluate`); its exit
+    code. It evaluates on `eval_seed_range` from `eval_seed_offset`: the collect seeds 100000+ that every
+    benchmark used before issue 58 unless the caller names `report`."""
     cmd = [sys.executable, "-m", "vla.cli", "refine", method, "--ckpt", ckpt, "--demos", str(demos), "--task",
            task, "--out", str(run_dir), "--resume", *obs, f"seed={seed}",
            f"collect_seed_offset={collect_seed_start}", f"iterations={iterations}",
-           f"episodes_per_iteration={episodes}", f"eval_episodes={eval_episodes}", "eval_seed_range=collect",
-           "eval_seed_offset=100000",
+           f"episodes_per_iteration={episodes}", f"eval_episodes={eval_episodes}", f"eval_seed_range={eval_seed_range}",
+           f"eval_seed_offset={eval_seed_offset}",
            f"train.steps={train_steps}", f"train.ckpt_every={train_steps}", "train.batch_size=64",
            "train.warmup_steps=50", "train.progress=false", "train.val_every=1000000", "workers=2", "videos=0",
            *(["method_args=" + json.dumps(method_args)] if method_args else []), *overrides]
