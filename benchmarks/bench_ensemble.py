@@ -33,9 +33,8 @@ checkpoints of the main job's pretraining recipe (400 demos, 7000 steps, noise s
       --no-sync --tag _aligned_d1 --out benchmarks/results/ensemble_executor_d1.json
   python benchmarks/bench_ensemble.py        # -> results/ensemble.{md,json}
 
-The rate sweep (recent predictions weighted exp(-rate * age); ACT's weights are rate -0.01) was run
-in-process on the job's seeds 1000-1199 with `main28` before the evaluator had the option; its
-figures are quoted in the page as they were measured (`SWEEP`).
+The rate and stride are chosen on the protocol's `tune` seeds by `ensemble_sweep.py` (ensemble_sweep.md);
+the sweep first run in-process on the job's seeds 1000-1199 was typed into this script and is gone.
 """
 
 from __future__ import annotations
@@ -51,11 +50,6 @@ from vla.metrics import format_paired, paired_difference, t_interval
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks/results"
 RUNS = ROOT / "runs"
-# rate -> (successes of 200, paired minus n_action_steps=4: mean, lo, hi, better, worse); seeds 1000-1199
-SWEEP = {-0.01: (174, 0.040, -0.012, 0.092, 18, 10), -0.1: (173, 0.035, -0.018, 0.088, 18, 11),
-         0.2: (181, 0.075, 0.029, 0.121, 19, 4), 0.5: (181, 0.075, 0.029, 0.121, 19, 4)}
-# executing n steps of each chunk, the same checkpoint and seeds (vla eval ... n_action_steps=n)
-STEPS = {1: 0.51, 2: 0.77, 4: 0.83, 6: 0.845, 8: 0.81}
 PAIRS = {  # name -> (plain evaluation, temporal ensemble), each a folder with summary.json
     "main28, fresh seeds 3000-3199": ("te/main28_plain_3000", "te/main28_te03_3000"),
     "main28, the job's seeds 1000-1199": ("main28/eval_torch", "te/main28_te03"),
@@ -235,20 +229,10 @@ def main() -> None:
                   f"their {out['pooled_episodes']['seeds']} (training, seed) pairs: "
                   f"{format_paired(out['pooled_episodes'])}. Four of the five trainings gain; the one whose demos "
                   "drop the cube and retry does not.", ""]
-    lines += ["How the rate was chosen (main28, seeds 1000-1199, in-process before the option existed):", "",
-              "| rate | success | minus 4 steps a chunk |", "|---|---|---|"]
-    for rate, (k, mean, lo, hi, better, worse) in sorted(SWEEP.items()):
-        act = " (ACT's)" if rate == -0.01 else ""
-        lines.append(f"| {rate}{act} | {k / 200:.3f} | {mean:+.3f} [{lo:+.3f}, {hi:+.3f}] ({better} / {worse}) |")
-    lines += ["", "Without ensembling, the steps executed of each chunk (same checkpoint and seeds): "
-              + ", ".join(f"{n}: {s:.3f}" for n, s in STEPS.items())
-              + ". Re-planning at every step alone (n = 1) halves success; the mean of a few recent predictions "
-              "is what helps."]
+    lines += ["The rate and the stride are chosen on the tune seeds: `ensemble_sweep.md`."]
     lines += every_section(out)
     lines += executor_section(out)
     lines += metaworld(out)
-    out["sweep"] = {str(k): v for k, v in SWEEP.items()}
-    out["n_action_steps"] = STEPS
     (RESULTS / "ensemble.json").write_text(json.dumps(out, indent=1))
     (RESULTS / "ensemble.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

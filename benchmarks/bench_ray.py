@@ -9,14 +9,13 @@ run; the first Ray call after the start (cold: worker processes start and import
 reported separately. The local backend starts fresh processes on every call.
 
 Usage: python benchmarks/bench_ray.py [--episodes 200] [--repeats 3]
-Writes benchmarks/results/ray.md and merges ray_episodes_per_s_1, ray_episodes_per_s_2 and
-local_episodes_per_s_2 into benchmarks/results/newcomer.json (other keys are kept).
+Writes benchmarks/results/ray.md and, through results_io.write_result, ray.json: ray_episodes_per_s_1,
+ray_episodes_per_s_2 and local_episodes_per_s_2 (timings of the scripted expert on collect seeds).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -27,6 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from sim.evaluate import EvalConfig, run_evaluation
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # results_io, a sibling
+from results_io import write_result
 
 RESULTS = Path(__file__).parent / "results"
 SETTINGS = (("local_2", "local", 2), ("ray_1", "ray", 1), ("ray_2", "ray", 2))
@@ -43,15 +45,6 @@ def timed_run(backend: str, workers: int, episodes: int, out: Path) -> tuple[flo
 
 def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
-
-
-def merge_json(path: Path, values: dict[str, Any]) -> None:
-    """Update some keys of a JSON object other benchmarks also write (atomic replace)."""
-    data = json.loads(path.read_text()) if path.exists() else {}
-    data.update(values)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(data, indent=1) + "\n")
-    tmp.replace(path)
 
 
 def main() -> None:
@@ -87,7 +80,7 @@ def main() -> None:
     overhead = statistics.median(runs["ray_2"]) / statistics.median(runs["local_2"]) - 1
     figures = {"ray_episodes_per_s_1": round(eps["ray_1"], 2), "ray_episodes_per_s_2": round(eps["ray_2"], 2),
                "local_episodes_per_s_2": round(eps["local_2"], 2)}
-    merge_json(RESULTS / "newcomer.json", figures)
+    write_result("ray", figures, seed_range="collect", key_figures=list(figures))
     fixed = {name: statistics.median(t) for name, t in small.items()}
     workers_of = {name: w for name, _, w in SETTINGS}
     # None where the episodes beyond the first per worker took too little time to tell from noise.

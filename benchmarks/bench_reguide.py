@@ -6,6 +6,12 @@ the refinement loop, paired by seed against the matched-data ablation.
   python benchmarks/bench_reguide.py report [--space state] [--dims 0:3]
   python benchmarks/bench_reguide.py prep --task can --demos 20  # then sweep/run/report --task can
   python benchmarks/bench_reguide.py prep --task square --demos 40  # likewise
+  # Can's headline (issue 58: the scale swept on tune, the figures on report):
+  python benchmarks/bench_reguide.py prep --task can --demos 10 --inputs runs/bench_reguide_can58/inputs \
+      --wm runs/bench_reguide_can58/wm
+  python benchmarks/bench_reguide.py sweep|run|report --task can --space state --dims 0:3 \
+      --inputs runs/bench_reguide_can58/inputs --wm runs/bench_reguide_can58/wm --out runs/bench_reguide_can58 \
+      --methods ft_floor,matched_floor --headline --label d10
 
 pick_place's inputs are the world-model benchmark's (`benchmarks/wm_candidates.py --runs d15`,
 `bench_worldmodel.py state`): the weak base policy `d15_s3000` (15 demos, 3000 steps; state mode),
@@ -16,8 +22,8 @@ latest checkpoint in the paper's 10-40% range), 40 of its rollouts and a world m
   task-frame features of the predicted state, `STATE_FEATURES`); the guided runs of the state space
   are named `*_state`, the unguided ablation serves both. `--dims 0:3`: guidance changes only the
   arm's position actions (`*_pos`), not the rotation or the gripper.
-- sweep: base and PCG at each `--scales` on `--sweep-episodes` (200) episodes from seed
-  `--sweep-seed` (130000), never the seeds the figures come from (100000+). With 200 episodes a
+- sweep: base and PCG at each `--scales` on `--sweep-episodes` (200) episodes of the `tune` range
+  (`--sweep-range`), never the seeds the figures come from (`--eval-range report`). With 200 episodes a
   difference to the base is good to about +-0.10: any change of the actions makes the episodes
   diverge chaotically (a scale of 0.01 already resamples which episodes succeed), so pairing
   episodes by seed gains little and 30 episodes (+-0.25) can only find large effects;
@@ -41,7 +47,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from wm_candidates import ROOT, STATE, evaluate, prep_base, refine_run, sh, vla  # benchmarks/ is this script's folder
+from results_io import write_result  # benchmarks/ is this script's folder
+from wm_candidates import ROOT, STATE, evaluate, prep_base, refine_run, sh, vla
 
 from vla.metrics import t_interval
 
@@ -150,15 +157,17 @@ def sweep(args: argparse.Namespace) -> None:
     inputs, out, ckpt, wm = paths(args)
     folder = phases(out, inputs, wm, 0, args.space, args.task)
     sx = suffix(args.space, args.dims)
-    n, seed0, scales = args.sweep_episodes, args.sweep_seed, [float(x) for x in args.scales.split(",")]
-    res = {"base": evaluate(ckpt, out / f"sweep_{seed0}_{n}" / "base", n, seed0, args.task)["success_rate"]}
+    n, seed0, scales = args.sweep_episodes, args.sweep_offset, [float(x) for x in args.scales.split(",")]
+    rng = args.sweep_range
+    res = {"base": evaluate(ckpt, out / f"sweep_{rng}{seed0}_{n}" / "base", n, seed0, args.task,
+                            seed_range=rng)["success_rate"]}
     for s in scales:
-        res[str(s)] = evaluate(spec(ckpt, folder, s, args.dims), out / f"sweep{sx}_{seed0}_{n}" / f"scale_{s}", n,
-                               seed0, args.task)["success_rate"]
+        res[str(s)] = evaluate(spec(ckpt, folder, s, args.dims), out / f"sweep{sx}_{rng}{seed0}_{n}" / f"scale_{s}", n,
+                               seed0, args.task, seed_range=rng)["success_rate"]
         print(f"[{time.strftime('%H:%M:%S')}] scale {s}: {res[str(s)]:.3f} (base {res['base']:.3f})", flush=True)
     best = max(scales, key=lambda s: (res[str(s)], -s))
     (out / f"sweep{sx}.json").write_text(json.dumps(
-        {"success": res, "chosen_scale": best, "seed_start": seed0, "episodes": n}, indent=1))
+        {"success": res, "chosen_scale": best, "seed_range": rng, "seed_offset": seed0, "episodes": n}, indent=1))
     print(json.dumps({"chosen_scale": best, **res}))
 
 
@@ -167,11 +176,12 @@ def run(args: argparse.Namespace) -> None:
     sx = suffix(args.space, args.dims)
     scale = args.scale if args.scale > 0 else json.loads((out / f"sweep{sx}.json").read_text())["chosen_scale"]
     v0 = out / "v0_eval"
-    evaluate(ckpt, v0, args.eval_episodes, 100_000, args.task)
+    check_eval_range(v0, args)
+    evaluate(ckpt, v0, args.eval_episodes, args.eval_offset, args.task, seed_range=args.eval_range)
     for seed in [int(s) for s in args.seeds.split(",")]:
         folder = phases(out, inputs, wm, seed, args.space, args.task)
-        evaluate(spec(ckpt, folder, scale, args.dims), out / f"pcg{sx}" / f"seed{seed}", args.eval_episodes, 100_000,
-                 args.task)
+        evaluate(spec(ckpt, folder, scale, args.dims), out / f"pcg{sx}" / f"seed{seed}", args.eval_episodes,
+                 args.eval_offset, args.task, seed_range=args.eval_range)
         for name in [m for m in args.methods.split(",") if m]:
             method, extra = METHODS[name]
             guided = not name.startswith("matched")  # the unguided ablation is the same in either space
@@ -189,8 +199,23 @@ def run(args: argparse.Namespace) -> None:
                        out / "logs" / f"{run_dir.parent.name}_seed{seed}.log",
                        seed=seed, collect_seed_start=400_000 + 10_000 * seed, iterations=args.iterations,
                        episodes=args.episodes, eval_episodes=args.eval_episodes, train_steps=args.train_steps,
-                       method_args=margs, task=args.task)
+                       method_args=margs, task=args.task, eval_seed_range=args.eval_range,
+                       eval_seed_offset=args.eval_offset)
     (out / f"base{sx}.json").write_text(json.dumps({"name": base_name(inputs), "ckpt": ckpt, "scale": scale}))
+
+
+def check_eval_range(v0: Path, args: argparse.Namespace) -> None:
+    """Every evaluation cached under `--out` is on one range: a run folder evaluated elsewhere stops."""
+    f = v0 / "summary.json"
+    if f.exists():
+        d = json.loads(f.read_text())
+        had = (d.get("seed_range", "collect"), d["seeds"][0] if d.get("seeds") else None)
+        from vla.protocol import seeds
+
+        want = (args.eval_range, seeds(args.eval_range, 1, args.eval_offset)[0])
+        if had[0] != want[0] or (had[1] is not None and had[1] != want[1]):
+            raise SystemExit(f"bench_reguide: {f} was evaluated on the {had[0]} range from seed {had[1]}, not "
+                             f"{want[0]} from {want[1]}: pass another --out (its cached evaluations used them)")
 
 
 def diagnostics(out: Path, inputs: Path, wm: Path, seed: int, space: str = "latent", task: str = "pick_place"
@@ -236,11 +261,18 @@ def sweep_table(out: Path, inputs: Path, wm: Path, task: str) -> tuple[dict[str,
         diag = diagnostics(out, inputs, wm, 0, space, task)
         found[sx.lstrip("_") or "latent"] = {**sw, "space": space, "dims": dims, "drift_auroc": diag["drift_auroc"]}
         lines.append(f"| {'task-frame state features' if space == 'state' else 'world-model latent'} | "
-                     f"{dims or 'all'} | {sw.get('episodes', 30)} ({sw.get('seed_start', 120_000)}+) | "
+                     f"{dims or 'all'} | {sw.get('episodes', 30)} ({sweep_seeds(sw)}) | "
                      f"{sw['success']['base']:.3f} | "
                      + ", ".join(f"{k}: {v:.3f}" for k, v in sw["success"].items() if k != "base")
                      + f" (chosen {sw['chosen_scale']}; drift AUROC {diag['drift_auroc']:.2f}) |")
     return found, lines
+
+
+def sweep_seeds(sw: dict[str, Any]) -> str:
+    """Where a sweep's episodes came from: a protocol range, or (sweeps before issue 58) a first seed."""
+    if "seed_range" in sw:
+        return f"{sw['seed_range']} range from offset {sw['seed_offset']}"
+    return f"{sw.get('seed_start', 120_000)}+, collect range"
 
 
 def report_sweeps(args: argparse.Namespace) -> None:
@@ -289,7 +321,9 @@ def report(args: argparse.Namespace) -> None:
         return
     sx = suffix(args.space, args.dims)
     base_info = json.loads((out / f"base{sx}.json").read_text()) if (out / f"base{sx}.json").exists() else {}
-    base = json.loads((out / "v0_eval" / "summary.json").read_text())["success_rate"]
+    v0 = json.loads((out / "v0_eval" / "summary.json").read_text())
+    base, eval_range = v0["success_rate"], v0.get("seed_range", "collect")
+    first_seed = v0["seeds"][0] if v0.get("seeds") else 100_000
     rows: dict[str, dict[int, list[dict[str, Any]]]] = {}
     for rec in sorted((out / "runs").glob("*/seed*/records.json")):
         r, name = json.loads(rec.read_text()), rec.parts[-3]
@@ -319,14 +353,16 @@ def report(args: argparse.Namespace) -> None:
                            "fs_success": mean(first("fs")), "matched_data_success": mean(first("matched")),
                            "matched_fs_success": mean(first("matched_fs")), "guidance_scale": base_info.get("scale"),
                            "iterations": args.iterations, "rollouts_per_iteration": args.episodes,
-                           "eval_episodes": args.eval_episodes}
+                           "eval_episodes": args.eval_episodes, "eval_seed_range": eval_range}
     lines = [f"# ReGuide (issue 14): {task}"
              + (f", distances on task-frame features ({STATE_FEATURES[task]})" if args.space == "state" else "")
              + (f", guidance on the action dims {args.dims} only" if args.dims else ""), "",
              f"Base policy `{name}` ({name.split('_')[0][1:]} demos, {name.split('_s')[-1]} steps; {task}, "
              "state mode): "
              f"{base:.2f} on {args.eval_episodes} evaluation "
-             f"seeds 100000+. Guidance scale {base_info.get('scale')} (chosen on other seeds: below). "
+             f"seeds from {first_seed} ({eval_range} range"
+             + ("; nothing was chosen on them" if eval_range == "report" else "; not held out") + "). "
+             f"Guidance scale {base_info.get('scale')} (chosen on other seeds: below). "
              f"Commands: the docstring of `benchmarks/bench_reguide.py` with `--task {task} --space {args.space}"
              + (f" --dims {args.dims}" if args.dims else "") + "`.", "",
              "| variant | seed | success per version | real episodes | guided step share (per iteration) |",
@@ -397,11 +433,6 @@ def report(args: argparse.Namespace) -> None:
               + ", ".join(f"{v['drift_auroc']:.3f}" for v in diag.values())
               + "; final phase reached by successes " + str(next(iter(diag.values()))["success_final_phase"])
               + ", by failures " + str(next(iter(diag.values()))["failure_final_phase"]) + " (seed 0)."]
-    if task == "pick_place":
-        res["rac_reference"] = {"gain_vs_sft_points": 22, "interval_points": 12,
-                                "source": "benchmarks/results/refine.md"}
-        lines += ["", "RaC for reference (benchmarks/results/refine.md, another base policy): +22 +- 12 points over "
-                  "SFT on pick_place with a person's 1,130 intervention steps; ReGuide uses none."]
     lines += ["", "What the figures mean, what limits them and what is not measured: `reguide_notes.md`."]
     page = sx + (f"_{args.label}" if args.label else "")  # names the page and the entry, not the runs' folders
     stem = "reguide" + ("" if task == "pick_place" else f"_{task}") + page
@@ -411,6 +442,11 @@ def report(args: argparse.Namespace) -> None:
     table = json.loads(path.read_text()) if path.exists() else {}
     table[task] = place_entry(table.get(task, {}), res, page, args.headline)
     path.write_text(json.dumps(table, indent=1))
+    # this variant's own file, stamped with the range its figures come from (reguide.json mixes tasks and
+    # ranges; the headline reads the variant's file)
+    write_result(stem, res, seed_range=eval_range,
+                 key_figures=[k for k in ("ft_floor_gain_vs_matched", "ft_gain_vs_matched", "base_success",
+                                          "pcg_success") if res.get(k) is not None][:3])
     print("\n".join(lines))
 
 
@@ -469,7 +505,13 @@ def main() -> None:
     ap.add_argument("--demos", type=int, default=20, help="prep: the base policy's expert demos")
     ap.add_argument("--wm-steps", type=int, default=2000, help="prep: the world model's training steps")
     ap.add_argument("--sweep-episodes", type=int, default=200)
-    ap.add_argument("--sweep-seed", type=int, default=130_000)
+    ap.add_argument("--sweep-range", default="tune", choices=("collect", "tune", "report"),
+                    help="the protocol range of the sweep's episodes (the scale is a choice: tune); the sweeps "
+                    "before issue 58 ran on collect from 130000")
+    ap.add_argument("--sweep-offset", type=int, default=0, help="the sweep's first seed within --sweep-range")
+    ap.add_argument("--eval-range", default="report", choices=("collect", "tune", "report"),
+                    help="the protocol range of the figures' evaluation seeds; before issue 58: collect from 100000")
+    ap.add_argument("--eval-offset", type=int, default=0, help="the first evaluation seed within --eval-range")
     ap.add_argument("--scales", default=",".join(map(str, SWEEP_SCALES)))
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--methods", default="ft,matched,fs")

@@ -7,7 +7,8 @@
 #
 # Usage (as root): benchmarks/fresh_env.sh [ROOTFS] [run|test|both]   (default /tmp/fresh, both)
 # An existing ROOTFS is reused after purging what a previous run installed (libosmesa6 and the
-# venv), so that it is fresh again. Times go to ROOTFS/root/times.txt and the logs beside it.
+# venv), so that it is fresh again. Times go to ROOTFS/root/times.txt and the logs beside it, and
+# from there to benchmarks/results/fresh_env.json (benchmarks/fresh_env_result.py).
 # The machine's pip configuration, wheel folders and local CAs (/etc/xdg/pip, /opt/wheels, /opt/pypi,
 # /usr/local/share/ca-certificates), where present, are bound in read-only: they are part of this
 # machine, as they are of CI's.
@@ -68,3 +69,6 @@ EOF
 chmod +x "$ROOTFS/root/go.sh"
 chroot "$ROOTFS" /root/go.sh || true
 cat "$ROOTFS/root/times.txt"
+# the figures, by code: benchmarks/results/fresh_env.json (with the host's python: the chroot's venv is gone
+# at the next run)
+python3 "$SRC/benchmarks/fresh_env_result.py" "$ROOTFS"

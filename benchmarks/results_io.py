@@ -38,7 +38,7 @@ HEADLINES = [
     ("main_job_refined_minus_control", "main_job_control.json", "refined_minus_control"),
     ("ensemble_minus_plain", "ensemble_report.json", "over_trainings"),
     ("imagination_c1_gain_vs_control", "imagination.json", "imagination_c1_paired_gain_vs_control"),
-    ("reguide_can_ft_gain_vs_matched", "reguide.json", "can.ft_floor_gain_vs_matched"),
+    ("reguide_can_ft_gain_vs_matched", "reguide_can_state_pos_d10.json", "ft_floor_gain_vs_matched"),
     ("dsrl_minus_zero_noise", "dsrl.json", "final_minus_zero_noise"),
     ("grounding_heldout_wrong", "grounding.json", "heldout_wrong"),
 ]

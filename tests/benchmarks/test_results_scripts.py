@@ -1,0 +1,46 @@
+"""The scripts that turn other outputs into results files by code: fresh_env_result (fresh_env.sh's times),
+hardening_report (the two hardening suites' sums) and ensemble_sweep's settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.benchmarks.helpers import load_script
+
+
+def test_fresh_env_figures_come_from_times_and_the_pytest_line(tmp_path: Path) -> None:
+    fe = load_script("fresh_env_result")
+    (tmp_path / "times.txt").write_text("make_install rc=0 93 s\nmake_run rc=0 687 s\nmake_test rc=1 497 s\n")
+    (tmp_path / "make_test.log").write_text("collected 9\n.....\n"
+                                            "===== 2 failed, 521 passed, 3 skipped in 497.12s (0:08:17) =====\n")
+    f = fe.figures(tmp_path)
+    assert f["make_run_total_s"] == 780 and f["make_test_rc"] == 1
+    assert f["make_test_result"] == "2 failed, 521 passed, 3 skipped"
+
+
+def test_fresh_env_names_an_unreadable_times_line(tmp_path: Path) -> None:
+    fe = load_script("fresh_env_result")
+    (tmp_path / "times.txt").write_text("make_install took long\n")
+    with pytest.raises(SystemExit, match=r"times\.txt: unreadable line 'make_install took long'"):
+        fe.figures(tmp_path)
+
+
+def test_hardening_sums_the_two_suites() -> None:
+    hr = load_script("hardening_report")
+    store = {"hostile_cases": 367, "clear_errors": 545, "harmless": 15, "tracebacks": 0, "silent": 0,
+             "store_kills": 60, "committed_lost": 0}
+    ros = {"hostile_cases": 667, "clear_errors": 603, "accepted_valid_or_bounded": 64, "bad_commands": 0,
+           "permanent_holds": 1, "control_ticks": 90000, "soak_minutes": 30.0}
+    m = hr.merge(store, ros)
+    assert (m["hostile_cases"], m["clear_errors"], m["accepted_valid_or_harmless"]) == (1034, 1148, 79)
+    assert m["permanent_holds"] == 1 and m["soak_control_ticks"] == 90000 and m["store_kills"] == 60
+
+
+def test_ensemble_sweep_pairs_every_setting_against_four_steps() -> None:
+    es = load_script("ensemble_sweep")
+    s = es.settings((-0.01, 0.3), (1, 2), (4, 8))
+    assert s["steps4"] == {"temporal_ensemble": None, "temporal_ensemble_every": 1, "n_action_steps": 4}
+    assert s["rate0.3_every2"] == {"temporal_ensemble": 0.3, "temporal_ensemble_every": 2}
+    assert set(s) == {"steps4", "steps8", "rate-0.01_every2", "rate0.3_every2", "rate0.3_every1"}
