@@ -39,8 +39,13 @@ def info(path: Path) -> None:
 
 
 def _integrity_line(store: EpisodeStore) -> str:
+    if store.integrity and store.chunk_positions_recorded:
+        return ("crc32c chunk checksums bound to their positions, every committed chunk written "
+                "(`vla data verify` checks them all)")
     if store.integrity:
-        return "crc32c chunk checksums, every committed chunk written (`vla data verify` checks them all)"
+        # written before position records: a swapped chunk file passes until the next append records them
+        return ("crc32c chunk checksums, every committed chunk written (`vla data verify` checks them all); "
+                "chunk positions not recorded yet (the next append records them)")
     return ("none: written before chunk checksums; opened for compatibility, chunks are read unverified "
             "(a damaged chunk may read as wrong values)")
 

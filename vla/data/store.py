@@ -27,6 +27,11 @@ Integrity (stores created by this code, root attribute `integrity`): every chunk
 checksum (zarr's `crc32c` codec after the compressor) and every chunk of the committed range is
 written even when it holds only fill values, so a flipped byte, a truncated or a deleted chunk is
 a `StoreError` naming the key, the episodes and the file instead of plausible wrong data or zeros.
+A chunk's own checksum travels with its bytes, so the commit record also binds every step-data
+chunk to its array and chunk key (`chunk_crc`, `store_checks.py`): chunk files swapped or copied
+over one another are an error naming the array and the chunk keys, on read and in `verify`.
+Stores with checksums but no position record (written before it) are checked as before until
+their next append, which records the positions of the chunks as they are then.
 Stores written before (no `integrity` attribute) still open and append, but their chunks are read
 unverified (`vla data info` says so). Layout and episode metadata are checked too (`store_checks.py`).
 """
@@ -46,16 +51,21 @@ from zarr.codecs import BloscCodec, Crc32cCodec
 
 from vla.data.schema import SOURCES, Episode, StoreSchema, closest, validate_episode
 from vla.data.store_checks import (
+    CHUNK_RECORD,
+    CHUNK_RECORD_VERSION,
     META_DTYPES,
     check_layout,
     check_meta_digests,
     check_table,
     describe_cause,
+    empty_chunk_record,
     episodes_of_rows,
     episodes_of_steps,
     first_line,
     meta_digest,
+    parse_chunk_record,
     record_digest,
+    rows_digest,
     with_record_digest,
 )
 from vla.data.store_files import (
@@ -68,6 +78,7 @@ from vla.data.store_files import (
     lock_writer,
     place_new_store,
     read_chunk_bytes,
+    read_chunk_trailer,
     unlock,
 )
 
@@ -147,6 +158,8 @@ class EpisodeStore:
         self.uid = attrs.get("uid")
         self._meta_crc: dict[str, int] = dict(attrs.get("meta_crc") or {})
         self.integrity: dict[str, Any] = dict(attrs.get("integrity") or {})
+        self._chunk_rec = parse_chunk_record(attrs.get(CHUNK_RECORD), self.path) if self.integrity else None
+        self._tail_ok: set[str] = set()  # data arrays whose last chunk's rows this commit were checked
         self.step_keys = list(self.schema.step_shapes())
         self._table: EpisodeTable | None = None
         self._arrays = check_layout(self._root, self.path, self.schema, self._n_episodes, self._n_steps)
@@ -191,7 +204,8 @@ class EpisodeStore:
             # The root attributes are written last: a store without them is not a store.
             root.attrs.put(with_record_digest({
                 "format": FORMAT_NAME, "version": FORMAT_VERSION, "schema": schema.to_json(), "n_episodes": 0,
-                "n_steps": 0, "integrity": INTEGRITY, "uid": uuid.uuid4().hex, "meta_crc": {k: 0 for k in META_KEYS}}))
+                "n_steps": 0, "integrity": INTEGRITY, "uid": uuid.uuid4().hex, "meta_crc": {k: 0 for k in META_KEYS},
+                CHUNK_RECORD: empty_chunk_record()}))
 
         lock_fd = place_new_store(path, build, overwrite)
         return cls(path, mode="a", lock_fd=lock_fd)
@@ -262,6 +276,8 @@ class EpisodeStore:
         if n_episodes != self._n_episodes:
             self._n_episodes, self._n_steps = n_episodes, n_steps
             self._meta_crc = dict(attrs.get("meta_crc") or {})
+            self._chunk_rec = parse_chunk_record(attrs.get(CHUNK_RECORD), self.path) if self.integrity else None
+            self._tail_ok.clear()
             self._table = None
         return self._n_episodes
 
@@ -277,15 +293,118 @@ class EpisodeStore:
             arr = self._array(name, fresh=True)
         if stop <= start:
             return arr[start:stop]
+        c = arr.chunks[0]
         if self.integrity.get("all_chunks_written"):
-            c = arr.chunks[0]
             for i in range(start // c, -(-stop // c)):
-                if not self._chunk_path(name, arr, i).exists():
+                recorded = self._recorded_crc(name, i)
+                if recorded is None:
+                    if not self._chunk_path(name, arr, i).exists():
+                        raise self._damage(name, arr, i, "chunk file missing (its rows would read as fill values)")
+                    continue
+                # The trailer alone: a full chunk's own crc32c is checked by zarr as it decodes.
+                trailer = read_chunk_trailer(self._chunk_path(name, arr, i))
+                if trailer is None:
                     raise self._damage(name, arr, i, "chunk file missing (its rows would read as fill values)")
+                if trailer != recorded:
+                    raise self._misplaced(name, arr, [i])
         try:
-            return arr[start:stop]
+            values = arr[start:stop]
         except Exception as e:  # any failure to decode committed bytes is damage: find the chunk
             raise self._locate_damage(name, arr, start, stop, e) from None
+        tail = self._n_steps // c
+        if name not in self._tail_ok and start // c <= tail < -(-stop // c) and self._recorded_tail(name) is not None:
+            if not self._tail_matches(name, arr):
+                raise self._misplaced(name, arr, [tail])
+            self._tail_ok.add(name)
+        return values
+
+    # ------------------------------------------------------------------ chunk positions
+    @property
+    def chunk_positions_recorded(self) -> bool:
+        """The commit record binds the step-data chunks to their positions (see `verify`)."""
+        return self._chunk_rec is not None
+
+    def _recorded_crc(self, name: str, index: int) -> int | None:
+        """The crc32c the commit record binds to full chunk `index` of data array `name`, if any."""
+        if self._chunk_rec is None or not name.startswith("data/"):
+            return None
+        hexs = self._chunk_rec["sealed"].get(name.removeprefix("data/"), "")
+        return int(hexs[8 * index:8 * index + 8], 16) if index < len(hexs) // 8 else None
+
+    def _recorded_tail(self, name: str) -> int | None:
+        """The digest of the committed rows of the last, partly filled chunk of data array `name`."""
+        rec = self._chunk_rec
+        if rec is None or not name.startswith("data/") or rec["steps"] != self._n_steps:
+            return None
+        return rec["tail"].get(name.removeprefix("data/"))
+
+    def _tail_matches(self, name: str, arr: zarr.Array) -> bool:
+        if arr.shape[0] < self._n_steps:  # opened before a writer grew it (this reader refreshed since)
+            arr = self._array(name, fresh=True)
+        c = arr.chunks[0]
+        lo = self._n_steps // c * c
+        try:
+            rows = arr[lo:self._n_steps]
+        except Exception as e:
+            raise self._damage(name, arr, lo // c, describe_cause(e)) from None
+        return rows_digest(rows) == self._recorded_tail(name)
+
+    def _chunk_key(self, arr: zarr.Array, index: int) -> str:
+        return str(arr.metadata.encode_chunk_key((index,) + (0,) * (arr.ndim - 1)))
+
+    def _whose(self, name: str, arr: zarr.Array, index: int) -> str:
+        """What chunk file `index` of `name` holds instead of its own: the chunk recorded at another
+        position (of this or another array) when its trailer is recorded there."""
+        trailer = read_chunk_trailer(self._chunk_path(name, arr, index))
+        here = self._chunk_key(arr, index)
+        sealed = self._chunk_rec["sealed"] if self._chunk_rec is not None else {}
+        key = name.removeprefix("data/")
+        for other in [key, *(k for k in sealed if k != key)]:
+            hexs = sealed.get(other, "")
+            for j in range(len(hexs) // 8):
+                if (other, j) != (key, index) and trailer == int(hexs[8 * j:8 * j + 8], 16):
+                    there = self._chunk_key(self._array(f"data/{other}"), j)
+                    return f"{here} holds the chunk recorded for {there if other == key else f'{other!r} {there}'}"
+        return f"{here} does not hold the chunk recorded for its position"
+
+    def _misplaced(self, name: str, arr: zarr.Array, indices: list[int]) -> StoreError:
+        """One error for chunks whose stored bytes pass their own checksum but are not the ones the
+        commit record binds to their position (a damaged chunk is named as damage instead)."""
+        for i in indices:
+            data = read_chunk_bytes(self._chunk_path(name, arr, i))
+            if data is None:
+                return self._damage(name, arr, i, "chunk file missing (its rows would read as fill values)")
+            if not crc_ok(data):
+                return self._damage(name, arr, i, "checksum mismatch: the chunk file was altered or truncated")
+        c = arr.chunks[0]
+        lo, hi = min(indices) * c, min((max(indices) + 1) * c, max(self._n_steps, min(indices) * c + 1))
+        where = episodes_of_steps(self._episode_ends_or_none(), lo, hi)
+        found = "; ".join(self._whose(name, arr, i) for i in indices)
+        return StoreError(f"{self.path / name}: key '{name.removeprefix('data/')}', {where}: chunk files not at "
+                          f"their recorded positions (swapped or copied; they would read as wrong data): {found}")
+
+    def _next_chunk_record(self, end: int) -> dict[str, Any]:
+        """The position record of the commit ending at step `end`, written after the step data:
+        the trailers of chunks this append filled, the digest of the new last chunk's rows."""
+        rec = self._chunk_rec
+        if rec is None or rec["steps"] != self._n_steps:  # written before position records, or by older
+            rec = empty_chunk_record()                    # code: record every chunk as it is now
+        sealed: dict[str, str] = {}
+        tail: dict[str, int] = {}
+        for key in self.step_keys:
+            name = f"data/{key}"
+            arr = self._array(name)
+            c = arr.chunks[0]
+            hexs = rec["sealed"].get(key, "")[: 8 * (end // c)]
+            for i in range(len(hexs) // 8, end // c):
+                trailer = read_chunk_trailer(self._chunk_path(name, arr, i))
+                if trailer is None or trailer < 0:
+                    raise self._damage(name, arr, i, "chunk file missing or truncated after it was written")
+                hexs += f"{trailer:08x}"
+            sealed[key] = hexs
+            if end % c:
+                tail[key] = rows_digest(arr[end // c * c:end])
+        return {"version": CHUNK_RECORD_VERSION, "steps": end, "sealed": sealed, "tail": tail}
 
     def _chunk_path(self, name: str, arr: zarr.Array, index: int) -> Path:
         return self.path / name / arr.metadata.encode_chunk_key((index,) + (0,) * (arr.ndim - 1))
@@ -335,7 +454,8 @@ class EpisodeStore:
         return self._table
 
     def verify(self, keys: Iterable[str] | None = None, stop_step: int | None = None) -> int:
-        """Check the stored bytes of every committed chunk (existence and crc32c) without decoding;
+        """Check the stored bytes of every committed chunk (existence, crc32c and, where the commit
+        record binds them, position) decoding only each array's last, partly filled chunk;
         returns the number of chunk files checked (0 for a store written without checksums)."""
         if not self.integrity:
             return 0
@@ -345,13 +465,23 @@ class EpisodeStore:
         for name in names:
             arr = self._array(name)
             stop = self._n_episodes if name.startswith("meta/") else self._n_steps if stop_step is None else stop_step
-            for i in range(-(-stop // arr.chunks[0])):
+            n_chunks = -(-stop // arr.chunks[0])
+            misplaced = []
+            for i in range(n_chunks):
                 data = read_chunk_bytes(self._chunk_path(name, arr, i))
                 if data is None:
                     raise self._damage(name, arr, i, "chunk file missing (its rows would read as fill values)")
                 if not crc_ok(data):
                     raise self._damage(name, arr, i, "checksum mismatch: the chunk file was altered or truncated")
+                recorded = self._recorded_crc(name, i)
+                if recorded is not None and int.from_bytes(data[-4:], "little") != recorded:
+                    misplaced.append(i)
                 checked += 1
+            tail = self._n_steps // arr.chunks[0]
+            if tail < n_chunks and self._recorded_tail(name) is not None and not self._tail_matches(name, arr):
+                misplaced.append(tail)
+            if misplaced:  # all of the array's, so that a swap names both chunk keys
+                raise self._misplaced(name, arr, misplaced)
         return checked
 
     def episode_bounds(self, index: int) -> tuple[int, int]:
@@ -436,6 +566,9 @@ class EpisodeStore:
         # The commit: `put` rewrites the group metadata in one atomic file write. (`attrs.update`
         # would write once per key, and a kill between the two writes tears the record.)
         record = {**self._root.attrs.asdict(), "n_episodes": index + 1, "n_steps": end}
+        chunk_rec = self._next_chunk_record(end) if self.integrity else None
+        if chunk_rec is not None:
+            record[CHUNK_RECORD] = chunk_rec
         digests = self._meta_crc
         if digests:  # stores with digests (created by this code): extend each by this episode
             digests = {k: meta_digest(k, np.array([meta[k]], dtype=object), int(digests.get(k, 0)))
@@ -443,6 +576,8 @@ class EpisodeStore:
             record["meta_crc"] = digests
         self._root.attrs.put(with_record_digest(record) if "record_crc" in record else record)
         self._n_episodes, self._n_steps, self._meta_crc = index + 1, end, digests
+        self._chunk_rec = chunk_rec
+        self._tail_ok.clear()
         self._table = None
         return index
 

@@ -10,6 +10,10 @@ they apply), so a damaged store is never read as plausible wrong data:
   length up to the commit record's `n_steps`, intervention/recovery counts within the length,
   known sources (a store wiped under a live writer once showed negative lengths);
 - chunks (on read): a chunk file missing, failing its crc32c or failing to decode names itself;
+- chunk positions: a chunk's crc32c travels with its bytes, so a chunk file swapped with another
+  (or copied over one) passes its own check and reads as wrong data. The commit record therefore
+  binds every step-data chunk to its array and chunk key (`chunk_crc`, below); a chunk at the
+  wrong place is an error naming the array and both chunk keys;
 - metadata digests: the commit record carries a running crc32 of every per-episode column
   (`meta_crc`, updated in O(1) per append), so metadata edited after its commit, even through
   zarr with valid chunk checksums (shifted episode boundaries, relabelled success), is an error;
@@ -160,6 +164,46 @@ def check_meta_digests(cols: dict[str, np.ndarray], expected: dict[str, int], pa
         raise StoreError(f"{path / 'meta' / key}: key 'meta/{key}', episodes 0-{n - 1}: does not match the "
                          "commit record's digest (edited after it was committed)"
                          + (f"; {inconsistency}" if inconsistency is not None else ""))
+
+# Commit-record field binding step-data chunks to their positions:
+#   {"version": 1, "steps": N, "sealed": {key: hex}, "tail": {key: crc32}}
+# `sealed[key]` concatenates, 8 hex digits per chunk in chunk order, the crc32c each full chunk of
+# the committed range ends in; full chunks below the committed end are never rewritten, so a reader
+# can compare their trailers while a writer appends. The last, partly filled chunk is rewritten
+# by the next append (its stored bytes change while its committed rows do not), so `tail[key]` is
+# the crc32 of its committed rows' values instead. `steps` is the commit the record describes: a
+# record left behind by older code appending without it still binds its sealed chunks.
+# Episode metadata columns need no entry: `meta_crc` digests their values in order.
+CHUNK_RECORD = "chunk_crc"
+CHUNK_RECORD_VERSION = 1
+
+
+def empty_chunk_record() -> dict[str, Any]:
+    return {"version": CHUNK_RECORD_VERSION, "steps": 0, "sealed": {}, "tail": {}}
+
+
+def rows_digest(values: np.ndarray) -> int:
+    """crc32 of rows' values as stored (little-endian): the digest of a last chunk's committed rows."""
+    a = np.asarray(values)
+    return zlib.crc32(np.ascontiguousarray(a.astype(a.dtype.newbyteorder("<"))).tobytes())
+
+
+def parse_chunk_record(value: Any, path: Path) -> dict[str, Any] | None:
+    """The commit record's chunk position record, None when it has none (stores written before it)
+    or one of a version this code does not know (their chunks are then checked as before)."""
+    if value is None or (isinstance(value, dict) and value.get("version") != CHUNK_RECORD_VERSION):
+        return None
+    try:
+        steps, sealed, tail = int(value["steps"]), dict(value["sealed"]), dict(value["tail"])
+        for key, hexs in sealed.items():
+            if not isinstance(hexs, str) or len(hexs) % 8:
+                raise ValueError(f"sealed checksums of '{key}' are not 8 hex digits each")
+            int(hexs or "0", 16)
+        tail = {str(k): int(v) for k, v in tail.items()}
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise StoreError(f"{path / 'zarr.json'}: damaged commit record ({CHUNK_RECORD}: {first_line(e)})") from None
+    return {"version": CHUNK_RECORD_VERSION, "steps": steps, "sealed": sealed, "tail": tail}
+
 
 def record_digest(attrs: dict[str, Any]) -> int:
     body = {k: v for k, v in attrs.items() if k != "record_crc"}

@@ -186,6 +186,20 @@ def read_chunk_bytes(file: Path) -> bytes | None:
     return None
 
 
+def read_chunk_trailer(file: Path) -> int | None:
+    """The crc32c a chunk file ends in (-1 if it is too short to hold one, None if it is missing):
+    4 bytes, so checking a chunk's position on every read costs no full read of the file."""
+    try:
+        with open(file, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            if size < 4:
+                return -1
+            f.seek(size - 4)
+            return int.from_bytes(f.read(4), "little")
+    except FileNotFoundError:
+        return None
+
+
 def crc_ok(data: bytes) -> bool:
     """The crc32c codec's check: the last 4 bytes are the little-endian crc32c of the rest."""
     import google_crc32c

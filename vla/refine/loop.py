@@ -94,6 +94,31 @@ class RefineRun:
         return self.cfg.collect_seeds(version)
 
     # ------------------------------------------------------------------ steps
+    def check_inputs(self) -> None:
+        """The store the run fine-tunes on against the checkpoint's policy, before anything is
+        evaluated, collected or copied: demos of another action size used to pass a full evaluation
+        and a copy into the run folder first, and then fail in collection with an unclear message."""
+        from vla.policy.checkpoint import load_config as checkpoint_config
+
+        policy = checkpoint_config(self.cfg.ckpt)
+        # a resumed run trains on its own copy (the demos may have moved since)
+        path = self.store_path if self.store_path.exists() else Path(self.cfg.demos)
+        what = "the run's store" if path == self.store_path else "demos"
+        if not (path / "zarr.json").exists():
+            raise FileNotFoundError(f"{what}: {path} is not an EpisodeStore")
+        with EpisodeStore.open(path) as store:
+            schema = store.schema
+        ckpt = f"the checkpoint {self.cfg.ckpt}"
+        for key, have, need in (("action", schema.action_dim, policy.action_dim),
+                                ("state", schema.state_dim, policy.state_dim)):
+            if have != need:
+                raise ValueError(f"{what} {path}: key '{key}' has size {have}, but {ckpt} has a policy with "
+                                 f"{key}_dim {need} (use the demos the policy was trained on)")
+        missing = [cam for cam in policy.cameras if cam not in schema.cameras]
+        if missing:
+            raise ValueError(f"{what} {path}: no key 'images/{missing[0]}' (its cameras: {list(schema.cameras)}), but "
+                             f"{ckpt} has a policy that reads cameras {policy.cameras}")
+
     def prepare(self) -> None:
         self.out.mkdir(parents=True, exist_ok=True)
         config_file = self.out / "config.json"
@@ -259,6 +284,7 @@ class RefineRun:
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> list[dict[str, Any]]:
+        self.check_inputs()
         self.prepare()
         for k in range(self.cfg.iterations + 1):
             self.evaluate(k)

@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 import warnings
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 import zarr
 from zarr.codecs import BloscCodec
 
+from vla.data.dataset import WindowDataset
 from vla.data.store import EpisodeStore, StoreError, StoreRepairWarning
 from vla.data.synthetic import default_schema, synthetic_episode
 
@@ -182,3 +184,77 @@ def test_reader_notices_a_replaced_store(store_path: Path) -> None:
     EpisodeStore.create(store_path, SCHEMA, overwrite=True).close()
     with pytest.raises(StoreError, match="replaced"):
         reader.refresh()
+
+
+def swap(a: Path, b: Path) -> None:
+    data_a, data_b = a.read_bytes(), b.read_bytes()
+    a.write_bytes(data_b)
+    b.write_bytes(data_a)
+
+
+def verify_cli(path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "vla.cli", "data", "verify", str(path)], capture_output=True,
+                          text=True, timeout=120)
+
+
+def info_cli(path: Path) -> subprocess.CompletedProcess:
+    res = subprocess.run([sys.executable, "-m", "vla.cli", "data", "info", str(path)], capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    return res
+
+
+# 40 steps in chunks of 16 (low-dim: c/0 and c/1 full, c/2 the last, partly filled) and 4 (images).
+@pytest.mark.parametrize(("key_a", "a", "key_b", "b", "needles"), [
+    ("data/action", "c/0/0", "data/action", "c/1/0",
+     ["c/0/0 holds the chunk recorded for c/1/0", "c/1/0 holds the chunk recorded for c/0/0"]),
+    ("data/state", "c/1/0", "data/state", "c/2/0", ["c/1/0 does not hold", "c/2/0 holds the chunk recorded for c/1/0"]),
+    ("data/images/agentview", "c/2/0/0/0", "data/images/agentview", "c/7/0/0/0",
+     ["c/2/0/0/0 holds the chunk recorded for c/7/0/0/0", "c/7/0/0/0 holds the chunk recorded for c/2/0/0/0"]),
+    # same shape and dtype, both the last chunk of their array: only the rows' digest binds them
+    ("data/is_intervention", "c/2", "data/is_recovery", "c/2", ["c/2 does not hold the chunk recorded"]),
+])
+def test_swapped_chunk_files_are_named_by_verify_and_refused_on_read(
+        store_path: Path, key_a: str, a: str, key_b: str, b: str, needles: list[str]) -> None:
+    original = {k: EpisodeStore.open(store_path).read(k, 0, 40) for k in ("action", "state", "images/agentview")}
+    swap(store_path / key_a / a, store_path / key_b / b)  # each file still passes its own crc32c
+    res = verify_cli(store_path)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
+    assert f"{store_path / key_a}: key '{key_a.removeprefix('data/')}'" in res.stderr, res.stderr
+    assert "not at their recorded positions" in res.stderr and all(n in res.stderr for n in needles), res.stderr
+    with pytest.raises(StoreError, match=f"key '{key_a.removeprefix('data/')}'.*not at their recorded positions"):
+        read_everything(store_path)
+    with pytest.raises(StoreError, match="not at their recorded positions"):  # the training path reads it too
+        WindowDataset(EpisodeStore.open(store_path), obs_horizon=1, action_horizon=4, cache="memory")
+    swap(store_path / key_a / a, store_path / key_b / b)  # nothing was lost: put back, it reads as before
+    assert verify_cli(store_path).returncode == 0
+    for k, values in original.items():
+        np.testing.assert_array_equal(EpisodeStore.open(store_path).read(k, 0, 40), values)
+
+
+def test_store_without_position_record_verifies_and_gets_one_on_append(store_path: Path) -> None:
+    # A store written before chunk positions were recorded: checksums, no `chunk_crc` in its record.
+    root = store_path / "zarr.json"
+    meta = json.loads(root.read_text())
+    attrs = {k: v for k, v in meta["attributes"].items() if k not in ("chunk_crc", "record_crc")}
+    meta["attributes"] = {**attrs, "record_crc": zlib.crc32(json.dumps(attrs, sort_keys=True).encode())}
+    root.write_text(json.dumps(meta))
+    res = verify_cli(store_path)
+    assert res.returncode == 0 and "4 episodes" in res.stdout and "no damage found" in res.stdout, res.stderr
+    read_everything(store_path)
+    assert "chunk positions not recorded yet" in info_cli(store_path).stdout
+    with EpisodeStore.open(store_path, mode="a") as writer:  # the next append records every chunk's position
+        writer.append_episode(synthetic_episode(SCHEMA, 4, length=10))
+    assert verify_cli(store_path).returncode == 0
+    assert "checksums bound to their positions" in info_cli(store_path).stdout
+    swap(store_path / "data/action/c/0/0", store_path / "data/action/c/1/0")
+    res = verify_cli(store_path)
+    assert res.returncode == 2 and "c/0/0 holds the chunk recorded for c/1/0" in res.stderr, res.stderr
+
+
+def test_reader_checks_positions_while_a_writer_rewrites_the_last_chunk(store_path: Path) -> None:
+    reader = EpisodeStore.open(store_path)  # commit of 40 steps: c/2 holds steps 32-39
+    with EpisodeStore.open(store_path, mode="a") as writer:
+        writer.append_episode(synthetic_episode(SCHEMA, 4, length=5))  # rewrites c/2 with steps 40-44 added
+    assert reader.verify() > 0 and reader.read("action", 0, 40).shape == (40, 7)
+    assert reader.refresh() == 5 and reader.verify() > 0
