@@ -1,13 +1,17 @@
 # Two commands on a fresh machine: `make run` (the main job) and `make test` (the test suite).
 # Each creates .venv and installs what it needs. Without a GPU, torch is pinned to the CPU build
-# (torch==2.13.0) so that no CUDA wheels are ever downloaded; with one, the ordinary CUDA torch.
+# (torch==2.13.0) so that no CUDA wheels are ever downloaded: a local CPU wheel when pip's wheel
+# folders have one, else PyTorch's CPU wheel index (tools/torch-source; TORCH_INDEX_URL overrides).
+# With a GPU: the ordinary CUDA torch and the `gpu` extra (ONNX Runtime's CUDA build).
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 HAS_GPU := $(shell nvidia-smi -L >/dev/null 2>&1 && echo 1)
 CONSTRAINTS := $(if $(HAS_GPU),,-c constraints/cpu.txt)
-EXTRAS ?= dev,sim,ros,dist
+TORCH_VERSION := 2.13.0
+comma := ,
+EXTRAS ?= dev,sim,ros,dist$(if $(HAS_GPU),$(comma)gpu)
 PYTEST_ARGS ?=
 export MUJOCO_GL ?= osmesa
 export PYOPENGL_PLATFORM ?= osmesa
@@ -28,8 +32,11 @@ test-deps:
 $(VENV)/.installed: pyproject.toml constraints/cpu.txt | system-deps
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(if $(HAS_GPU),$(PY) -m pip install -q torch,$(PY) -m pip install -q torch==2.13.0)
+	$(if $(HAS_GPU),$(PY) -m pip install -q torch,$(PY) -m pip install -q torch==$(TORCH_VERSION) $$(tools/torch-source $(PY) $(TORCH_VERSION)))
 	$(PY) -m pip install -q $(CONSTRAINTS) -e ".[$(EXTRAS)]"
+	# onnxruntime and onnxruntime-gpu are one module: the CPU build, which the base dependencies bring,
+	# would shadow the CUDA one (ONNX Runtime's install notes: uninstall it first).
+	$(if $(findstring gpu,$(EXTRAS)),$(PY) -m pip uninstall -q -y onnxruntime && $(PY) -m pip install -q --force-reinstall --no-deps onnxruntime-gpu)
 	# robosuite without its numpy<2 pin (mink==0.0.5); its real dependencies are in the sim extra.
 	$(PY) -m pip install -q --no-deps robosuite==1.5.2
 	# Meta-World (mw_* tasks) without its mujoco==3.3.0 pin: it runs with the project's mujoco 3.3.x;
