@@ -23,9 +23,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
 from sim.evaluate import EpisodeResult
+from vla.progress import progress as tqdm
 
 # One thread per task: a task holds one CPU of the cluster's accounting, the same rule as the
 # local workers (llvmpipe renders with LP_NUM_THREADS threads).

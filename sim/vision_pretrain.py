@@ -52,9 +52,8 @@ def collect_frames(task: str, seeds: range, image_size: int, every: int = 4,
                    progress: bool = True) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
     """Every `every`-th frame of the expert's episodes on `seeds`: images per camera uint8 [N, H, W, 3],
     targets float32 [N, 10] and each frame's episode index [N]."""
-    from tqdm import tqdm
-
     from sim.policies import expert_action, make_expert
+    from vla.progress import progress as tqdm
     from vla.registry import TASKS
 
     env = TASKS.make(task, image_size=image_size)
@@ -94,9 +93,9 @@ def pretrain_encoders(policy_cfg: Any, images: dict[str, np.ndarray], targets: n
     import torch
     import torch.nn.functional as F
     from torch import nn
-    from tqdm import tqdm
 
     from vla.policy.encoders import VisionEncoder
+    from vla.progress import progress as tqdm
 
     torch.manual_seed(seed)
     cams = list(policy_cfg.cameras)

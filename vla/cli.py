@@ -80,9 +80,13 @@ LAZY_EXPECTED_ERRORS = (("vla.data.store_files", "StoreError"), ("vla.policy.che
 
 
 @app.callback()
-def _options(debug: bool = typer.Option(False, "--debug", help="show full tracebacks of errors")) -> None:
+def _options(debug: bool = typer.Option(False, "--debug", help="show full tracebacks of errors"),
+             verbose: bool = typer.Option(False, "--verbose", help="let third-party warnings through (robosuite's "
+                                          "macro-file and optional-extra lines, library deprecations)")) -> None:
     if debug:
         os.environ["VLA_DEBUG"] = "1"
+    if verbose:
+        os.environ["VLA_VERBOSE"] = "1"
 
 
 def _expected(e: BaseException) -> bool:
@@ -103,9 +107,10 @@ def error_line(e: BaseException) -> str:
 
 
 def main() -> None:
-    if "--debug" in sys.argv[1:]:  # accepted anywhere on the line, not only before the subcommand
-        sys.argv.remove("--debug")
-        os.environ["VLA_DEBUG"] = "1"
+    for flag, var in (("--debug", "VLA_DEBUG"), ("--verbose", "VLA_VERBOSE")):
+        if flag in sys.argv[1:]:  # accepted anywhere on the line, not only before the subcommand
+            sys.argv.remove(flag)
+            os.environ[var] = "1"
     try:
         app()
     except Exception as e:

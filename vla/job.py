@@ -222,10 +222,9 @@ def stage(name: str) -> Callable[[StageFn], StageFn]:
 
 @stage("demos")
 def demos_stage(ctx: JobContext) -> dict[str, Any]:
-    from tqdm import tqdm
-
     from vla.data.store import EpisodeStore
     from vla.data.synthetic import default_schema, synthetic_episode
+    from vla.progress import progress as tqdm
 
     cfg = ctx.config.demos
     t0 = time.perf_counter()

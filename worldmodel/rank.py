@@ -79,7 +79,7 @@ def rank(model: WorldModel, candidates: dict[str, dict[str, Any]], starts: Start
     """candidates: name -> {"ckpt": path, "real_success": float | None, "heldout": store of logged real
     rollouts (optional)}. Returns per-candidate scores and, when real success is known for all,
     the ranking metrics of every proxy."""
-    from tqdm import tqdm
+    from vla.progress import progress as tqdm
 
     rows: dict[str, dict[str, Any]] = {}
     for name, c in tqdm(candidates.items(), desc="ranking", disable=not progress):

@@ -101,7 +101,7 @@ class WMTrainer:
         return totals
 
     def fit(self) -> dict[str, Any]:
-        from tqdm import tqdm
+        from vla.progress import progress as tqdm
 
         tc, mc = self.job.train, self.job.model
         writer = None

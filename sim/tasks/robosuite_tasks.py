@@ -21,9 +21,7 @@ import os
 os.environ.setdefault("MUJOCO_GL", "osmesa")
 
 import functools
-import logging
 import string
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -31,16 +29,20 @@ import mujoco
 import numpy as np
 
 from sim.tasks.robosuite_render import FastRenderer, decimate_visual_meshes
+from sim.tasks.robosuite_specs import (  # noqa: F401  (re-exported)
+    _BINS_CAMERAS,
+    _TABLE_CAMERAS,
+    SPECS,
+    TaskSpec,
+    quiet_robosuite_import,
+)
 from vla.data.schema import closest
-from vla.registry import TASKS
 
-# robosuite logs a warning for each optional extra it cannot import (robosuite_models, mink IK).
-logging.getLogger("robosuite_logs").setLevel(logging.ERROR)
+with quiet_robosuite_import():
+    import robosuite
+    from robosuite.controllers import load_composite_controller_config
 
-import robosuite  # noqa: E402  (MUJOCO_GL must be set first)
-from robosuite.controllers import load_composite_controller_config  # noqa: E402
-
-from sim.tasks import robosuite_lean  # noqa: E402  (imports robosuite)
+    from sim.tasks import robosuite_lean
 
 DEFAULT_CAMERAS = ("agentview", "robot0_eye_in_hand")
 CONTROL_HZ = 20
@@ -53,40 +55,6 @@ DEFAULT_MESH_VOXEL = 0.008
 MESH_RELATIVE_VOXEL = 0.03
 MESH_PREFIX_VOXELS = (("gripper", 0.004),)
 PROPRIO_DIM = 9  # eef_pos 3 + eef_quat 4 + gripper_qpos 2, as robomimic's low-dim proprio
-_TABLE_CAMERAS = ("agentview", "robot0_eye_in_hand", "frontview", "birdview", "sideview", "robot0_robotview")
-_BINS_CAMERAS = ("agentview", "robot0_eye_in_hand", "frontview", "birdview", "robot0_robotview")
-
-
-@dataclass(frozen=True)
-class TaskSpec:
-    env_name: str
-    instructions: tuple[str, ...]
-    cameras: tuple[str, ...]
-    env_kwargs: dict[str, Any] = field(default_factory=dict)
-
-
-SPECS: dict[str, TaskSpec] = {
-    "lift": TaskSpec("Lift", (
-        "lift the red cube",
-        "pick up the cube",
-        "grasp the red block and raise it",
-        "lift the block off the table",
-    ), _TABLE_CAMERAS),
-    "can": TaskSpec("PickPlaceCan", (
-        "put the can in the bin",
-        "pick up the can and place it in its bin",
-        "move the soda can to the target bin",
-        "place the can into the right compartment",
-    ), _BINS_CAMERAS),
-    "square": TaskSpec("NutAssemblySquare", (
-        "put the square nut on the peg",
-        "fit the square nut onto the square peg",
-        "pick up the nut by its handle and slide it over the peg",
-        "assemble the square nut on its peg",
-    ), _TABLE_CAMERAS),
-}
-
-
 class RobosuiteTask(gym.Env):
     """One robosuite task. Observation = {images, state, instruction, timestamp} (vla.interfaces).
 
@@ -382,7 +350,3 @@ def _factory(task: str) -> Any:
     make.__name__ = f"make_{task}"
     make.__doc__ = f"robosuite {SPECS[task].env_name} with robomimic's settings (see RobosuiteTask)."
     return make
-
-
-for _name in SPECS:
-    TASKS.register(_name)(_factory(_name))

@@ -245,7 +245,7 @@ class Trainer:
             loader = DataLoader(self.train_data, batch_sampler=sampler, num_workers=cfg.num_workers,
                                 persistent_workers=cfg.num_workers > 0)
         writer = self._writer()
-        from tqdm import tqdm
+        from vla.progress import progress as tqdm
 
         bar = tqdm(total=end, initial=self.step, disable=not cfg.progress or self.rank != 0, desc="train")
         it = iter(loader)
