@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,13 @@ class DeployConfig:
     # Object poses (a pose estimator's topic); None: the policy reads joints and cameras only. Stale
     # poses hold the arm as stale joint states do.
     objects: ObjectsConfig | None = None
+    # Joint states a real arm cannot be in hold it (hold kind implausible_joint_state, named in the
+    # diagnostics) until sane ones return: a position past its joint's range by more than this (in the
+    # joints' units: rad, m for a prismatic gripper; an arm held inside the range by the safety layer
+    # only leaves it by tracking error and encoder noise), or a speed above this many times its
+    # max_velocity (no servo runs a joint that fast: a broken encoder or driver, not motion).
+    joint_state_position_tolerance: float = 0.05
+    joint_state_velocity_factor: float = 3.0
 
     def __post_init__(self) -> None:
         if self.command_interface not in COMMAND_INTERFACES:
@@ -96,6 +104,12 @@ class DeployConfig:
             raise ValueError(f"stamp_tolerance_s must be > 0 or null, got {self.stamp_tolerance_s}")
         if not self.instruction_wait_s >= 0:  # also NaN
             raise ValueError(f"instruction_wait_s must be >= 0, got {self.instruction_wait_s}")
+        if not (math.isfinite(self.joint_state_position_tolerance) and self.joint_state_position_tolerance >= 0):
+            raise ValueError(f"joint_state_position_tolerance must be finite and >= 0, "
+                             f"got {self.joint_state_position_tolerance}")
+        if not (math.isfinite(self.joint_state_velocity_factor) and self.joint_state_velocity_factor >= 1):
+            raise ValueError(f"joint_state_velocity_factor must be finite and >= 1 (a multiple of max_velocity), "
+                             f"got {self.joint_state_velocity_factor}")
         if not isinstance(self.allow_estop_clear, bool):
             raise ValueError(f"allow_estop_clear must be true or false, got {self.allow_estop_clear!r}")
         names = [c.name for c in self.cameras]

@@ -201,6 +201,9 @@ class ChunkExecutor:
         self._stats_lock = threading.Lock()  # stats() may run on another thread (ROS diagnostics timer)
         # A hold from outside (the lifecycle node while inactive), set from any thread; None to follow.
         self.external_hold: tuple[str, str] | None = None
+        # An extra check of each observation beyond the built-in ones (the policy node's: joint states a
+        # real arm cannot be in); (kind, detail) holds the robot for that tick, as a stale one does.
+        self.check_observation: Callable[[Observation], tuple[str, str] | None] | None = None
         # Observers on the control thread (the deployment recorder): they must return at once.
         self.on_tick: Callable[[TickRecord], None] | None = None
         self.on_chunk: Callable[[int, int, np.ndarray], None] | None = None  # (tick, chunk id, chunk as produced)
@@ -291,7 +294,7 @@ class ChunkExecutor:
             return ("invalid_observation", f"observation stamped {-age:.3f} s in the future")
         if state.ndim != 1 or not np.all(np.isfinite(state)) or not isinstance(obs.get("instruction", ""), str):
             return ("invalid_observation", "state not a finite float32 vector or instruction not a string")
-        return None
+        return None if self.check_observation is None else self.check_observation(obs)
 
     def _retry_due(self, obs: Observation, now: float) -> bool:
         return (float(obs["timestamp"]) > self._failed_obs_stamp

@@ -93,11 +93,40 @@ class JointLimits:
         return cls(tuple(joints), np.array(lo), np.array(hi), np.array(vel), acc)
 
 
+def implausible_joint_state(limits: JointLimits, position: np.ndarray, velocity: np.ndarray | None,
+                            position_tolerance: float, velocity_factor: float) -> str | None:
+    """Why a measured joint state cannot be the arm's (None when it can): a position outside
+    [lower - tolerance, upper + tolerance] or a speed above `velocity_factor` x max_velocity.
+
+    The values are finite already (the message boundary checks that); these are finite but physically
+    impossible, as from a broken encoder or driver. A policy fed 100 rad drives its joints at their
+    velocity limit towards wherever that points, so the caller holds instead.
+    """
+    q = np.asarray(position, dtype=np.float64)
+    lo, hi = limits.lower - position_tolerance, limits.upper + position_tolerance
+    bad = np.flatnonzero((q < lo) | (q > hi))
+    if bad.size:
+        i = int(bad[0])
+        return (f"joint {limits.names[i]} reported at {q[i]:.6g}, outside its range [{limits.lower[i]:g}, "
+                f"{limits.upper[i]:g}] by more than {position_tolerance:g}"
+                + (f" ({bad.size} joints in all)" if bad.size > 1 else ""))
+    if velocity is None:
+        return None
+    qd = np.abs(np.asarray(velocity, dtype=np.float64))
+    bound = velocity_factor * limits.max_velocity
+    bad = np.flatnonzero(qd > bound)
+    if bad.size:
+        i = int(bad[0])
+        return (f"joint {limits.names[i]} reported moving at {qd[i]:.6g}, above {velocity_factor:g} x its "
+                f"max_velocity ({bound[i]:g})" + (f" ({bad.size} joints in all)" if bad.size > 1 else ""))
+    return None
+
+
 @dataclass
 class SafetyEvent:
     tick: int
     kind: str  # nonfinite | bad_shape | position_limit | starved | stale_observation | invalid_observation
-    #            | dead_inference | inference_timeout | inference_failing | estop
+    #            | implausible_joint_state | dead_inference | inference_timeout | inference_failing | estop
     detail: str
 
 

@@ -69,7 +69,7 @@ from std_srvs.srv import SetBool, Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from real.joint_vla import JOINT_NAMES, N_JOINTS
-from real.ros.spinner import run_node_until_stopped
+from real.ros.spinner import init_ros, run_node_until_stopped
 
 log = logging.getLogger(__name__)
 
@@ -449,7 +449,7 @@ def main(argv: list[str] | None = None) -> None:
                              image_size=args.image_size, command_interface=args.command_interface,
                              command_topic=args.command_topic, ros_domain_id=args.domain_id,
                              result_file=args.result_file)
-    rclpy.init(args=ros_args, domain_id=cfg.ros_domain_id)
+    init_ros(ros_args, cfg.ros_domain_id)
     run_node_until_stopped(BridgeNode(cfg), args.duration)
 
 

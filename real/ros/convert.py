@@ -8,6 +8,7 @@ sensor_msgs/JointState), so they are unit-testable without ROS. Every check rais
 from __future__ import annotations
 
 import math
+import unicodedata
 from typing import Any
 
 import numpy as np
@@ -110,14 +111,23 @@ def object_poses(msg: Any, count: int, frame_id: str, quat_norm_tolerance: float
 
 def instruction_text(msg: Any, max_chars: int) -> str:
     """std_msgs/String -> the instruction; empty or blank text is an error (a language-conditioned
-    policy cannot run on it: it would fail every inference until the next instruction)."""
+    policy cannot run on it: it would fail every inference until the next instruction).
+
+    Control and other non-printable characters (NUL, newline, tab, escape, line separators...) are
+    rejected, not stripped: the text the policy runs on is exactly what the operator sent, or nothing.
+    A NUL never gets here: DDS cuts the string there, so "pick up\0 the cube" arrives as "pick up",
+    a shorter instruction with a meaning of its own; senders must not put one in.
+    """
     text = str(msg.data)
     if not text.strip():
         raise MessageError("instruction is empty or blank")
     if len(text) > max_chars:
         raise MessageError(f"instruction has {len(text)} characters, limit {max_chars}")
     if not text.isprintable():
-        raise MessageError("instruction contains non-printable characters")
+        i, ch = next((i, c) for i, c in enumerate(text) if not c.isprintable())
+        name = unicodedata.name(ch, "a control character")
+        raise MessageError(f"instruction contains a non-printable character U+{ord(ch):04X} ({name}) at index {i}: "
+                           "send plain one-line text (control characters are rejected, not stripped)")
     return text
 
 

@@ -18,11 +18,15 @@ config sets `allow_estop_clear: true` (any process on the ROS domain can call th
 with SROS2 access control, see the README), else the reply is success=false and the latch stays.
 
 Every message is validated at the boundary and dropped with a counter when bad: joint states (names,
-lengths, finite also as float32), images (encoding, size), instructions (non-empty, printable,
-length), object poses (count, frame, finite, unit quaternions), and the header stamps of joint
-states, images and object poses (within `stamp_tolerance_s` of the node's
-ROS clock: wall time, or /clock with `--ros-args -p use_sim_time:=true`; a replayed message is
-rejected). Receipt times on the monotonic clock still drive the stale-observation watchdog.
+lengths, finite also as float32), images (encoding, size), instructions (non-empty, length, no control
+characters: see `convert.instruction_text`), object poses (count, frame, finite, unit quaternions),
+and the header stamps of joint states, images and object poses (within `stamp_tolerance_s` of the
+node's ROS clock: wall time, or /clock with `--ros-args -p use_sim_time:=true`; a replayed message is
+rejected). Receipt times on the monotonic clock still drive the stale-observation watchdog. A finite
+joint state that the arm cannot be in (a position past its joint's range by more than
+`joint_state_position_tolerance`, a speed above `joint_state_velocity_factor` x max_velocity: a broken
+encoder or driver) holds the arm as `implausible_joint_state`, named in the diagnostics, until sane
+states return.
 
 Threads: rclpy spins the subscriptions on one thread; the control clock runs on its own thread
 (ROS timers would share the executor with callbacks and add jitter); inference on a third.
@@ -58,11 +62,12 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from real.config import DeployConfig, load_deploy_config, make_policy
 from real.executor import ChunkExecutor, TickRecord
+from real.instructions import InstructionPrep
 from real.recorder import EpisodeRecorder
 from real.ros.convert import duration_parts
 from real.ros.inputs import RobotInputs
-from real.ros.spinner import run_node_until_stopped
-from real.safety import SafetyFilter
+from real.ros.spinner import init_ros, run_node_until_stopped
+from real.safety import SafetyFilter, implausible_joint_state
 from real.worker import MonotonicClock, ThreadWorker
 from vla.data.schema import StoreSchema
 from vla.interfaces import Observation, Policy
@@ -83,10 +88,23 @@ class PolicyNode:
             raise ValueError(f"the policy reads {needed} object poses, the deploy config's objects section gives "
                              f"{have}" + (f" (set objects: {{topic: ..., count: {needed}}})" if needed else
                                           " (remove the objects section or deploy a policy that reads them)"))
+        # A language-conditioned policy loads its model here, not on the inference thread when the first
+        # new instruction comes (real/instructions.py); first, so that a failure leaves nothing behind.
+        self.instructions = InstructionPrep.for_policy(policy)
+        took = None
+        if self.instructions is not None:
+            try:
+                took = self.instructions.warm_up(cfg.default_instruction)
+            except BaseException:
+                self.instructions.close()
+                raise
         self.cfg = cfg
         self.clock = MonotonicClock()
         self._owns_node = node is None
         self.node = rclpy.create_node(name, context=context) if node is None else node
+        if took is not None:
+            self.node.get_logger().info(f"language model loaded in {took:.2f} s; new instructions are embedded "
+                                        "off the inference thread")
         self._entities: list[tuple[str, object]] = []  # (kind, entity) created on the node, for stop()
         self.estop_clears_refused = 0
         self._warned_default = False
@@ -106,6 +124,7 @@ class PolicyNode:
         self.worker = ThreadWorker(policy, self.clock)
         self.executor = ChunkExecutor(self.worker, self._observation, self._send, self.safety, cfg.executor,
                                       self.clock)
+        self.executor.check_observation = self._plausible
         self._spin_exec: SingleThreadedExecutor | None = None
         if self._owns_node:
             self._spin_exec = SingleThreadedExecutor(context=context)
@@ -182,17 +201,30 @@ class PolicyNode:
             self.node.get_logger().warning(f"no instruction on {self.cfg.instruction_topic} within "
                                       f"{self.cfg.instruction_wait_s} s: using default_instruction "
                                       f"{self.cfg.default_instruction!r}")
+        instruction = s.instruction
+        if self.instructions is not None:
+            ready = self.instructions.usable(instruction)
+            if ready is None:
+                self.node.get_logger().info("holding until the first instruction's embedding is ready",
+                                            throttle_duration_sec=1.0)
+                return None
+            instruction = ready
         # Stamped with the oldest receipt time (joints, any camera, the object poses) on the executor's
         # clock: a dead camera or pose estimator holds the robot like dead joint states, and no clock
         # sync is needed.
         stamp = min([s.q_time, *s.image_times.values(), *([s.objects_time] if self.cfg.objects else [])])
         obs: Observation = {"images": s.images, "state": s.q.astype(np.float32),
-                            "instruction": s.instruction, "timestamp": stamp}
+                            "instruction": instruction, "timestamp": stamp}
         if self.cfg.objects is not None:  # received: checked above
             obs["objects"] = s.objects
         if s.qd is not None:
             obs["velocity"] = s.qd.astype(np.float32)
         return obs
+
+    def _plausible(self, obs: Observation) -> tuple[str, str] | None:
+        detail = implausible_joint_state(self.cfg.limits, obs["state"], obs.get("velocity"),
+                                         self.cfg.joint_state_position_tolerance, self.cfg.joint_state_velocity_factor)
+        return None if detail is None else ("implausible_joint_state", detail)
 
     # ---- outgoing ------------------------------------------------------------------------------
     def _send(self, command: np.ndarray) -> None:
@@ -215,6 +247,9 @@ class PolicyNode:
         st.update({f"rejected_{k}": float(v) for k, v in self.rejected.items()})
         st.update({f"holds_{k}": float(v) for k, v in self.executor.holds_by_kind.items()})
         st["estop_clears_refused"] = float(self.estop_clears_refused)
+        if self.instructions is not None:
+            st["instructions_embedded"] = float(self.instructions.n_embedded)
+            st["instruction_embed_max_ms"] = 1e3 * self.instructions.embed_max_s
         if self.recorder is not None:
             st.update(self.recorder.counters())
             st["recorder_tick_max_ms"] = 1e3 * self.record_tick_max_s
@@ -277,6 +312,8 @@ class PolicyNode:
             if t.is_alive():
                 t.join(timeout=5.0)
         self.worker.close()
+        if self.instructions is not None:
+            self.instructions.close()
         if self.recorder is not None:
             self.recorder.close()
         if self._spin_exec is not None:
@@ -297,8 +334,14 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO)
     cfg = load_deploy_config(args.config)
     policy = make_policy(cfg.policy, 1.0 / cfg.executor.rate_hz, len(cfg.limits.names))
-    rclpy.init(args=ros_args, domain_id=cfg.ros_domain_id)
-    run_node_until_stopped(PolicyNode(cfg, policy), args.duration)
+    init_ros(ros_args, cfg.ros_domain_id)
+    try:
+        node = PolicyNode(cfg, policy)
+    except KeyboardInterrupt:  # Ctrl-C while the node loads (the language model takes seconds)
+        rclpy.try_shutdown()
+        log.info("stopped on SIGINT before the node started")
+        return
+    run_node_until_stopped(node, args.duration)
 
 
 if __name__ == "__main__":

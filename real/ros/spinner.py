@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any
 
 from rclpy.executors import SingleThreadedExecutor
+
+log = logging.getLogger(__name__)
 
 
 class BackgroundSpinner:
@@ -28,20 +31,49 @@ class BackgroundSpinner:
         self.executor.shutdown()
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    import signal
+
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+def init_ros(ros_args: list[str], domain_id: int | None) -> None:
+    """`rclpy.init` for a node process, with our signal handling instead of rclpy's.
+
+    rclpy's handler shuts the context down the moment SIGINT arrives, under a control loop that is
+    still publishing ("publisher's context is invalid", a FATAL on every Ctrl-C) and a spin thread
+    still waiting ("ExternalShutdownException"). With it off, SIGINT is Python's KeyboardInterrupt
+    and SIGTERM is made one, so `run_node_until_stopped` stops the node's threads first and shuts
+    ROS down after them.
+    """
+    import signal
+
+    import rclpy
+    from rclpy.signals import SignalHandlerOptions
+
+    rclpy.init(args=ros_args, domain_id=domain_id, signal_handler_options=SignalHandlerOptions.NO)
+    signal.signal(signal.SIGTERM, _interrupt)
+
+
 def run_node_until_stopped(node: Any, duration_s: float | None) -> None:
-    """A node's process main loop: `start()`, wait for Ctrl-C, rclpy shutdown or `duration_s`,
-    then `stop()` and shut rclpy down (the bridge and the policy node share it)."""
+    """A node's process main loop (after `init_ros`): `start()`, wait for SIGINT / SIGTERM, rclpy
+    shutdown or `duration_s`, then `stop()` and shut rclpy down (the bridge and the policy node share it)."""
     import time
 
     import rclpy
 
-    node.start()
+    reason = "rclpy shutdown"
     try:
+        node.start()
         deadline = None if duration_s is None else time.monotonic() + duration_s
-        while rclpy.ok() and (deadline is None or time.monotonic() < deadline):
+        while rclpy.ok():
+            if deadline is not None and time.monotonic() >= deadline:
+                reason = f"--duration {duration_s:g} s"
+                break
             time.sleep(0.1)
-    except KeyboardInterrupt:
-        pass
+    except KeyboardInterrupt as exc:
+        reason = str(exc) or "SIGINT"  # Python's own SIGINT handler raises it without a message
     finally:
         node.stop()
         rclpy.try_shutdown()
+    log.info("stopped on %s: threads joined, then ROS shut down", reason)

@@ -158,3 +158,17 @@ def test_preview_is_side_effect_free_and_stops_at_a_bad_action():
     assert prev.shape == (2, 2) and len(f.events) == 0
     np.testing.assert_array_equal(f.last_command, before)
     np.testing.assert_allclose(prev, [f.step(future[0], 1), f.step(future[1], 2)])
+
+
+def test_joint_states_a_real_arm_cannot_be_in_are_named():
+    """Defect 4's check: finite, but past a joint's range (beyond the tolerance) or faster than a servo runs."""
+    from real.safety import implausible_joint_state
+
+    lim = JointLimits(("a", "b"), np.array([-2.9, -1.0]), np.array([2.9, 1.0]), np.array([2.0, 3.0]),
+                      np.array([10.0, 10.0]))
+    assert implausible_joint_state(lim, np.array([2.94, -1.04]), np.array([5.9, -8.9]), 0.05, 3.0) is None
+    assert implausible_joint_state(lim, np.array([100.0, 0.0]), None, 0.05, 3.0) == (
+        "joint a reported at 100, outside its range [-2.9, 2.9] by more than 0.05")
+    assert "2 joints in all" in implausible_joint_state(lim, np.array([3.0, -1.1]), None, 0.05, 3.0)
+    assert implausible_joint_state(lim, np.zeros(2), np.array([0.0, -1e30]), 0.05, 3.0) == (
+        "joint b reported moving at 1e+30, above 3 x its max_velocity (9)")

@@ -161,15 +161,38 @@ class GroundedEncoder:
         with self._lock:
             return self._choice.get(text, "")
 
+    def warm_up(self) -> None:
+        """Load the base's model and embed the vocabulary now, not when the first unseen text comes."""
+        warm = getattr(self.base, "warm_up", None)
+        if warm is not None:
+            warm()
+        self._vocabulary()
+
+    def has(self, text: str) -> bool:
+        """Whether `encode([text])` is lookups only: its grounding decided and its target embedded."""
+        if text in self._known:
+            return self.base.has(text)
+        with self._lock:
+            choice = self._choice.get(text)
+        return choice is not None and self.base.has(choice or text)
+
+    def _vocabulary(self) -> np.ndarray:
+        # Encoded outside the lock: a caller whose text is already decided must not wait on it.
+        with self._lock:
+            vocab = self._vocab
+        if vocab is None:
+            vocab = self.base.encode(self.phrasings)
+            with self._lock:
+                self._vocab = vocab
+        return vocab
+
     def _target(self, text: str) -> str:
         if text in self._known:
             return text
         with self._lock:
             if text in self._choice:
                 return self._choice[text] or text
-            if self._vocab is None:
-                self._vocab = self.base.encode(self.phrasings)
-            vocab = self._vocab
+        vocab = self._vocabulary()
         i = ground(self.base.encode([text])[0], vocab, self.group, self.margin, self.min_cos)
         choice = "" if i is None else self.phrasings[i]
         with self._lock:

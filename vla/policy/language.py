@@ -11,7 +11,6 @@ downloaded; the safetensors file is read with `safetensors` (no pickle).
 
 from __future__ import annotations
 
-import math
 import threading
 from pathlib import Path
 from typing import Any
@@ -95,7 +94,10 @@ class InstructionEncoder:
     """Thread-safe, lazily loaded frozen encoder with a per-string cache of float32[384] vectors.
 
     `preload` seeds the cache (e.g. from a checkpoint's instruction table), so a policy that only
-    sees known instructions never loads the language model at all.
+    sees known instructions never loads the language model at all. `warm_up` loads the model now
+    and `has` says whether an instruction is cached, so a caller with a deadline (the robot's
+    inference thread) can have new instructions embedded elsewhere first: a cached lookup never waits
+    on a model load or a forward pass running in another thread.
     """
 
     def __init__(self, model_dir: str | Path | None = None) -> None:
@@ -103,7 +105,8 @@ class InstructionEncoder:
         self._model: MiniLM | None = None
         self._tokenizer: Any = None
         self._cache: dict[str, np.ndarray] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the cache only, held for lookups and inserts
+        self._model_lock = threading.Lock()  # one load / forward pass at a time
 
     def _load(self) -> None:
         from safetensors.torch import load_file
@@ -134,31 +137,61 @@ class InstructionEncoder:
                              "non-empty instruction")
         return instruction
 
+    def warm_up(self) -> None:
+        """Load the model now (a no-op once loaded)."""
+        with self._model_lock:
+            if self._model is None:
+                self._load()
+
+    def has(self, instruction: str) -> bool:
+        """Whether `encode([instruction])` is a cache lookup (no model load, no forward pass)."""
+        with self._lock:
+            return instruction in self._cache
+
     def encode(self, instructions: list[str]) -> np.ndarray:
         """float32[N, 384] unit vectors, one per instruction (cached)."""
-        out = np.empty((len(instructions), EMBED_DIM), np.float32)
+        texts = [self.check(t) for t in instructions]
+        out = np.empty((len(texts), EMBED_DIM), np.float32)
+        missing = []
         with self._lock:
-            for i, text in enumerate(instructions):
-                text = self.check(text)
+            for i, text in enumerate(texts):
                 vec = self._cache.get(text)
                 if vec is None:
-                    if self._model is None:
-                        self._load()
-                    assert self._model is not None and self._tokenizer is not None
-                    ids = torch.tensor([self._tokenizer.encode(text).ids])
-                    with torch.inference_mode():
-                        vec = self._model(ids)[0].numpy().astype(np.float32)
-                    self._cache[text] = vec
-                out[i] = vec
+                    missing.append(i)
+                else:
+                    out[i] = vec
+        if missing:
+            with self._model_lock:
+                if self._model is None:
+                    self._load()
+                assert self._model is not None and self._tokenizer is not None
+                for i in missing:
+                    with self._lock:  # another thread may have embedded it while this one waited
+                        vec = self._cache.get(texts[i])
+                    if vec is None:
+                        ids = torch.tensor([self._tokenizer.encode(texts[i]).ids])
+                        with torch.inference_mode():
+                            vec = self._model(ids)[0].numpy().astype(np.float32)
+                        with self._lock:
+                            self._cache[texts[i]] = vec
+                    out[i] = vec
         return out
 
-    def preload(self, table: dict[str, np.ndarray]) -> None:
+    def preload(self, table: dict[str, np.ndarray], source: str | Path | None = None) -> None:
+        """Seed the cache with `table` (instruction -> float32[384]); `source`, the file it was read from,
+        is named in the error when an embedding is broken."""
+        where = f" in {source}" if source is not None else " (table given without its file)"
         with self._lock:
             for text, vec in table.items():
                 vec = np.asarray(vec, np.float32)
-                if vec.shape != (EMBED_DIM,) or not math.isfinite(float(vec.sum())):
-                    raise ValueError(f"instruction embedding for '{text}' has shape {vec.shape}, "
-                                     f"expected ({EMBED_DIM},) finite")
+                if vec.shape != (EMBED_DIM,):
+                    raise ValueError(f"instruction embedding for {text!r}{where} has shape {vec.shape}, "
+                                     f"expected ({EMBED_DIM},)")
+                bad = int(np.count_nonzero(~np.isfinite(vec)))
+                if bad:
+                    raise ValueError(f"instruction embedding for {text!r}{where} has {bad} non-finite values "
+                                     f"(NaN or inf) of {EMBED_DIM}: the file is damaged; re-export it or "
+                                     "delete the entry")
                 self._cache[self.check(text)] = vec
 
     def cached(self) -> dict[str, np.ndarray]:

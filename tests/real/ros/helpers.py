@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -86,3 +86,36 @@ class OnlyInstruction(SyntheticPolicy):
 def only_instruction_policy(dt: float, action_dim: int, **kw):
     """Policy factory for policy-node configs (`factory: tests.real.ros.helpers:only_instruction_policy`)."""
     return OnlyInstruction(action_dim=action_dim, dt=dt, **kw)
+
+
+class LanguageConditioned(SyntheticPolicy):
+    """The synthetic stand-in, language-conditioned as the VLA is: it embeds its observation's instruction
+    with the real all-MiniLM-L6-v2 encoder (its own, not the process-wide one) inside `sample_chunk`, and
+    appends one JSON line per chunk to `chunk_log`: the monotonic time it was returned, the instruction,
+    and whether the embedding was cached (false: this inference call loaded the model or ran it). The
+    `known` instructions are preloaded, as a checkpoint's instruction table is (any unit vector will do:
+    the synthetic policy ignores it), so the model is not loaded until an unseen instruction needs it."""
+
+    def __init__(self, chunk_log: str, known: Sequence[str] = (), **kw) -> None:
+        super().__init__(**kw)
+        from vla.policy.language import EMBED_DIM, InstructionEncoder
+
+        self.language = InstructionEncoder()
+        self.language.preload({t: np.full(EMBED_DIM, EMBED_DIM ** -0.5, np.float32) for t in known})
+        self.chunk_log = chunk_log
+
+    def sample_chunk(self, obs_batch, prefix=None, guidance=None):
+        text = obs_batch[0]["instruction"]
+        cached = text in self.language.cached()
+        t0 = time.monotonic()
+        self.language.encode([text])
+        out = super().sample_chunk(obs_batch, prefix, guidance)
+        with open(self.chunk_log, "a") as f:
+            f.write(json.dumps({"t": time.monotonic(), "took": time.monotonic() - t0, "instruction": text,
+                                "cached": cached}) + "\n")
+        return out
+
+
+def language_policy(dt: float, action_dim: int, **kw):
+    """Policy factory for policy-node configs (`factory: tests.real.ros.helpers:language_policy`)."""
+    return LanguageConditioned(action_dim=action_dim, dt=dt, **kw)

@@ -1,3 +1,4 @@
+import re
 from types import SimpleNamespace as Msg
 
 import numpy as np
@@ -105,3 +106,12 @@ def test_object_poses_keep_order_and_sign_and_renormalise():
 def test_object_poses_rejects(rows, frame, match):
     with pytest.raises(MessageError, match=match):
         object_poses(pose_array(rows, frame), 2, "world")
+
+
+@pytest.mark.parametrize(("text", "code", "index"), [("a\x00b", "U+0000", 1), ("go\nleft", "U+000A", 2),
+                                                     ("\x1b[31mred", "U+001B", 0), ("up\u2028now", "U+2028", 2)])
+def test_control_characters_in_an_instruction_are_rejected_by_name(text, code, index):
+    """Rejected, not stripped, with the character and where it is (before: "non-printable characters")."""
+    pattern = rf"non-printable character {re.escape(code)} .* at index {index}: .*rejected, not stripped"
+    with pytest.raises(MessageError, match=pattern):
+        instruction_text(Msg(data=text), 100)

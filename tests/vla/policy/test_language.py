@@ -54,3 +54,55 @@ def test_loading_does_not_touch_the_global_rng() -> None:
     before = torch.get_rng_state()
     InstructionEncoder().encode(["a fresh encoder loads the model"])
     assert torch.equal(torch.get_rng_state(), before)
+
+
+def test_a_broken_preloaded_embedding_names_its_file_its_instruction_and_what_is_wrong() -> None:
+    """Defect 7: a NaN embedding said "has shape (384,), expected (384,) finite", naming no file and
+    reading as a shape error."""
+    enc = InstructionEncoder(model_dir="/nonexistent")
+    nan = np.full(EMBED_DIM, 0.05, np.float32)
+    nan[7] = np.nan
+    with pytest.raises(ValueError, match=r"'pick up the cube' in /ckpt/instructions\.safetensors has 1 non-finite "
+                                         r"values \(NaN or inf\) of 384") as err:
+        enc.preload({"pick up the cube": nan}, source="/ckpt/instructions.safetensors")
+    assert "shape" not in str(err.value)
+    with pytest.raises(ValueError, match=r"'lift' in /ckpt/instructions\.safetensors has shape \(3,\), "
+                                         r"expected \(384,\)$"):
+        enc.preload({"lift": np.ones(3)}, source="/ckpt/instructions.safetensors")
+    with pytest.raises(ValueError, match=r"'lift' \(table given without its file\) has 1 non-finite"):
+        enc.preload({"lift": nan})
+    assert enc.cached() == {}
+
+
+def test_a_cached_lookup_never_waits_on_another_threads_model_load() -> None:
+    """Defect 5's encoder half: the cache lock was held through the model load and every forward pass, so
+    the robot's inference thread, asking for a known instruction, waited seconds while another thread
+    embedded a new one."""
+    import threading
+    import time
+
+    vec = np.full(EMBED_DIM, 1 / np.sqrt(EMBED_DIM), np.float32)
+    loading, release = threading.Event(), threading.Event()
+
+    class SlowLoad(InstructionEncoder):
+        def _load(self) -> None:
+            loading.set()
+            release.wait(10)
+            raise FileNotFoundError("no model here")
+
+    enc = SlowLoad()
+    enc.preload({"known": vec})
+    def embed_unseen() -> None:
+        with pytest.raises(FileNotFoundError):
+            enc.encode(["unseen"])
+
+    t = threading.Thread(target=embed_unseen, daemon=True)
+    t.start()
+    assert loading.wait(10)
+    t0 = time.perf_counter()
+    np.testing.assert_array_equal(enc.encode(["known"])[0], vec)
+    waited = time.perf_counter() - t0
+    release.set()
+    assert waited < 1.0  # answered while the other thread was still loading (10 s before the fix)
+    assert enc.has("known") and not enc.has("unseen")
+    t.join(10)
