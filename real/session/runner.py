@@ -217,9 +217,8 @@ def run_session(cfg: SessionConfig, *, intervener_factory: Callable[[Any], Any] 
 
 
 def _loop(cfg: SessionConfig, env: Any, policy: Any, intervener: Any, store: Any, progress: bool) -> SessionResult:
-    from tqdm import tqdm
-
     from sim.video import write_mp4
+    from vla.progress import progress as tqdm
 
     result = SessionResult()
     first = next_seed(store, cfg.task, cfg.seed_start)
