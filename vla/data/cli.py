@@ -78,10 +78,9 @@ def stats(path: Path,
 @data_app.command("synth")
 def synth(path: Path, episodes: int = 20, image_size: int = 84, overwrite: bool = False) -> None:
     """Write deterministic synthetic episodes (for trying the tools without a simulator)."""
-    from tqdm import tqdm
-
     from vla.data.store import EpisodeStore
     from vla.data.synthetic import default_schema, synthetic_episode
+    from vla.progress import progress as tqdm
 
     store = EpisodeStore.create(path, default_schema(image_size=image_size), overwrite=overwrite)
     for seed in tqdm(range(episodes), desc="synthetic episodes"):
