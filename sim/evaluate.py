@@ -21,9 +21,9 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from tqdm import tqdm
@@ -33,7 +33,11 @@ from vla import protocol
 from vla.data.schema import Episode, closest
 from vla.registry import EVALUATORS
 
+if TYPE_CHECKING:
+    from vla.policy.config import PolicyConfig
+
 INTERVENERS = ("", "rac", "hg_dagger")
+OBS_MODES = ("image", "state")  # what every task takes (sim/tasks): cameras + proprio, or + object poses
 BACKENDS = ("local", "ray")
 LABELS = ("noisy", "clean", "expert")
 
@@ -65,10 +69,13 @@ class EvalConfig:
     seeds: list[int] | None = None
     workers: int = 2
     n_action_steps: int = 8  # actions executed from each chunk before the next inference
-    cameras: list[str] | None = None  # None: the task's default cameras; []: state only
+    # None: a checkpoint's own cameras (the task's default cameras for the built-in policies); []: state only
+    cameras: list[str] | None = None
     image_size: int = 84
     horizon: int | None = None  # None: the task's default
-    obs_mode: str = "image"
+    # image (cameras + proprioception) or state (+ the objects' poses); "": a checkpoint's own, found from
+    # the state size it was trained on (image for the built-in policies)
+    obs_mode: str = ""
     record: str = ""  # EpisodeStore path to append every episode to ("" = do not record)
     source: str = "rollout"  # source of recorded episodes (demo for `vla sim collect`)
     videos: int = 2  # MP4 of the first N seeds
@@ -139,6 +146,8 @@ class EvalConfig:
         protocol.check_in_range(self.seed_range, seeds, "seeds" if self.seeds is not None else "seed_offset")
         if self.label not in LABELS:
             raise ValueError(f"unknown label '{self.label}'" + closest(self.label, LABELS))
+        if self.obs_mode not in ("", *OBS_MODES):
+            raise ValueError(f"unknown obs_mode '{self.obs_mode}'" + closest(self.obs_mode, OBS_MODES))
         if self.label == "clean" and self.policy != "expert":
             raise ValueError(f"label=clean labels the expert's steps; policy is '{self.policy}'")
         if self.label == "expert" and not self.intervener:
@@ -316,7 +325,9 @@ def run_evaluation(config: EvalConfig, progress: bool = True) -> dict[str, Any]:
     from vla.registry import TASKS
 
     TASKS.get(config.task)  # an unknown task fails here, naming the valid ones, before any worker starts
-    check_policy_spec(config.policy)  # so does a missing or damaged checkpoint (not "worker 0 failed")
+    # so does a missing or damaged checkpoint or ONNX export (not "worker 0 failed"), and one whose
+    # observations the env would not give as asked
+    config = observation_contract(config, check_policy_spec(config.policy))
     out_dir = Path(config.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     seeds = config.seed_list()
@@ -399,21 +410,72 @@ def _wait(procs: list[subprocess.Popen], files: list[Path], total: int, progress
     return results
 
 
-def check_policy_spec(spec: str) -> None:
-    """Validate a checkpoint folder in this (parent) process before workers load it: a damaged or
-    missing checkpoint is one CheckpointError / FileNotFoundError naming the file."""
+def check_policy_spec(spec: str) -> PolicyConfig | None:
+    """Validate a checkpoint or ONNX export folder in this (parent) process before workers load it: a
+    damaged or missing one is one CheckpointError / FileNotFoundError naming the file. Returns the
+    folder's policy config (None for a built-in or wrapped policy)."""
     from sim.policies import BUILTIN, ONNX_META, wrapper_spec
 
     if spec in BUILTIN or wrapper_spec(spec) is not None:  # the wrapped policy is checked when loaded
-        return
+        return None
     path = Path(spec)
     if not path.exists():
         raise FileNotFoundError(f"policy '{spec}' is neither a built-in ({', '.join(BUILTIN)}) nor an existing "
                                 "checkpoint folder")
-    if not (path / ONNX_META).exists():
-        from vla.policy.checkpoint import validate_checkpoint
+    if (path / ONNX_META).exists():
+        from vla.policy.export import validate_export
 
-        validate_checkpoint(path)
+        return validate_export(path)
+    from vla.policy.checkpoint import validate_checkpoint
+
+    return validate_checkpoint(path)
+
+
+def _state_dim(config: EvalConfig, obs_mode: str) -> int | None:
+    """The state size the task gives in `obs_mode` (None: the task does not take that mode)."""
+    from vla.registry import TASKS
+
+    try:  # no cameras: nothing is rendered, only the size is read
+        env = TASKS.make(config.task, **env_kwargs({**asdict(config), "obs_mode": obs_mode, "cameras": []}))
+    except ValueError:
+        return None
+    try:
+        return int(env.observation_space["state"].shape[0])
+    finally:
+        env.close()
+
+
+def observation_contract(config: EvalConfig, policy: PolicyConfig | None) -> EvalConfig:
+    """`config` with the observations the policy was trained on: its cameras and the obs_mode whose state
+    size is its state_dim, where the config leaves them unset; a config that sets others is one ValueError
+    naming both. Without this a policy trained with obs_mode=state failed in every worker ("state has shape
+    (9,), the policy expects (22,)") unless the user repeated the mode the checkpoint implies.
+
+    A checkpoint records its cameras and state_dim (config.json; an ONNX export's runtime.json), not the
+    mode, so the mode is found from the task's state size in each mode: this serves every checkpoint, old
+    ones included, on every task (each one's state mode adds the objects' poses, so the sizes differ)."""
+    if policy is None:  # a built-in or wrapped policy brings no contract: the task's defaults
+        return replace(config, obs_mode=config.obs_mode or "image")
+    cams = list(policy.cameras)
+    shown = f"cameras={cams}" if cams else "cameras=[] (state only)"
+    if config.cameras is not None and sorted(config.cameras) != sorted(cams):
+        raise ValueError(f"cameras={list(config.cameras)}, but the policy {config.policy} was trained on {shown}; "
+                         "leave cameras unset to use the policy's")
+    dims: dict[str, int | None] = {}
+    for mode in sorted(OBS_MODES, key=lambda m: m != config.obs_mode):  # the asked one first: usually one env
+        dims[mode] = _state_dim(config, mode)
+        if dims[mode] == policy.state_dim:
+            break
+    fits = [m for m, d in dims.items() if d == policy.state_dim]
+    if not fits:
+        given = " or ".join(f"{d} (obs_mode={m})" for m, d in dims.items() if d is not None)
+        raise ValueError(f"the policy {config.policy} takes a {policy.state_dim}-d state, task '{config.task}' "
+                         f"gives {given}: the policy was trained on another task or robot")
+    if config.obs_mode and config.obs_mode not in fits:
+        raise ValueError(f"obs_mode={config.obs_mode} gives a {dims[config.obs_mode]}-d state on task "
+                         f"'{config.task}', but the policy {config.policy} was trained with obs_mode={fits[0]} "
+                         f"(a {policy.state_dim}-d state); leave obs_mode unset to use the policy's")
+    return replace(config, obs_mode=config.obs_mode or fits[0], cameras=cams)
 
 
 def _open_record_store(config: EvalConfig) -> Any:
@@ -438,7 +500,8 @@ def _open_record_store(config: EvalConfig) -> Any:
 
 def env_kwargs(config: EvalConfig | dict[str, Any]) -> dict[str, Any]:
     c = asdict(config) if isinstance(config, EvalConfig) else config
-    kwargs: dict[str, Any] = {"image_size": c["image_size"], "obs_mode": c["obs_mode"]}
+    # "" is resolved by run_evaluation before any worker; image is the tasks' own default
+    kwargs: dict[str, Any] = {"image_size": c["image_size"], "obs_mode": c["obs_mode"] or "image"}
     if c["cameras"] is not None:
         kwargs["cameras"] = tuple(c["cameras"])
     if c["horizon"] is not None:

@@ -414,3 +414,63 @@ def test_a_grounded_heldout_phrasing_drives_the_policy_as_its_training_phrasing_
     bare = str(build_tiny_checkpoint(tmp_path / "bare"))
     with pytest.raises(ValueError, match=r"instruction_vocab=checkpoint: .*bare: its phrasings form 0 group"):
         EvalConfig(task="sort", policy=bare, instruction_vocab="checkpoint").validate()
+
+
+def _vla_eval(*args: str) -> tuple[int, list[str], str]:
+    """`vla eval ARGS` in a fresh process: (exit code, stderr lines without robosuite's import chatter, stderr)."""
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-m", "vla.cli", "eval", *args], capture_output=True, text=True, timeout=300)
+    return res.returncode, [line for line in res.stderr.splitlines() if not line.startswith("[robosuite")], res.stderr
+
+
+def test_a_checkpoint_with_nan_weights_fails_in_the_parent_in_one_line(tmp_path: Path) -> None:
+    """Issue: an intact checkpoint holding NaN weights (here its action scale) passed the parent's check
+    and every worker printed a traceback; now one line names the file and the tensor."""
+    import torch
+
+    from tests.vla.policy.conftest import small_config
+    from vla.policy.checkpoint import save_checkpoint
+    from vla.policy.model import VLAModel
+
+    model = VLAModel(small_config((), state_dim=9, action_dim=7))
+    with torch.no_grad():
+        model.normalizer.action_scale[2] = float("nan")
+    ckpt = save_checkpoint(tmp_path / "ckpt", model, None)
+    # the observations it takes (9-d proprio, no cameras), so that only its weights are wrong
+    rc, errors, stderr = _vla_eval(str(ckpt), "obs_mode=image", "cameras=[]", "episodes=1", "workers=1", "horizon=3",
+                                   "videos=0", f"out_dir={tmp_path / 'eval'}")
+    assert rc == 2 and len(errors) == 1 and errors[0].startswith("error: "), stderr[-3000:]
+    assert "model.safetensors: tensor 'normalizer.action_scale' has non-finite values" in errors[0]
+    assert "worker" not in stderr
+
+
+@pytest.mark.slow
+def test_eval_brings_the_observations_the_checkpoint_was_trained_on(tmp_path: Path) -> None:
+    """Issue: `vla eval CKPT` of a policy trained with obs_mode=state failed in the worker ("state has shape
+    (9,), the policy expects (22,)") unless the user repeated obs_mode=state. Now the evaluator takes the
+    mode and the cameras from the checkpoint (and from an ONNX export of it), and a conflicting obs_mode or
+    camera list is one line from the parent naming both."""
+    from tests.real.test_joint_vla import CAMERAS, build_tiny_checkpoint
+    from vla.policy.export import export_onnx
+
+    ckpt = build_tiny_checkpoint(tmp_path / "ckpt", objects=True)  # obs_mode=state: 22-d state, two cameras
+    onnx = export_onnx(ckpt, tmp_path / "onnx")
+    common = ("task=pick_place", "episodes=1", "workers=1", "horizon=3", "videos=0", "image_size=32")
+    for name, policy in (("torch", ckpt), ("onnx", onnx)):
+        rc, errors, stderr = _vla_eval(str(policy), *common, f"out_dir={tmp_path / name}")
+        assert rc == 0, stderr[-3000:]
+        config = json.loads((tmp_path / name / "summary.json").read_text())["config"]
+        assert config["obs_mode"] == "state" and config["cameras"] == list(CAMERAS)
+    rc, errors, stderr = _vla_eval(str(onnx), *common, "obs_mode=image", f"out_dir={tmp_path / 'conflict'}")
+    assert rc == 2 and len(errors) == 1 and "worker" not in stderr, stderr[-3000:]
+    assert "obs_mode=image gives a 9-d state" in errors[0] and "trained with obs_mode=state" in errors[0]
+    with pytest.raises(ValueError, match=r"cameras=\['agentview'\], but the policy .* was trained on cameras="):
+        run_evaluation(EvalConfig(task="pick_place", policy=str(ckpt), episodes=1, cameras=["agentview"],
+                                  out_dir=str(tmp_path / "cams")), progress=False)
+    # the built-in policies bring no observations: the task's default mode and cameras, as before
+    from sim.evaluate import observation_contract
+
+    builtin = observation_contract(EvalConfig(policy="zero"), None)
+    assert builtin.obs_mode == "image" and builtin.cameras is None

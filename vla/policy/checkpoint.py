@@ -127,10 +127,30 @@ def check_safetensors_layout(path: Path) -> None:
         raise CheckpointError(f"checkpoint file is corrupt or not safetensors: {path} ({e})") from None
 
 
+STATS_FIELDS = ("mean", "std", "min", "max", "q01", "q99")
+
+
 def stats_from_json(d: dict[str, Any]) -> dict[str, Stats]:
-    fields = ("mean", "std", "min", "max", "q01", "q99")
-    return {k: Stats(**{f: np.asarray(v[f], np.float64) for f in fields}, count=int(v["count"]))
+    return {k: Stats(**{f: np.asarray(v[f], np.float64) for f in STATS_FIELDS}, count=int(v["count"]))
             for k, v in d.items()}
+
+
+def non_finite_stat(stats: dict[str, Stats]) -> str | None:
+    """The first statistic ("state.std") holding a NaN or inf, or None: normalising by one turns every
+    action the policy outputs into NaN, so such statistics are neither written nor loaded."""
+    for key, s in stats.items():
+        for f in STATS_FIELDS:
+            if not np.isfinite(np.asarray(getattr(s, f), np.float64)).all():
+                return f"{key}.{f}"
+    return None
+
+
+def non_finite_tensor(tensors: dict[str, torch.Tensor]) -> str | None:
+    """The first floating-point tensor holding a NaN or inf, or None."""
+    for name, t in tensors.items():
+        if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+            return name
+    return None
 
 
 def save_checkpoint(path: str | Path, model: VLAModel, stats: dict[str, Stats] | None = None,
@@ -138,6 +158,11 @@ def save_checkpoint(path: str | Path, model: VLAModel, stats: dict[str, Stats] |
                     optimizer_tensors: dict[str, torch.Tensor] | None = None,
                     train_state: dict[str, Any] | None = None) -> Path:
     final = Path(path)
+    bad = non_finite_stat(stats) if stats is not None else None
+    if bad is not None:
+        # a checkpoint that cannot be loaded must not be written (a refinement would copy it on)
+        raise ValueError(f"refusing to write checkpoint {final}: statistic '{bad}' has non-finite values "
+                         "(NaN or inf)")
     tmp = final.with_name(f".{final.name}.tmp{os.getpid()}")
     if tmp.exists():
         shutil.rmtree(tmp)
@@ -221,6 +246,8 @@ def load_instructions(folder: str | Path) -> tuple[dict[str, np.ndarray], list[t
         raise CheckpointError(f"checkpoint file is corrupt: {path} ({e!r})") from None
     if emb.shape != (len(names), EMBED_DIM):
         raise CheckpointError(f"{path}: {emb.shape[0]} embeddings for {len(names)} instructions")
+    if not np.isfinite(emb).all():
+        raise CheckpointError(f"{path}: tensor 'embeddings' has non-finite values (NaN or inf)")
     if not (isinstance(groups, list) and all(isinstance(g, list) and g and all(isinstance(p, str) for p in g)
                                              for g in groups)):
         raise CheckpointError(f"checkpoint file is corrupt: {path}: its 'groups' metadata is not a list of lists "
@@ -250,7 +277,7 @@ def _fit(own: dict[str, torch.Tensor], tensors: dict[str, torch.Tensor]
 
 
 def load_state_into(model: torch.nn.Module, tensors: dict[str, torch.Tensor], source: Path) -> None:
-    """strict load with an error that names the first missing/unexpected/mismatched tensor."""
+    """strict load with an error that names the first missing/unexpected/mismatched or non-finite tensor."""
     missing, unexpected, wrong = _fit(model.state_dict(), tensors)
     if missing:
         raise CheckpointError(f"{source}: tensor '{missing[0]}' missing ({len(missing)} missing in all); "
@@ -262,7 +289,16 @@ def load_state_into(model: torch.nn.Module, tensors: dict[str, torch.Tensor], so
         k, got, want = wrong[0]
         raise CheckpointError(f"{source}: tensor '{k}' has shape {got}, the model from config.json needs "
                               f"{want}")
+    _check_finite(tensors, source)
     model.load_state_dict(tensors, strict=True)
+
+
+def _check_finite(tensors: dict[str, torch.Tensor], source: Path) -> None:
+    # An intact file (its sha256 matches) may still hold NaN weights, e.g. saved after a diverged
+    # update; loaded, every chunk would be NaN, found only in a worker far from the cause.
+    bad = non_finite_tensor(tensors)
+    if bad is not None:
+        raise CheckpointError(f"{source}: tensor '{bad}' has non-finite values (NaN or inf)")
 
 
 def load_partial_weights(model: torch.nn.Module, path: str | Path) -> int:
@@ -281,6 +317,7 @@ def load_partial_weights(model: torch.nn.Module, path: str | Path) -> int:
         raise CheckpointError(f"{path}: tensor '{k}' has shape {got}, the model needs {want}")
     if not tensors:
         raise CheckpointError(f"{path}: holds no tensors")
+    _check_finite(tensors, path)
     model.load_state_dict(tensors, strict=False)
     return len(tensors)
 
@@ -324,6 +361,9 @@ def load_model(path: str | Path, use_ema: bool = True, device: str | torch.devic
             stats = stats_from_json(_read_json(folder / "stats.json"))
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise CheckpointError(f"checkpoint file is corrupt: {folder / 'stats.json'} ({e!r})") from None
+        bad = non_finite_stat(stats)
+        if bad is not None:
+            raise CheckpointError(f"{folder / 'stats.json'}: statistic '{bad}' has non-finite values (NaN or inf)")
     table, model.instruction_groups = load_instructions(folder)
     model.language.preload(table)
     return model.to(device).eval(), stats

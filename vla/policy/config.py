@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import numbers
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,23 @@ from vla.policy.rotation import check_state_quats
 
 VISION_BACKBONES = ("cnn", "torchvision", "hf")
 NORM_MODES = ("mean_std", "quantile")
+# Upper bounds of the sizes a config may ask for: a checkpoint's config.json is input, and chunk_size 1e9
+# tried to allocate 512 GB before anything said why. Each is far above every preset (configs/policy/:
+# large is 224 px, chunk 16, d_model 768, 12 layers, 12 heads) and the published policies it follows
+# (ACT's 100-step chunks, pi0's 50, robot states of a few dozen values), so no real config meets one.
+SIZE_LIMITS: dict[str, int] = {
+    "state_dim": 4096, "action_dim": 1024, "n_obs_steps": 64, "chunk_size": 1024, "d_model": 8192,
+    "n_heads": 256, "trunk_layers": 256, "expert_layers": 256, "num_steps": 1000, "vision_tokens": 1024,
+    "language_dim": 8192,
+}
+# Sizes that may be 0 (off), with their upper bounds.
+OPTIONAL_SIZE_LIMITS: dict[str, int] = {"vision_keypoints": 1024, "perception_dim": 4096, "augment_shift": 256,
+                                        "max_prefix": 1023}
+MAX_CAMERAS = 16
+MAX_IMAGE_SIDE = 2048
+MAX_VISION_CHANNELS = 8192
+MAX_VISION_BLOCKS = 16
+MAX_MLP_RATIO = 64.0
 
 
 @dataclass
@@ -98,9 +116,24 @@ class PolicyConfig:
     # Normalisation modes ("mean_std" or "quantile") for state and actions.
     state_norm: str = "mean_std"
     action_norm: str = "quantile"
+    # The state's normalisation scale is at least this (the state's units: metres, radians, unit-free
+    # rotation features), so a feature that was (near) constant in the demos cannot turn a millimetre of
+    # sensor error into a thousand standard deviations (vla.data.stats.STATE_SCALE_FLOOR). Used when the
+    # statistics are set (training from scratch); a checkpoint keeps the scales it was saved with.
+    state_floor: float = 0.01
+    # Normalised state features are clipped to +-this before the network: inputs far outside anything
+    # seen in training are bounded (in the demos' own range a feature is within a few units).
+    state_clip: float = 10.0
 
     def __post_init__(self) -> None:
         self.cameras = list(self.cameras)
+        # a config.json is input: a NaN or a string here is an error naming the key, not int()'s message
+        for name, n in (("image_size", 2), ("vision_channels", None), ("state_quats", None)):
+            value = getattr(self, name)
+            if (isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or (n is not None and len(value) != n)
+                    or not all(_whole(v) for v in value)):
+                count = f"{n} " if n else ""
+                raise ValueError(f"PolicyConfig: {name} must be a list of {count}integers, got {value!r}")
         self.image_size = (int(self.image_size[0]), int(self.image_size[1]))
         self.vision_channels = tuple(int(c) for c in self.vision_channels)
         self.state_quats = tuple(int(i) for i in self.state_quats)
@@ -119,16 +152,32 @@ class PolicyConfig:
             if not ok:
                 raise ValueError(f"PolicyConfig: {msg}")
 
+        # NaN compares false with everything, so a range check lets it through when written the other way
+        # round, and a NaN or inf from a checkpoint's config.json would reach the sampler: no float field
+        # may be either, whether or not it has a range check of its own.
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            need(not isinstance(value, numbers.Real) or math.isfinite(value), f"{f.name} must be finite, got {value}")
         need(len(set(self.cameras)) == len(self.cameras), f"duplicate camera names in {self.cameras}")
+        need(len(self.cameras) <= MAX_CAMERAS, f"cameras: {len(self.cameras)} cameras, at most {MAX_CAMERAS}")
         need(isinstance(self.augment_shift, int) and self.augment_shift >= 0,
              f"augment_shift must be an integer >= 0 (pixels), got {self.augment_shift!r}")
         need(all(isinstance(c, str) and c for c in self.cameras), "camera names must be non-empty strings")
-        for name in ("state_dim", "action_dim", "n_obs_steps", "chunk_size", "d_model", "n_heads",
-                     "trunk_layers", "expert_layers", "num_steps", "vision_tokens"):
-            need(int(getattr(self, name)) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
+        for name, hi in SIZE_LIMITS.items():
+            need(_whole(getattr(self, name)) and 1 <= getattr(self, name) <= hi,
+                 f"{name} must be an integer in [1, {hi}], got {getattr(self, name)!r}")
+        for name, hi in OPTIONAL_SIZE_LIMITS.items():
+            need(_whole(getattr(self, name)) and 0 <= getattr(self, name) <= hi,
+                 f"{name} must be an integer in [0, {hi}], got {getattr(self, name)!r}")
+        need(all(1 <= side <= MAX_IMAGE_SIDE for side in self.image_size),
+             f"image_size must be two sides in [1, {MAX_IMAGE_SIDE}] pixels, got {list(self.image_size)}")
+        need(1 <= len(self.vision_channels) <= MAX_VISION_BLOCKS
+             and all(1 <= c <= MAX_VISION_CHANNELS for c in self.vision_channels),
+             f"vision_channels must be 1 to {MAX_VISION_BLOCKS} widths in [1, {MAX_VISION_CHANNELS}], "
+             f"got {list(self.vision_channels)}")
+        need(0 < self.mlp_ratio <= MAX_MLP_RATIO, f"mlp_ratio must be in (0, {MAX_MLP_RATIO:g}], got {self.mlp_ratio}")
         need(self.d_model % self.n_heads == 0, f"d_model ({self.d_model}) must be divisible by "
              f"n_heads ({self.n_heads})")
-        need(int(self.vision_keypoints) >= 0, f"vision_keypoints must be >= 0, got {self.vision_keypoints}")
         need(int(self.vision_tokens**0.5) ** 2 == self.vision_tokens,
              f"vision_tokens must be a square number, got {self.vision_tokens}")
         need(0 <= self.max_prefix < self.chunk_size, f"max_prefix must be in [0, chunk_size), got "
@@ -144,7 +193,10 @@ class PolicyConfig:
         need(self.state_norm in NORM_MODES and self.action_norm in NORM_MODES,
              f"state_norm/action_norm must be one of {NORM_MODES}")
         need(self.guidance_max_weight >= 0, "guidance_max_weight must be >= 0")
-        need(int(self.perception_dim) >= 0, f"perception_dim must be >= 0, got {self.perception_dim}")
+        need(math.isfinite(self.state_floor) and 0 < self.state_floor <= 1,
+             f"state_floor must be in (0, 1] (the state's units), got {self.state_floor}")
+        need(math.isfinite(self.state_clip) and self.state_clip >= 1,
+             f"state_clip must be finite and >= 1 (normalised units), got {self.state_clip}")
         need(math.isfinite(self.future_state_weight) and self.future_state_weight >= 0,
              f"future_state_weight must be finite and >= 0, got {self.future_state_weight}")
         try:
@@ -174,6 +226,11 @@ class PolicyConfig:
 
     def replace(self, **changes: Any) -> PolicyConfig:
         return PolicyConfig.from_dict({**self.to_dict(), **changes})
+
+
+def _whole(value: object) -> bool:
+    """An integer count (a JSON 16.0 and a numpy integer are; True, 16.5, NaN and "16" are not)."""
+    return not isinstance(value, bool) and isinstance(value, numbers.Real) and float(value).is_integer()
 
 
 def valid_noise_scale(value: float) -> bool:

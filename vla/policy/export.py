@@ -45,6 +45,11 @@ from vla.policy.model import VLAModel, check_prefix
 from vla.policy.observation import ObservationHistory
 
 EXPORT_FORMAT, EXPORT_VERSION = "vla-policy-onnx", 1
+RUNTIME_META = "runtime.json"
+# The graphs' input and output names, as `export_onnx` writes them and `OnnxPolicy` feeds them (the encoder
+# has an `image_<i>` input per camera after these).
+ENCODER_IO = (["state", "obs_mask", "lang"], ["context", "context_mask"])
+STEP_IO = (["x", "tau", "context", "context_mask"], ["velocity"])
 
 
 class _Encoder(torch.nn.Module):
@@ -119,12 +124,123 @@ def export_onnx(source: str | Path | VLAModel, out_dir: str | Path, camera_sizes
     meta = {"format": EXPORT_FORMAT, "version": EXPORT_VERSION, "policy": cfg.to_dict(), "fp16": fp16,
             "camera_sizes": {c: list(s) for c, s in sizes.items()}, "image_inputs": image_names,
             "action_center": norm.action_center.tolist(), "action_scale": norm.action_scale.tolist()}
-    (out / "runtime.json").write_text(json.dumps(meta, indent=2))
+    (out / RUNTIME_META).write_text(json.dumps(meta, indent=2))
     if folder is not None and (folder / "instructions.safetensors").exists():
         shutil.copy2(folder / "instructions.safetensors", out / "instructions.safetensors")
     else:
         write_instruction_table(out / "instructions.safetensors", model.language.cached(), model.instruction_groups)
     return out
+
+
+def read_runtime(folder: str | Path) -> tuple[dict[str, Any], PolicyConfig]:
+    """runtime.json of an ONNX export, checked: its format and version, the policy config, and the entries
+    `OnnxPolicy` reads (camera sizes and image inputs per camera, a finite action centre and a finite,
+    positive action scale per action dimension). A bad one is a `CheckpointError` naming the file and key."""
+    path = Path(folder) / RUNTIME_META
+    if not path.is_file():
+        raise CheckpointError(f"ONNX export file missing: {path}")
+    try:
+        meta = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise CheckpointError(f"ONNX export file is corrupt (invalid JSON): {path} ({e})") from None
+    if not isinstance(meta, dict) or meta.get("format") != EXPORT_FORMAT:
+        raise CheckpointError(f"{path} is not a {EXPORT_FORMAT} export")
+    version = meta.get("version")
+    if not isinstance(version, int) or version > EXPORT_VERSION:
+        raise CheckpointError(f"{path}: format version {version!r}, this code reads integers <= {EXPORT_VERSION}")
+    if not isinstance(meta.get("policy"), dict):
+        raise CheckpointError(f"{path}: 'policy' must be the policy config (an object)")
+    try:
+        cfg = PolicyConfig.from_dict(meta["policy"])
+    except (TypeError, ValueError) as e:
+        raise CheckpointError(f"{path}: invalid policy config ({e})") from None
+
+    def need(ok: bool, msg: str) -> None:
+        if not ok:
+            raise CheckpointError(f"{path}: {msg}")
+
+    sizes = meta.get("camera_sizes")
+    need(isinstance(sizes, dict) and all(c in sizes for c in cfg.cameras),
+         f"'camera_sizes' must give a size for each camera {cfg.cameras}, got {sizes!r}")
+    for cam in cfg.cameras:
+        size = sizes[cam]
+        need(isinstance(size, list) and len(size) == 2 and all(isinstance(v, int) and v > 0 for v in size),
+             f"'camera_sizes.{cam}' must be [height, width] in pixels, got {size!r}")
+    inputs = meta.get("image_inputs")
+    need(isinstance(inputs, list) and len(inputs) == len(cfg.cameras) and all(isinstance(n, str) for n in inputs),
+         f"'image_inputs' must name one graph input per camera ({len(cfg.cameras)}), got {inputs!r}")
+    need(isinstance(meta.get("fp16", False), bool), f"'fp16' must be true or false, got {meta.get('fp16')!r}")
+    for key in ("action_center", "action_scale"):
+        value = meta.get(key)
+        try:
+            arr = np.asarray(value, np.float64)
+        except (TypeError, ValueError):
+            arr = np.zeros(0)
+        need(arr.shape == (cfg.action_dim,), f"'{key}' must be {cfg.action_dim} numbers (action_dim), got {value!r}")
+        need(bool(np.isfinite(arr).all()), f"'{key}' has non-finite values: {value}")
+    need(bool((np.asarray(meta["action_scale"], np.float64) > 0).all()),
+         f"'action_scale' must be > 0 (actions are divided by it), got {meta['action_scale']}")
+    return meta, cfg
+
+
+def _open_sessions(folder: Path, meta: dict[str, Any], cfg: PolicyConfig, options: Any, providers: list[str]
+                   ) -> tuple[Any, Any]:
+    """The encoder and step sessions, their inputs and outputs checked against runtime.json: a graph from
+    another export, or one that does not load, is a `CheckpointError` naming its file."""
+    import onnxruntime as ort
+
+    wanted = {"encoder.onnx": ([*ENCODER_IO[0], *meta["image_inputs"]], ENCODER_IO[1]), "step.onnx": STEP_IO}
+    # the last dimension of the inputs whose size runtime.json's config fixes
+    last_dims = {"state": cfg.state_dim, "x": cfg.action_dim}
+    sessions = []
+    for name, (ins, outs) in wanted.items():
+        path = folder / name
+        if not path.is_file():
+            raise CheckpointError(f"ONNX export file missing: {path}")
+        try:
+            session = ort.InferenceSession(str(path), options, providers=providers)
+        except Exception as e:  # onnxruntime raises its own exception types for a bad file
+            reason = " ".join(str(e).split())
+            raise CheckpointError(f"ONNX file is corrupt or unreadable: {path} ({reason[:300]})") from None
+        got_in = [i.name for i in session.get_inputs()]
+        got_out = [o.name for o in session.get_outputs()]
+        if sorted(got_in) != sorted(ins) or got_out != outs:
+            raise CheckpointError(f"{path}: graph takes {got_in} and gives {got_out}, {RUNTIME_META} expects {ins} "
+                                  f"and {outs} (a graph from another export?)")
+        for i in session.get_inputs():
+            want = last_dims.get(i.name)
+            if want is not None and isinstance(i.shape[-1], int) and i.shape[-1] != want:
+                raise CheckpointError(f"{path}: input '{i.name}' has last dimension {i.shape[-1]}, {RUNTIME_META}'s "
+                                      f"policy config needs {want} (a graph from another export?)")
+        sessions.append(session)
+    return sessions[0], sessions[1]
+
+
+def validate_export(folder: str | Path) -> PolicyConfig:
+    """Everything `OnnxPolicy` checks when it loads an export, and that no weight in either graph is NaN or
+    inf; for parents that hand the folder to worker processes (`vla eval`), so a damaged export is one
+    `CheckpointError` naming the file before any worker starts. Returns the export's policy config."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import numpy_helper
+
+    folder = Path(folder)
+    meta, cfg = read_runtime(folder)
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    _open_sessions(folder, meta, cfg, options, ["CPUExecutionProvider"])
+    for name in ("encoder.onnx", "step.onnx"):
+        path = folder / name
+        try:
+            graph = onnx.load(str(path)).graph
+        except Exception as e:  # protobuf's DecodeError and onnx's own errors
+            raise CheckpointError(f"ONNX file is corrupt or unreadable: {path} ({e})") from None
+        for init in graph.initializer:
+            values = numpy_helper.to_array(init)
+            if values.dtype.kind == "f" and not np.isfinite(values).all():
+                raise CheckpointError(f"{path}: weight '{init.name}' has non-finite values (NaN or inf)")
+    load_instructions(folder)
+    return cfg
 
 
 class OnnxPolicy:
@@ -143,13 +259,7 @@ class OnnxPolicy:
                           RuntimeWarning, stacklevel=2)
 
         self.folder = Path(folder)
-        meta_file = self.folder / "runtime.json"
-        if not meta_file.is_file():
-            raise CheckpointError(f"ONNX export file missing: {meta_file}")
-        meta: dict[str, Any] = json.loads(meta_file.read_text())
-        if meta.get("format") != EXPORT_FORMAT:
-            raise CheckpointError(f"{meta_file} is not a {EXPORT_FORMAT} export")
-        self.cfg = PolicyConfig.from_dict(meta["policy"])
+        meta, self.cfg = read_runtime(self.folder)
         self.cfg.with_noise_scale(noise_scale)
         self.meta = meta
         available = ort.get_available_providers()
@@ -157,16 +267,7 @@ class OnnxPolicy:
         self.providers = [p for p in wanted if p in available] or ["CPUExecutionProvider"]
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads  # 0 = ONNX Runtime's default (one per core)
-        sessions = []
-        for name in ("encoder.onnx", "step.onnx"):
-            path = self.folder / name
-            if not path.is_file():
-                raise CheckpointError(f"ONNX export file missing: {path}")
-            try:
-                sessions.append(ort.InferenceSession(str(path), options, providers=self.providers))
-            except Exception as e:  # onnxruntime raises its own exception types for a bad file
-                raise CheckpointError(f"ONNX file is corrupt or unreadable: {path} ({e})") from e
-        self.encoder, self.step = sessions
+        self.encoder, self.step = _open_sessions(self.folder, meta, self.cfg, options, self.providers)
         self.center = np.asarray(meta["action_center"], np.float32)
         self.scale = np.asarray(meta["action_scale"], np.float32)
         self.language = language or InstructionEncoder()

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -26,6 +30,17 @@ def small_config(cameras: tuple[str, ...] = (), **kw: object) -> PolicyConfig:
                 expert_layers=1, image_size=(16, 16), vision_channels=(8, 16))
     base.update(kw)
     return load_policy_config("tiny", **base)
+
+
+def reseal(ckpt: Path) -> None:
+    """Make config.json's manifest match the folder's files again after a test edited one, as a checkpoint
+    written with those contents would have it (its sizes and sha256s, and its own digest)."""
+    meta = json.loads((ckpt / "config.json").read_text())
+    meta["files"] = {f.name: {"bytes": f.stat().st_size, "sha256": hashlib.sha256(f.read_bytes()).hexdigest()}
+                     for f in sorted(ckpt.iterdir()) if f.name != "config.json"}
+    body = {k: v for k, v in meta.items() if k != "sha256"}
+    meta["sha256"] = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+    (ckpt / "config.json").write_text(json.dumps(meta, indent=2))
 
 
 @pytest.fixture(scope="session")

@@ -159,3 +159,89 @@ def test_onnx_runtime_imported_before_vla_warns(exported: tuple[Path, Path, Line
     res = subprocess.run([sys.executable, "-c", script, str(onnx)], cwd=OFFHOST.parents[1],
                          env={**env, "ORT_DISABLE_TELEMETRY": "1"}, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr[-2000:]
+
+
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def _runtime(**changes: object) -> object:
+    def edit(path: Path) -> None:
+        import json
+
+        meta = json.loads(path.read_text())
+        for key, value in changes.items():
+            if key.startswith("policy."):
+                meta["policy"][key.split(".", 1)[1]] = value
+            else:
+                meta[key] = value
+        path.write_text(json.dumps(meta))
+
+    return edit
+
+
+def _nan_weight(path: Path) -> None:
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(path))
+    init = next(i for i in model.graph.initializer if numpy_helper.to_array(i).size > 1)
+    values = numpy_helper.to_array(init).copy()
+    values.flat[0] = np.nan
+    init.CopyFrom(numpy_helper.from_array(values, init.name))
+    onnx.save(model, str(path))
+
+
+DAMAGED_EXPORTS = [
+    ("encoder.onnx", _truncate, r"ONNX file is corrupt or unreadable: .*encoder\.onnx"),
+    ("step.onnx", lambda p: p.write_bytes(b"garbage"), r"ONNX file is corrupt or unreadable: .*step\.onnx"),
+    ("step.onnx", Path.unlink, r"ONNX export file missing: .*step\.onnx"),
+    ("runtime.json", Path.unlink, r"ONNX export file missing: .*runtime\.json"),
+    ("runtime.json", lambda p: p.write_text("{not json"), r"invalid JSON\): .*runtime\.json"),
+    ("runtime.json", _runtime(action_scale=[1.0, float("nan")]), r"runtime\.json: 'action_scale' has non-finite"),
+    ("runtime.json", _runtime(action_center=[0.0]), r"runtime\.json: 'action_center' must be 2 numbers"),
+    ("runtime.json", _runtime(**{"policy.noise_scale": float("nan")}),
+     r"runtime\.json: invalid policy config .*noise_scale must be finite"),
+    ("runtime.json", _runtime(**{"policy.chunk_size": 10**9}),
+     r"runtime\.json: invalid policy config .*chunk_size must be an integer in \[1, 1024\], got 1000000000"),
+    ("runtime.json", _runtime(image_inputs=["image_0"]), r"runtime\.json: 'image_inputs' must name one graph input"),
+    ("runtime.json", _runtime(version=99), r"runtime\.json: format version 99"),
+    ("runtime.json", _runtime(**{"policy.state_dim": 7, "policy.state_quats": []}),
+     r"encoder\.onnx: input 'state' has last dimension 9, runtime\.json's policy config needs 7"),
+    ("instructions.safetensors", _truncate, r"instructions\.safetensors"),
+    ("step.onnx", _nan_weight, r"step\.onnx: weight '.*' has non-finite values"),
+]
+
+
+@pytest.mark.parametrize(("name", "damage", "match"), DAMAGED_EXPORTS)
+def test_a_damaged_export_is_named_before_it_is_used(exported: tuple[Path, Path, LineDataset], tmp_path: Path,
+                                                    name: str, damage, match: str) -> None:
+    """validate_export (what `vla eval` runs in its parent) names the damaged file and what is wrong with
+    it; an intact export passes and gives its policy config."""
+    from vla.policy.export import validate_export
+
+    _, onnx_dir, _ = exported
+    assert validate_export(onnx_dir).state_dim == 9
+    broken = Path(shutil.copytree(onnx_dir, tmp_path / "broken"))
+    damage(broken / name)
+    with pytest.raises(CheckpointError, match=match):
+        validate_export(broken)
+
+
+@pytest.mark.parametrize(("name", "damage", "match"), [DAMAGED_EXPORTS[0], DAMAGED_EXPORTS[5]])
+def test_vla_eval_of_a_damaged_export_is_one_line_from_the_parent(exported: tuple[Path, Path, LineDataset],
+                                                                  tmp_path: Path, name: str, damage,
+                                                                  match: str) -> None:
+    """Issue: `vla eval` on a truncated .onnx or a NaN action_scale printed a worker's 100-line traceback
+    (the parent checked torch checkpoints only); now it is one line naming the file, and no worker runs."""
+    _, onnx_dir, _ = exported
+    broken = Path(shutil.copytree(onnx_dir, tmp_path / "broken"))
+    damage(broken / name)
+    res = subprocess.run([sys.executable, "-m", "vla.cli", "eval", str(broken), "task=pick_place", "episodes=1",
+                          "workers=1", "videos=0", f"out_dir={tmp_path / 'eval'}"],
+                         capture_output=True, text=True, timeout=300, cwd=Path(__file__).parents[3])
+    errors = [line for line in res.stderr.splitlines() if not line.startswith("[robosuite")]  # import chatter
+    assert res.returncode == 2 and len(errors) == 1 and errors[0].startswith("error: "), res.stderr[-3000:]
+    import re
+
+    assert re.search(match, errors[0]) and "worker" not in res.stderr, errors[0]
