@@ -67,12 +67,18 @@ def verify(path: Path) -> None:
 @data_app.command("stats")
 def stats(path: Path,
           key: list[str] = typer.Option(None, help="keys (default: state, action, reward, images)")) -> None:
-    """Normalisation statistics (incremental; cached in the store)."""
+    """Normalisation statistics (incremental; cached in the store). Near-constant state features (a table
+    height, a joint the expert never moved) are named on stderr: a policy floors their scale."""
+    from vla.data.stats import STATE_SCALE_FLOOR, describe_near_constant
     from vla.data.store import EpisodeStore
 
     store = EpisodeStore.open(path)
     result = store.stats(keys=key or None)
     typer.echo(json.dumps({k: v.to_json() for k, v in result.items()}, indent=1))
+    if "state" in result:
+        line = describe_near_constant("state", result["state"], STATE_SCALE_FLOOR)
+        if line:
+            typer.echo(line + " (policy.state_floor; the default)", err=True)
 
 
 @data_app.command("synth")

@@ -33,6 +33,35 @@ class Stats:
         return out
 
 
+# A state feature whose spread in the statistics is under this (in the state's own units: metres, radians,
+# unit-free rotation features) is "near-constant": a table height, a fixed camera's pose, a joint the expert
+# never moved. Dividing by its spread would turn a millimetre of sensor error into a thousand standard
+# deviations (issue 61: the main job's policy fell from 81% to 0% with 1 mm noise on the zone's pose),
+# so normalisation floors the scale here instead.
+STATE_SCALE_FLOOR = 0.01
+
+
+def near_constant(stats: Stats, floor: float = STATE_SCALE_FLOOR) -> list[int]:
+    """The flat feature indices whose spread (std, and half the q01..q99 range) is under `floor`."""
+    std = np.asarray(stats.std, np.float64).reshape(-1)
+    half = (np.asarray(stats.q99, np.float64) - np.asarray(stats.q01, np.float64)).reshape(-1) / 2
+    return [int(i) for i in np.flatnonzero(np.maximum(std, half) < floor)]
+
+
+def describe_near_constant(key: str, stats: Stats, floor: float = STATE_SCALE_FLOOR,
+                           exclude: frozenset[int] = frozenset()) -> str | None:
+    """One line naming a key's near-constant features and their values (`exclude`: features normalised
+    otherwise, e.g. quaternions), or None when it has none."""
+    dims = [i for i in near_constant(stats, floor) if i not in exclude]
+    if not dims:
+        return None
+    mean = np.asarray(stats.mean).reshape(-1)
+    shown = ", ".join(f"{i} (= {mean[i]:.4g})" for i in dims[:8]) + (f" and {len(dims) - 8} more" if len(dims) > 8
+                                                                     else "")
+    return (f"{key}: {len(dims)} near-constant feature(s) (spread < {floor:g}): dims {shown}; their normalisation "
+            f"scale is floored at {floor:g}")
+
+
 class RunningStats:
     """Accumulates rows of shape [N, C] batch by batch; `finish()` gives Stats of shape [C]."""
 

@@ -17,12 +17,14 @@ from vla.policy.config import PolicyConfig
 EPS = 1e-6
 
 
-def center_scale(stats: Stats, mode: str) -> tuple[np.ndarray, np.ndarray]:
+def center_scale(stats: Stats, mode: str, floor: float = EPS) -> tuple[np.ndarray, np.ndarray]:
+    """The centre and scale of `mode`, the scale at least `floor` (the state's: PolicyConfig.state_floor;
+    actions keep EPS, since their scale multiplies the network's output instead of dividing an input)."""
     if mode == "mean_std":
-        return np.asarray(stats.mean), np.maximum(np.asarray(stats.std), EPS)
+        return np.asarray(stats.mean), np.maximum(np.asarray(stats.std), floor)
     if mode == "quantile":
         q01, q99 = np.asarray(stats.q01), np.asarray(stats.q99)
-        return (q99 + q01) / 2, np.maximum((q99 - q01) / 2, EPS)
+        return (q99 + q01) / 2, np.maximum((q99 - q01) / 2, floor)
     raise ValueError(f"unknown normalisation mode '{mode}' (valid: mean_std, quantile)")
 
 
@@ -64,8 +66,9 @@ class PolicyNormalizer(nn.Module):
                                  f"config expects {buf.shape[-1]}")
             buf.copy_(torch.from_numpy(value))
 
-        for key, mode in (("state", self.cfg.state_norm), ("action", self.cfg.action_norm)):
-            c, s = center_scale(stats[key], mode)
+        for key, mode, floor in (("state", self.cfg.state_norm, self.cfg.state_floor),
+                                 ("action", self.cfg.action_norm, EPS)):
+            c, s = center_scale(stats[key], mode, floor)
             put(f"{key}_center", c, key)
             put(f"{key}_scale", s, key)
         for i, cam in enumerate(self.cfg.cameras):
@@ -80,7 +83,11 @@ class PolicyNormalizer(nn.Module):
         self.has_stats.fill_(True)
 
     def state(self, x: torch.Tensor) -> torch.Tensor:
-        return (x - self.state_center) / self.state_scale
+        # Clipped: a feature far outside anything in training (a broken sensor, a floored near-constant
+        # feature that moved) reaches the network bounded. Checkpoints from before the clip get it too;
+        # within the demos' range nothing changes.
+        clip = float(self.cfg.state_clip)
+        return ((x - self.state_center) / self.state_scale).clamp(-clip, clip)
 
     def action(self, x: torch.Tensor) -> torch.Tensor:
         return (x - self.action_center) / self.action_scale

@@ -17,6 +17,7 @@ import numpy as np
 
 from vla.config import ConfigError, load_config
 from vla.data.dataset import WindowDataset, load_instruction_aliases, split_episodes
+from vla.data.stats import describe_near_constant
 from vla.data.store import EpisodeStore
 from vla.policy.config import PolicyConfig
 from vla.policy.rotation import detect_quats
@@ -140,6 +141,11 @@ def build(store_path: str | Path, policy_preset: str, train_preset: str, overrid
     val_ds = WindowDataset(store, val_eps, **kw) if len(val_eps) else None
     keys = ["state", "action", *(f"images/{c}" for c in policy_cfg.cameras)]
     stats = store.stats(keys=keys, episodes=train_eps)
+    if resume_from is None:  # the floor takes effect when the statistics are set: said there, once
+        quat_dims = frozenset(i + k for i in policy_cfg.state_quats for k in range(4))
+        line = describe_near_constant("state", stats["state"], policy_cfg.state_floor, quat_dims)
+        if line:
+            print(line + " (policy.state_floor)", flush=True)
     return policy_cfg, train_cfg, train_ds, val_ds, stats
 
 

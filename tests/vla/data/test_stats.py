@@ -84,3 +84,19 @@ def test_normalizer_round_trip(tmp_path: Path) -> None:
             np.testing.assert_allclose(y.mean(0), 0, atol=1e-4)
     with pytest.raises(ValueError, match="unknown normalisation mode"):
         Normalizer(store.stats(keys=["action"]), mode="minmax").normalize("action", x)
+
+
+def test_near_constant_features_are_found_and_named() -> None:
+    from vla.data.stats import describe_near_constant, near_constant
+
+    rng = np.random.default_rng(0)
+    rows = np.stack([rng.normal(0, 0.2, 500), np.full(500, 0.83), rng.normal(1, 0.004, 500),
+                     rng.normal(0, 0.05, 500)], 1)
+    acc = RunningStats(4)
+    acc.update(rows)
+    stats = acc.finish()
+    assert near_constant(stats) == [1, 2]  # exactly constant, and a spread of 4 mm under the 1 cm floor
+    assert near_constant(stats, floor=0.001) == [1]
+    line = describe_near_constant("state", stats, exclude=frozenset({2}))
+    assert line is not None and "dims 1 (= 0.83)" in line and "floored at 0.01" in line
+    assert describe_near_constant("state", stats, floor=0.0) is None
