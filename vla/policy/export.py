@@ -21,10 +21,13 @@ which needs torch); deployments that only use known instructions never load it.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
+import os
 import shutil
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -77,8 +80,28 @@ def _export(module: torch.nn.Module, args: tuple[Any, ...], path: Path, names: l
     batch = torch.export.Dim("batch", min=1, max=4096)
     # The batch dimension is dynamic for every input (a list input: for each of its tensors).
     dims = tuple([{0: batch}] * len(a) if isinstance(a, list) else {0: batch} for a in args)
-    torch.onnx.export(module.eval(), args, str(path), dynamo=True, input_names=names, output_names=outputs,
-                      dynamic_shapes=dims, opset_version=opset, verbose=False)
+    with _quiet_exporter():
+        torch.onnx.export(module.eval(), args, str(path), dynamo=True, input_names=names, output_names=outputs,
+                          dynamic_shapes=dims, opset_version=opset, verbose=False)
+
+
+@contextlib.contextmanager
+def _quiet_exporter() -> Iterator[None]:
+    """torch's exporter warns about torchvision ops it skips (we use none), a deprecated pytree class and a
+    dynamic axis it merges: lines a user cannot act on. VLA_VERBOSE=1 (`vla --verbose`) keeps them."""
+    if os.environ.get("VLA_VERBOSE") == "1":
+        yield
+        return
+    logger = logging.getLogger("torch.onnx")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=FutureWarning, message=r".*LeafSpec.*")
+            warnings.filterwarnings("ignore", category=UserWarning, message=r"# The axis name: .*")
+            yield
+    finally:
+        logger.setLevel(level)
 
 
 def _to_fp16(path: Path) -> None:

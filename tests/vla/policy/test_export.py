@@ -245,3 +245,15 @@ def test_vla_eval_of_a_damaged_export_is_one_line_from_the_parent(exported: tupl
     import re
 
     assert re.search(match, errors[0]) and "worker" not in res.stderr, errors[0]
+
+
+def test_vla_export_prints_no_third_party_warnings(exported: tuple[Path, Path, LineDataset], tmp_path: Path) -> None:
+    """torch's exporter warns about torchvision ops, a deprecated pytree class and merged axes: none of it is
+    for the user; `vla --verbose` lets it through."""
+    ckpt = exported[0]
+    env = {k: v for k, v in os.environ.items() if k != "VLA_VERBOSE"}
+    res = subprocess.run([sys.executable, "-m", "vla.cli", "export", str(ckpt), "--out", str(tmp_path / "o")],
+                         capture_output=True, text=True, env=env, timeout=600)
+    assert res.returncode == 0, res.stderr
+    out = res.stdout + res.stderr
+    assert out.strip().splitlines() == [f"wrote {tmp_path / 'o'}"], out
