@@ -9,6 +9,7 @@ one when it finishes.
 from __future__ import annotations
 
 import sys
+import time
 from typing import Any, TextIO
 
 from tqdm import tqdm
@@ -26,20 +27,24 @@ class LineProgress(tqdm):
                                         "{rate_fmt}]" if kwargs.get("total") is not None or _has_len(args)
                           else "{desc}: {n_fmt} [{elapsed}, {rate_fmt}]")
         kwargs["dynamic_ncols"] = False
-        self._shown = -1
+        self._shown, self._shown_at, self._closing = -1, float("-inf"), False
         super().__init__(*args, **kwargs)
 
     def display(self, msg: str | None = None, pos: int | None = None) -> bool:
         if msg == "":  # tqdm clearing the bar: nothing to clear in a log, and no carriage return either
             return False
-        if self.n > 0 and self.n != self._shown:  # the 0% line at creation says nothing
-            self._shown = self.n
+        now = time.monotonic()
+        # the 0% line at creation says nothing; a caller's forced refresh (set_postfix) waits its turn
+        due = self._closing or now - self._shown_at >= self.mininterval
+        if self.n > 0 and self.n != self._shown and due:
+            self._shown, self._shown_at = self.n, now
             self.fp.write((msg if msg is not None else self.__str__()).strip() + "\n")
             self.fp.flush()
         return True
 
     def close(self) -> None:
         if not self.disable and self.n != self._shown:
+            self._closing = True
             self.display()  # the last count, once
         self.leave = False  # tqdm's own close would add a newline or a carriage return
         super().close()

@@ -49,3 +49,13 @@ def test_a_disabled_bar_writes_nothing() -> None:
     bar.update(3)
     bar.close()
     assert out.getvalue() == ""
+
+
+def test_forced_refreshes_wait_for_the_interval() -> None:
+    out = io.StringIO()
+    bar = progress(total=100, desc="train", file=out)
+    for _ in range(100):
+        bar.update(1)
+        bar.set_postfix(loss=0.5)  # the trainer's: forces a refresh
+    bar.close()
+    assert len(out.getvalue().splitlines()) <= 2  # the first count at most, and the last
