@@ -4,7 +4,8 @@
 
 Sources: `hardening_store.json` (python benchmarks/hardening_store.py: hostile stores, episodes, overrides,
 presets, checkpoints, and killed store writes) and `hardening_ros.json` (python benchmarks/hardening_soak.py:
-hostile ROS input and the 50 Hz soak). Counts are sums over both; the soak's figures are the ROS file's.
+hostile ROS input and the 50 Hz soak). Counts are sums over both; the soak's figures are the ROS file's, with
+its first_instruction_max_gap_ms and inference_watchdog_ms when it measured them.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # results_io, a siblin
 from results_io import RESULTS, write_result
 
 SOURCES = {"store_cli": "hardening_store.json", "ros": "hardening_ros.json"}
+ROS_CARRIED = ("first_instruction_max_gap_ms", "inference_watchdog_ms")
 
 
 def merge(store: dict[str, Any], ros: dict[str, Any]) -> dict[str, Any]:
@@ -26,7 +28,7 @@ def merge(store: dict[str, Any], ros: dict[str, Any]) -> dict[str, Any]:
     def both(a: str, b: str | None = None) -> int:
         return int(store.get(a, 0)) + int(ros.get(b or a, 0))
 
-    return {"hostile_cases": both("hostile_cases"), "clear_errors": both("clear_errors"),
+    figures = {"hostile_cases": both("hostile_cases"), "clear_errors": both("clear_errors"),
             "accepted_valid_or_harmless": int(store.get("harmless", 0)) + int(ros.get("accepted_valid_or_bounded", 0)),
             "tracebacks": both("tracebacks"), "silent": both("silent"), "bad_commands": int(ros.get("bad_commands", 0)),
             "permanent_holds": int(ros.get("permanent_holds", 0)), "store_kills": int(store.get("store_kills", 0)),
@@ -35,6 +37,9 @@ def merge(store: dict[str, Any], ros: dict[str, Any]) -> dict[str, Any]:
             "soak_control_ticks": ros.get("control_ticks"), "soak_rss_growth_mb": ros.get("soak_rss_growth_mb"),
             "sources": {k: f"{v} (python benchmarks/{'hardening_store' if k == 'store_cli' else 'hardening_soak'}.py)"
                         for k, v in SOURCES.items()}}
+    # the soak's unseen-instruction figure and the watchdog it is held against, when the soak measured them
+    figures.update({k: ros[k] for k in ROS_CARRIED if ros.get(k) is not None})
+    return figures
 
 
 def main() -> None:

@@ -2,9 +2,12 @@
 
 Draws many more cases than the CI suite (tests/hostile/) with the same generators and verdicts,
 then SIGKILLs `EpisodeStore.create` (fresh and overwrite) and writers raced by
-create(overwrite=True). Writes benchmarks/results/hardening_store.json and .md.
+create(overwrite=True). Writes benchmarks/results/hardening_store.json (through results_io.write_result)
+and .md; `--out DIR` writes both there instead (a smoke run:
+`--store-cases 9 --other-cases 2 --checkpoint-cases 9 --export-cases 4 --refine-cases 3 --create-kills 2
+--writer-kills 1 --out /tmp/h`).
 
-    nice -n 10 .venv/bin/python benchmarks/hardening_store.py [--store-cases 320] [--create-kills 40]
+    nice -n 10 .venv/bin/python benchmarks/hardening_store.py [--store-cases 360] [--create-kills 40]
 """
 
 from __future__ import annotations
@@ -25,20 +28,29 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from results_io import RESULTS, write_result  # noqa: E402  (benchmarks/ is this script's folder)
+
 from tests.hostile.cases import (  # noqa: E402
     CHECKPOINT_DAMAGE,
+    EXPORT_DAMAGE,
     STORE_DAMAGE,
+    NotApplicable,
     Verdict,
     bad_override,
     bad_preset,
     build_store,
+    check_export,
     damage_checkpoint,
+    damage_export,
     damage_store,
     fresh_copy,
     judge,
     load_checkpoint_all,
     malformed_episode,
+    mismatched_demos,
     read_all,
+    refine_check,
+    verify_store,
 )
 from tests.vla.data.test_store_create_kill import CHILD, create_seconds, kill_create, openable_or_replaceable  # noqa: E402
 from tests.vla.data.test_store_kill import WRITER  # noqa: E402
@@ -61,10 +73,13 @@ def hostile_cases(work: Path, args: argparse.Namespace) -> list[Verdict]:
     rng = random.Random(args.seed)
     verdicts: list[Verdict] = []
     template = build_store(work / "template.zarr")
-    reference = read_all(template)
+    reference, verified = read_all(template), verify_store(template)
     for i in range(args.store_cases):
         path = fresh_copy(template, work / "case.zarr")
-        case, needles = damage_store(path, STORE_DAMAGE[i % len(STORE_DAMAGE)], random.Random(rng.getrandbits(32)))
+        kind = STORE_DAMAGE[i % len(STORE_DAMAGE)]
+        case, needles = damage_store(path, kind, random.Random(rng.getrandbits(32)))
+        if kind == "swap":  # `vla data verify` must name it as well as every read
+            verdicts.append(judge(f"store {case} (verify)", lambda p=path: verify_store(p), verified, needles))
         verdicts.append(judge(f"store {case}", lambda p=path: read_all(p), reference, needles))
     for _ in range(args.other_cases):
         path = fresh_copy(template, work / "case.zarr")
@@ -90,11 +105,36 @@ def hostile_cases(work: Path, args: argparse.Namespace) -> list[Verdict]:
     ema = {k: v + 0.5 if v.is_floating_point() and "normalizer" not in k else v for k, v in model.state_dict().items()}
     ckpt = save_checkpoint(work / "ckpt", model, data.stats(), ema_state=ema)
     ckpt_reference = load_checkpoint_all(ckpt)
-    for i in range(args.other_cases):
+    for i in range(args.checkpoint_cases):
         path = fresh_copy(ckpt, work / "ckpt_case")
         kind = CHECKPOINT_DAMAGE[i % len(CHECKPOINT_DAMAGE)]
-        case, needles = damage_checkpoint(path, kind, random.Random(rng.getrandbits(32)))
+        try:
+            case, needles = damage_checkpoint(path, kind, random.Random(rng.getrandbits(32)))
+        except NotApplicable:  # this checkpoint has instructions.safetensors: not expected
+            continue
         verdicts.append(judge(f"checkpoint {case}", lambda p=path: load_checkpoint_all(p), ckpt_reference, needles))
+    if args.export_cases:
+        from vla.policy.export import export_onnx
+
+        export = export_onnx(ckpt, work / "onnx")
+        export_reference = check_export(export)
+        for i in range(args.export_cases):
+            path = fresh_copy(export, work / "onnx_case")
+            kind = EXPORT_DAMAGE[i % len(EXPORT_DAMAGE)]
+            case, needles = damage_export(path, kind, random.Random(rng.getrandbits(32)))
+            verdicts.append(judge(f"export {case}", lambda p=path: check_export(p), export_reference, needles))
+    from vla.policy.checkpoint import load_config as checkpoint_config
+
+    policy = checkpoint_config(ckpt)
+    (work / "refine").mkdir()
+    for _ in range(args.refine_cases):
+        case, demos, needles = mismatched_demos(work / "refine", policy, random.Random(rng.getrandbits(32)))
+        out = work / "refine" / "run"
+        v = judge(case, refine_check(ckpt, demos, out), never, needles)
+        if out.exists():  # the check comes before any work: the run folder must not be made
+            v = Verdict("silent", v.case, f"run folder made: {v.message}")
+        verdicts.append(v)
+        shutil.rmtree(demos)
     return verdicts
 
 
@@ -152,8 +192,11 @@ def writer_kills(work: Path, kills: int, seed: int) -> dict[str, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--store-cases", type=int, default=320)
-    parser.add_argument("--other-cases", type=int, default=60)
+    parser.add_argument("--store-cases", type=int, default=40 * len(STORE_DAMAGE))
+    parser.add_argument("--other-cases", type=int, default=60, help="episodes, overrides and presets")
+    parser.add_argument("--checkpoint-cases", type=int, default=12 * len(CHECKPOINT_DAMAGE))
+    parser.add_argument("--export-cases", type=int, default=10 * len(EXPORT_DAMAGE), help="ONNX export folders")
+    parser.add_argument("--refine-cases", type=int, default=24, help="vla refine demos that do not fit the policy")
     parser.add_argument("--create-kills", type=int, default=40)
     parser.add_argument("--writer-kills", type=int, default=20)
     parser.add_argument("--seed", type=int, default=18)
@@ -173,16 +216,22 @@ def main() -> None:
               "store_kills": creates["kills"] + writers["kills"], "create_kills": creates,
               "writer_kills_raced_by_overwrite": writers, "committed_lost": writers["committed_lost"],
               "unopenable_after_create_kill": creates["unopenable"],
-              "by_area": {area: dict(Counter(v.kind for v in verdicts if v.case.startswith(area)))
-                          for area in ("store", "episode", "override", "preset", "checkpoint")},
+              "by_area": {area: dict(Counter(v.kind for v in verdicts if v.case.startswith(f"{area} ")))
+                          for area in AREAS},
+              "distinct_by_area": {area: len({v.case for v in verdicts if v.case.startswith(f"{area} ")})
+                                   for area in AREAS},
               "failures": [v.__dict__ for v in bad[:20]], "seconds": round(time.perf_counter() - t0, 1)}
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "hardening_store.json").write_text(json.dumps(result, indent=1))
+    write_result("hardening_store", result, seed_range="none", results=args.out,
+                 held_out="hostile inputs generated from fixed seeds; nothing was tuned on them",
+                 key_figures=["hostile_cases", "tracebacks", "silent", "committed_lost"],
+                 index=args.out.resolve() == RESULTS.resolve())
     (args.out / "hardening_store.md").write_text(report(result))
     print(json.dumps({k: v for k, v in result.items() if k not in ("failures", "by_area")}, indent=1))
 
 
 WON = "overwrites_won_against_live_writer"
+AREAS = ("store", "episode", "override", "preset", "checkpoint", "export", "refine")
 
 
 def report(r: dict) -> str:
@@ -205,13 +254,22 @@ Command: `nice -n 10 .venv/bin/python benchmarks/hardening_store.py` ({r['second
 
 Per area: {json.dumps(r['by_area'])}
 
+Distinct cases per area: {json.dumps(r['distinct_by_area'])}
+
 "Harmless" cases are damage to bytes nothing reads (for example a flipped bit in a codec's
 compression level, or the statistics cache, which is recomputed from verified chunks). Damage
 generated: flipped bytes, truncated, deleted and garbage files anywhere in the store (chunks,
 array metadata, the commit record, the stats cache), edited array shapes, edited commit records
 (with and without a recomputed record checksum), per-episode metadata rewritten through zarr
-with valid chunk checksums; malformed episodes; malformed `key=value` overrides and preset files;
-flipped / truncated / deleted / garbage checkpoint files and edited policy configs.
+with valid chunk checksums, two chunk files swapped (of one array, or of two arrays of one layout:
+each passes its own checksum; judged by `vla data verify` and by the reads); malformed episodes;
+malformed `key=value` overrides and preset files; flipped / truncated / deleted / garbage checkpoint
+files and edited policy configs, and (manifest resealed, so only the value is wrong) NaN / inf in a
+weight of model.safetensors or ema.safetensors, in stats.json or in the instruction embeddings, and
+absurd sizes in config.json; ONNX export folders with a truncated or garbage graph or external
+weights, a broken runtime.json or a NaN / inf action scale or centre, judged by the check `vla eval`
+runs in its parent; `vla refine` demos of another action or state size or without a camera the
+policy reads, judged by the check the run makes before any work.
 """
 
 

@@ -36,6 +36,19 @@ def test_hardening_sums_the_two_suites() -> None:
     m = hr.merge(store, ros)
     assert (m["hostile_cases"], m["clear_errors"], m["accepted_valid_or_harmless"]) == (1034, 1148, 79)
     assert m["permanent_holds"] == 1 and m["soak_control_ticks"] == 90000 and m["store_kills"] == 60
+    # a soak without the unseen-instruction scenario carries no such figures (and no None in their place)
+    assert "first_instruction_max_gap_ms" not in m and "inference_watchdog_ms" not in m
+
+
+def test_hardening_carries_the_unseen_instruction_gap_and_the_watchdog() -> None:
+    hr = load_script("hardening_report")
+    ros = {"hostile_cases": 667, "clear_errors": 603, "first_instruction_max_gap_ms": 850.5,
+           "inference_watchdog_ms": 2000.0, "first_instruction_gaps_ms": [850.5, 120.0]}
+    m = hr.merge({"hostile_cases": 10}, ros)
+    assert m["first_instruction_max_gap_ms"] == 850.5 and m["inference_watchdog_ms"] == 2000.0
+    assert m["hostile_cases"] == 677 and "first_instruction_gaps_ms" not in m
+    m = hr.merge({}, {**ros, "first_instruction_max_gap_ms": None})  # measured nothing: not carried
+    assert "first_instruction_max_gap_ms" not in m and m["inference_watchdog_ms"] == 2000.0
 
 
 def test_ensemble_sweep_pairs_every_setting_against_four_steps() -> None:

@@ -1,7 +1,8 @@
 """Hostile inputs for the data / checkpoint / config area (issue 18) and one verdict for each.
 
-A case damages a copy of a valid artefact (store, checkpoint) or builds a malformed input
-(episode, config, override), runs what a user runs on it, and gets one verdict:
+A case damages a copy of a valid artefact (store, checkpoint, ONNX export folder) or builds a
+malformed input (episode, config, override, `vla refine` demos that do not fit the policy), runs what
+a user runs on it, and gets one verdict:
 
 - clear:     an expected error (what `vla` prints as one `error:` line), one line, naming the thing;
 - unnamed:   an expected one-line error that does not name the damaged key / file;
@@ -56,7 +57,15 @@ def same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def judge(case: str, run: Callable[[], Any], reference: Any, needles: Sequence[str]) -> Verdict:
+Needle = str | tuple[str, ...]  # a tuple: every string of it must be in the message
+
+
+def named(message: str, needles: Sequence[Needle]) -> bool:
+    """Whether `message` names one of `needles` (a string, or a tuple whose strings it all contains)."""
+    return any(all(part in message for part in ((n,) if isinstance(n, str) else n)) for n in needles)
+
+
+def judge(case: str, run: Callable[[], Any], reference: Any, needles: Sequence[Needle]) -> Verdict:
     try:
         got = run()
     except Exception as e:  # the verdict decides whether it was an expected, clear error
@@ -65,7 +74,7 @@ def judge(case: str, run: Callable[[], Any], reference: Any, needles: Sequence[s
         message = error_line(e)  # exactly what `vla` prints after "error: " (always one line)
         if len(message) > 400:  # a traceback or a dump squeezed into one line is not a clear error
             return Verdict("traceback", case, f"overlong: {message[:300]}")
-        if needles and not any(n in message for n in needles):
+        if needles and not named(message, needles):
             return Verdict("unnamed", case, message)
         return Verdict("clear", case, message)
     return Verdict("harmless" if same(got, reference) else "silent", case, "")
@@ -91,6 +100,11 @@ def read_all(path: Path) -> dict[str, Any]:
         episodes.append({"steps": ep.steps, "meta": [ep.task, ep.instruction, ep.success, ep.source, ep.seed]})
     return {"schema": s.schema.to_json(), "n": [s.n_episodes, s.n_steps], "stats": stats,
             "table": {f: getattr(t, f) for f in t.__dataclass_fields__}, "episodes": episodes}
+
+
+def verify_store(path: Path) -> int:
+    """What `vla data verify` checks: every chunk against its checksum and its recorded position."""
+    return EpisodeStore.open(path).verify()
 
 
 def store_files(root: Path) -> list[str]:
@@ -122,11 +136,53 @@ def _json_edit(file: Path, edit: Callable[[dict], None], fix_record: bool = Fals
     file.write_text(json.dumps(meta))
 
 
-STORE_DAMAGE = ("flip", "truncate", "delete", "garbage", "shape", "record", "record_fixed", "meta_edit")
+STORE_DAMAGE = ("flip", "truncate", "delete", "garbage", "shape", "record", "record_fixed", "meta_edit", "swap")
 
 
-def damage_store(root: Path, kind: str, rng: random.Random) -> tuple[str, list[str]]:
+def _array_layout(root: Path, key: str) -> tuple[Any, ...]:
+    """What makes two arrays' chunk files interchangeable: row shape, dtype, chunk shape, codecs."""
+    m = json.loads((root / key / "zarr.json").read_text())
+    return (tuple(m["shape"][1:]), m["data_type"], tuple(m["chunk_grid"]["configuration"]["chunk_shape"]),
+            json.dumps(m.get("codecs"), sort_keys=True))
+
+
+def swap_chunks(root: Path, rng: random.Random) -> tuple[str, list[Needle]]:
+    """Swap two step-data chunk files with different bytes: two of one array, or (half the time, where
+    the store has arrays of one layout) the same or another chunk of two arrays of the same layout. Each
+    file still passes its own checksum; only the commit record's chunk positions tell (vla data verify
+    and every read must name the key and the chunk file)."""
+    files = store_files(root)
+    chunks: dict[str, list[str]] = {}
+    for f in files:
+        if f.startswith("data/") and "/c/" in f:
+            key, chunk = f.split("/c/", 1)
+            chunks.setdefault(key, []).append("c/" + chunk)
+    groups: dict[tuple[Any, ...], list[str]] = {}
+    for key in sorted(chunks):
+        groups.setdefault(_array_layout(root, key), []).append(key)
+    pairs_across = [(a, b) for keys in groups.values() for a in keys for b in keys if a < b]
+    if pairs_across and rng.random() < 0.5:
+        key_a, key_b = rng.choice(pairs_across)
+    else:
+        key_a = key_b = rng.choice(sorted(k for k, c in chunks.items() if len(c) > 1))
+    candidates = [(a, b) for a in sorted(chunks[key_a]) for b in sorted(chunks[key_b])
+                  if (key_a, a) < (key_b, b) or (key_a != key_b and a == b)]
+    rng.shuffle(candidates)
+    for a, b in candidates:
+        fa, fb = root / key_a / a, root / key_b / b
+        data_a, data_b = fa.read_bytes(), fb.read_bytes()
+        if data_a != data_b:  # swapping equal files changes nothing
+            fa.write_bytes(data_b)
+            fb.write_bytes(data_a)
+            ka, kb = key_a.removeprefix("data/"), key_b.removeprefix("data/")
+            return f"swap {key_a}/{a} <-> {key_b}/{b}", [(f"key '{ka}'", a), (f"key '{kb}'", b)]
+    return f"swap {key_a}: no two chunk files differ (unchanged)", []
+
+
+def damage_store(root: Path, kind: str, rng: random.Random) -> tuple[str, list[Needle]]:
     """Damage the store at `root` in place; returns (case description, needles)."""
+    if kind == "swap":
+        return swap_chunks(root, rng)
     files = [f for f in store_files(root) if not (kind == "delete" and f == "stats_cache.npz")]
     if kind in ("flip", "truncate", "delete", "garbage"):
         rel = rng.choice(files)
@@ -270,10 +326,95 @@ def bad_preset(rng: random.Random, folder: Path, fields: Sequence[str]) -> tuple
 
 
 # ---------------------------------------------------------------------------------- checkpoints
-CHECKPOINT_DAMAGE = ("flip", "truncate", "delete", "garbage", "config_field")
+# The first five break a file's bytes (its sha256 in config.json then tells); the others write values a
+# checkpoint must not hold into intact files and reseal the manifest, so that only the value is wrong.
+CHECKPOINT_DAMAGE = ("flip", "truncate", "delete", "garbage", "config_field", "nan_weight", "nan_stats",
+                     "huge_config", "nan_embedding")
+NON_FINITE = (float("nan"), float("inf"), float("-inf"))
 
 
-def damage_checkpoint(folder: Path, kind: str, rng: random.Random) -> tuple[str, list[str]]:
+class NotApplicable(Exception):
+    """The damage needs a file this artefact does not have (e.g. instructions.safetensors)."""
+
+
+def reseal(folder: Path) -> None:
+    """config.json's manifest made to match the folder's files again, as a checkpoint written with those
+    contents would have it (tests/vla/policy/conftest.py)."""
+    from tests.vla.policy.conftest import reseal as reseal_checkpoint
+
+    reseal_checkpoint(folder)
+
+
+def _rewrite_tensor(path: Path, rng: random.Random, pick: Callable[[list[str]], str] | None = None
+                    ) -> tuple[str, str]:
+    """One element of one floating-point tensor of a safetensors file set to NaN / inf (its metadata
+    kept); returns (tensor name, what was written where)."""
+    from safetensors import safe_open
+    from safetensors.numpy import load_file, save_file
+
+    with safe_open(str(path), "np") as f:
+        meta = f.metadata()
+    tensors = load_file(str(path))
+    floats = sorted(k for k, t in tensors.items() if t.dtype.kind == "f" and t.size)
+    name = pick(floats) if pick is not None else rng.choice(floats)
+    values = tensors[name].copy()
+    at, value = rng.randrange(values.size), rng.choice(NON_FINITE)
+    values.flat[at] = value
+    tensors[name] = values
+    save_file(tensors, str(path), metadata=meta)
+    return name, f"[{at}]={value}"
+
+
+def _size_keys() -> dict[str, int]:
+    from vla.policy.config import MAX_IMAGE_SIDE, MAX_VISION_CHANNELS, OPTIONAL_SIZE_LIMITS, SIZE_LIMITS
+
+    return {**SIZE_LIMITS, **OPTIONAL_SIZE_LIMITS, "image_size": MAX_IMAGE_SIDE,
+            "vision_channels": MAX_VISION_CHANNELS}
+
+
+def damage_checkpoint_values(folder: Path, kind: str, rng: random.Random) -> tuple[str, list[Needle]]:
+    """A value no checkpoint may hold, written into an intact file, the manifest resealed to match."""
+    if kind == "nan_weight":
+        name = rng.choice([n for n in ("model.safetensors", "ema.safetensors") if (folder / n).is_file()])
+        tensor, where = _rewrite_tensor(folder / name, rng)
+        reseal(folder)
+        return f"nan_weight {name} {tensor}{where}", [(f"{name}: tensor '{tensor}'", "non-finite")]
+    if kind == "nan_embedding":
+        if not (folder / "instructions.safetensors").is_file():
+            raise NotApplicable(f"{folder} has no instructions.safetensors")
+        tensor, where = _rewrite_tensor(folder / "instructions.safetensors", rng, lambda names: "embeddings")
+        reseal(folder)
+        return f"nan_embedding {tensor}{where}", [("instructions.safetensors", "'embeddings'", "non-finite")]
+    if kind == "nan_stats":
+        stats = json.loads((folder / "stats.json").read_text())
+        key = rng.choice(sorted(stats))
+        field_name = rng.choice(["mean", "std", "min", "max", "q01", "q99"])
+        values = stats[key][field_name]
+        at, value = rng.randrange(len(values)), rng.choice(NON_FINITE)
+        values[at] = value
+        (folder / "stats.json").write_text(json.dumps(stats))  # NaN / Infinity: what Python's json writes
+        reseal(folder)
+        return (f"nan_stats {key}.{field_name}[{at}]={value}",
+                [("stats.json", f"statistic '{key}.{field_name}'", "non-finite")])
+    if kind == "huge_config":
+        meta = json.loads((folder / "config.json").read_text())
+        limits = _size_keys()
+        key = rng.choice(sorted(limits))
+        value = rng.choice([limits[key] + 1, 10**9, 2**31, 10**12, 1e9, 10**18])
+        if key in ("image_size", "vision_channels"):
+            sizes = list(meta["policy"][key])
+            sizes[rng.randrange(len(sizes))] = value
+            value = sizes
+        meta["policy"][key] = value
+        (folder / "config.json").write_text(json.dumps(meta))
+        reseal(folder)
+        return f"huge_config {key}={value!r}", [("config.json", key)]
+    raise ValueError(f"unknown checkpoint damage '{kind}'")
+
+
+def damage_checkpoint(folder: Path, kind: str, rng: random.Random) -> tuple[str, list[Needle]]:
+    if kind in CHECKPOINT_DAMAGE[5:]:
+        return damage_checkpoint_values(folder, kind, rng)
     files = sorted(f.name for f in folder.iterdir() if f.is_file())
     name = rng.choice(files)
     f = folder / name
@@ -317,3 +458,108 @@ def fresh_copy(src: Path, dst: Path) -> Path:
     shutil.rmtree(dst, ignore_errors=True)
     shutil.copytree(src, dst)
     return dst
+
+
+# ---------------------------------------------------------------------------------- ONNX exports
+EXPORT_DAMAGE = ("truncate", "garbage", "runtime_json", "nan_scale")
+
+
+def damage_export(folder: Path, kind: str, rng: random.Random) -> tuple[str, list[Needle]]:
+    """Damage an ONNX export folder (vla export): a truncated or garbage graph (or its external weights),
+    a broken runtime.json, a NaN / inf action scale or centre in it."""
+    if kind in ("truncate", "garbage"):
+        name = rng.choice(sorted(f.name for f in folder.iterdir() if ".onnx" in f.name))
+        f = folder / name
+        data = f.read_bytes()
+        graph = name.removesuffix(".data")  # external weights are read through their graph
+        if kind == "truncate":
+            keep = rng.randrange(len(data))
+            f.write_bytes(data[:keep])
+            return f"truncate {name} to {keep}/{len(data)}", [graph]
+        n = rng.randrange(0, 2 * len(data) + 2)
+        f.write_bytes(rng.randbytes(n))
+        return f"garbage {name} ({n} bytes)", [graph]
+    path = folder / "runtime.json"
+    text = path.read_text()
+    meta = json.loads(text)
+    if kind == "nan_scale":
+        key = rng.choice(["action_scale", "action_center"])
+        at, value = rng.randrange(len(meta[key])), rng.choice(NON_FINITE)
+        meta[key][at] = value
+        path.write_text(json.dumps(meta))
+        return f"runtime.json {key}[{at}]={value}", [("runtime.json", f"'{key}'")]
+    how = rng.choice(["cut", "not_object", "drop", "value"])
+    if how == "cut":
+        keep = rng.randrange(len(text))
+        path.write_text(text[:keep])
+        return f"runtime.json cut to {keep}/{len(text)}", ["runtime.json"]
+    if how == "not_object":
+        other = rng.choice(["[]", "null", '"runtime"', "3", "[" + text + "]"])
+        path.write_text(other)
+        return f"runtime.json = {other[:20]}", ["runtime.json"]
+    key = rng.choice(sorted(meta))
+    if how == "drop":
+        del meta[key]
+        path.write_text(json.dumps(meta))
+        return f"runtime.json without '{key}'", ["runtime.json"]
+    value = rng.choice([None, "x", [], {}, -1, 10**9, [1.0]])
+    meta[key] = value
+    path.write_text(json.dumps(meta))
+    return f"runtime.json {key}={value!r}", ["runtime.json"]
+
+
+def check_export(folder: Path) -> Any:
+    """What the `vla eval` parent runs on a policy folder before any worker starts (sim.evaluate)."""
+    from sim.evaluate import check_policy_spec
+
+    return check_policy_spec(str(folder))
+
+
+# ------------------------------------------------------------------------------- refine inputs
+REFINE_MISMATCH = ("action", "state", "camera")
+
+
+def mismatched_demos(folder: Path, policy: Any, rng: random.Random) -> tuple[str, Path, list[Needle]]:
+    """An EpisodeStore of demos that do not fit `policy` (a PolicyConfig): another action size, another
+    state size, or without one of its cameras; `vla refine` must refuse it before any work, naming the
+    store, the key and both sizes."""
+    from vla.data.schema import StoreSchema
+
+    how = rng.choice(REFINE_MISMATCH)
+    action_dim, state_dim, cameras = policy.action_dim, policy.state_dim, list(policy.cameras)
+    if rng.random() < 0.3:
+        cameras.append("robot0_eye_in_hand")  # an extra camera the policy does not read is fine
+    if how == "action":
+        action_dim = rng.choice([n for n in range(1, 15) if n != policy.action_dim])
+        needles: list[Needle] = [("demos", f"key 'action' has size {action_dim}", f"action_dim {policy.action_dim}")]
+    elif how == "state":
+        state_dim = rng.choice([n for n in range(1, 24) if n != policy.state_dim])
+        needles = [("demos", f"key 'state' has size {state_dim}", f"state_dim {policy.state_dim}")]
+    else:
+        missing = rng.choice(policy.cameras) if policy.cameras else None
+        if missing is None:
+            raise NotApplicable("the policy reads no camera")
+        cameras = [c for c in cameras if c != missing] + (["wrist"] if rng.random() < 0.5 else [])
+        needles = [("demos", f"no key 'images/{missing}'")]
+    schema = StoreSchema(cameras={c: (8, 8) for c in cameras}, state_dim=state_dim, action_dim=action_dim, fps=20.0)
+    path = folder / f"demos_{how}_{action_dim}_{state_dim}_{'_'.join(cameras) or 'none'}.zarr"
+    shutil.rmtree(path, ignore_errors=True)
+    with EpisodeStore.create(path, schema) as store:
+        for seed in range(2):
+            store.append_episode(synthetic_episode(schema, seed, length=6))
+    case = f"refine demos action_dim={action_dim} state_dim={state_dim} cameras={cameras}"
+    return case, path, needles
+
+
+def refine_check(ckpt: Path, demos: Path, out_dir: Path) -> Callable[[], Any]:
+    """`vla refine`'s check of its inputs (RefineRun.check_inputs: before any evaluation, collection or copy)."""
+    def run() -> Any:
+        from vla.config import load_config
+        from vla.refine.config import RefineConfig
+        from vla.refine.loop import RefineRun
+
+        cfg = load_config(RefineConfig, "refine", "debug", [],
+                          values={"method": "sft", "ckpt": str(ckpt), "demos": str(demos), "out_dir": str(out_dir)})
+        RefineRun(cfg, progress=False).check_inputs()
+        return {"out_dir_created": out_dir.exists()}
+    return run

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.hostile.cases import (
@@ -19,6 +19,8 @@ from tests.hostile.cases import (
     judge,
     malformed_episode,
     read_all,
+    swap_chunks,
+    verify_store,
 )
 from vla.data.store import EpisodeStore
 
@@ -46,6 +48,24 @@ def test_damaged_store_is_a_clear_error_or_unchanged(template: tuple[Path, dict]
     group_meta = re.match(r"(truncate|delete|garbage) data(/images)?/zarr\.json", case) is not None
     assert verdict.kind == "clear" or group_meta or not case.startswith(
         ("truncate data", "delete data", "garbage data")), verdict
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1))
+@example(seed=0).via("a swap of two chunk files of one array")
+@example(seed=1).via("a swap across two arrays of one layout")
+def test_swapped_chunk_files_are_named_by_verify_and_by_every_read(template: tuple[Path, dict], seed: int) -> None:
+    """Issue 59 (1): two chunk files swapped (of one array, or of two arrays of one layout) each pass their own
+    checksum; `vla data verify` and the reads must both name the key and a chunk file, never read them."""
+    src, reference = template
+    with tempfile.TemporaryDirectory(prefix="case_") as tmp:
+        path = fresh_copy(src, Path(tmp) / "s.zarr")
+        case, needles = swap_chunks(path, random.Random(seed))
+        assert needles, case  # the template's arrays have chunk files that differ
+        verified = judge(f"{case} (verify)", lambda: verify_store(path), None, needles)
+        read = judge(case, lambda: read_all(path), reference, needles)
+    assert verified.kind == "clear", verified
+    assert read.kind == "clear", read
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
