@@ -472,8 +472,8 @@ def test_an_unseen_instruction_never_stalls_inference(tmp_path, domain_id, recor
     last_old = max(i for i, c in enumerate(log_[:first_new]) if c["t"] < t_sent)
     times = [c["t"] for c in log_[last_old:first_new + 3]]
     gap_ms = 1e3 * max(np.diff(times))
-    record_property("first_instruction_max_gap_ms", round(gap_ms, 1))
-    record_property("inference_watchdog_ms", watchdog_ms)
+    record_property("first_instruction_max_gap_ms", round(float(gap_ms), 1))  # xdist sends only builtins
+    record_property("inference_watchdog_ms", float(watchdog_ms))
     print(f"first_instruction_max_gap_ms={gap_ms:.1f} inference_watchdog_ms={watchdog_ms:.0f} "
           f"longest_inference_ms={1e3 * max(c['took'] for c in log_[last_old:]):.1f} "
           f"instruction_embed_max_ms={diag.get('instruction_embed_max_ms')}")
