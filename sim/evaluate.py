@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-from tqdm import tqdm
 
 from sim.policies import policy_label
 from vla import protocol
 from vla.data.schema import Episode, closest
+from vla.progress import progress as tqdm
 from vla.registry import EVALUATORS
 
 if TYPE_CHECKING:
