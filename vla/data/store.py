@@ -65,7 +65,9 @@ from vla.data.store_checks import (
     meta_digest,
     parse_chunk_record,
     record_digest,
+    recorded_position,
     rows_digest,
+    sealed_crc,
     with_record_digest,
 )
 from vla.data.store_files import (
@@ -326,10 +328,7 @@ class EpisodeStore:
 
     def _recorded_crc(self, name: str, index: int) -> int | None:
         """The crc32c the commit record binds to full chunk `index` of data array `name`, if any."""
-        if self._chunk_rec is None or not name.startswith("data/"):
-            return None
-        hexs = self._chunk_rec["sealed"].get(name.removeprefix("data/"), "")
-        return int(hexs[8 * index:8 * index + 8], 16) if index < len(hexs) // 8 else None
+        return sealed_crc(self._chunk_rec, name.removeprefix("data/"), index) if name.startswith("data/") else None
 
     def _recorded_tail(self, name: str) -> int | None:
         """The digest of the committed rows of the last, partly filled chunk of data array `name`."""
@@ -355,17 +354,13 @@ class EpisodeStore:
     def _whose(self, name: str, arr: zarr.Array, index: int) -> str:
         """What chunk file `index` of `name` holds instead of its own: the chunk recorded at another
         position (of this or another array) when its trailer is recorded there."""
-        trailer = read_chunk_trailer(self._chunk_path(name, arr, index))
-        here = self._chunk_key(arr, index)
-        sealed = self._chunk_rec["sealed"] if self._chunk_rec is not None else {}
-        key = name.removeprefix("data/")
-        for other in [key, *(k for k in sealed if k != key)]:
-            hexs = sealed.get(other, "")
-            for j in range(len(hexs) // 8):
-                if (other, j) != (key, index) and trailer == int(hexs[8 * j:8 * j + 8], 16):
-                    there = self._chunk_key(self._array(f"data/{other}"), j)
-                    return f"{here} holds the chunk recorded for {there if other == key else f'{other!r} {there}'}"
-        return f"{here} does not hold the chunk recorded for its position"
+        here, key = self._chunk_key(arr, index), name.removeprefix("data/")
+        found = recorded_position(self._chunk_rec, read_chunk_trailer(self._chunk_path(name, arr, index)),
+                                  (key, index))
+        if found is None:
+            return f"{here} does not hold the chunk recorded for its position"
+        there = self._chunk_key(self._array(f"data/{found[0]}"), found[1])
+        return f"{here} holds the chunk recorded for {there if found[0] == key else f'{found[0]!r} {there}'}"
 
     def _misplaced(self, name: str, arr: zarr.Array, indices: list[int]) -> StoreError:
         """One error for chunks whose stored bytes pass their own checksum but are not the ones the
@@ -407,7 +402,7 @@ class EpisodeStore:
         return {"version": CHUNK_RECORD_VERSION, "steps": end, "sealed": sealed, "tail": tail}
 
     def _chunk_path(self, name: str, arr: zarr.Array, index: int) -> Path:
-        return self.path / name / arr.metadata.encode_chunk_key((index,) + (0,) * (arr.ndim - 1))
+        return self.path / name / self._chunk_key(arr, index)
 
     def _damage(self, name: str, arr: zarr.Array, index: int, problem: str) -> StoreError:
         c = arr.chunks[0]

@@ -205,6 +205,24 @@ def parse_chunk_record(value: Any, path: Path) -> dict[str, Any] | None:
     return {"version": CHUNK_RECORD_VERSION, "steps": steps, "sealed": sealed, "tail": tail}
 
 
+def sealed_crc(record: dict[str, Any] | None, key: str, index: int) -> int | None:
+    """The crc32c a position record binds to full chunk `index` of step key `key`, if it records one."""
+    hexs = record["sealed"].get(key, "") if record is not None else ""
+    return int(hexs[8 * index:8 * index + 8], 16) if index < len(hexs) // 8 else None
+
+
+def recorded_position(record: dict[str, Any] | None, trailer: int | None, own: tuple[str, int]
+                      ) -> tuple[str, int] | None:
+    """Where else the record binds a chunk with this crc32c trailer: (key, chunk index), the chunk's own
+    key searched first; None when nowhere but `own`."""
+    sealed = record["sealed"] if record is not None else {}
+    for key in [own[0], *(k for k in sealed if k != own[0])]:
+        for j in range(len(sealed.get(key, "")) // 8):
+            if (key, j) != own and trailer == sealed_crc(record, key, j):
+                return key, j
+    return None
+
+
 def record_digest(attrs: dict[str, Any]) -> int:
     body = {k: v for k, v in attrs.items() if k != "record_crc"}
     return zlib.crc32(json.dumps(body, sort_keys=True).encode())
