@@ -25,11 +25,11 @@ evaluated on the same 50 seeds 100000+; version 0 is evaluated once.
 - settings: interventions (the scripted person takes over and hands back: HG-DAgger's protocol)
   and autonomous (`intervener=`);
 - methods: habc, sft; habc_single (the efficiency ablation: one critic, no efficiency head),
-  habc_sampled (`habc.sample_by_weight`: the critic's weights draw the policy's windows),
-  habc_gae (`habc.adv_lambda=0.95`: GAE advantages over each run instead of one step), habc_mc
-  (`habc.adv_lambda=1.0`: the run's outcome minus V, as far from one-step as GAE goes),
+  habc_sampled (`method_args.sample_by_weight`: the critic's weights draw the policy's windows),
+  habc_gae (`method_args.adv_lambda=0.95`: GAE advantages over each run instead of one step), habc_mc
+  (`method_args.adv_lambda=1.0`: the run's outcome minus V, as far from one-step as GAE goes),
   habc_chunk (`own_chunk_only`: the policy's windows supervise only the chunk it executed),
-  habc_gated (`habc.outcome_gate`: only the policy's runs that ended in a success, ranked inside
+  habc_gated (`method_args.outcome_gate`: only the policy's runs that ended in a success, ranked inside
   them by exp(A / (2 std)) with lambda-1 advantages; beta -> infinity would be filtered BC),
   filtered_bc, pa_rl (PA-RL, arXiv 2412.06685, on the same critic in Q form); with interventions
   rac and hg_dagger (their intervention steps for the RaC / HG-DAgger ratio); in the autonomous
@@ -42,6 +42,7 @@ import argparse
 import json
 import re
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -58,16 +59,18 @@ from vla.metrics import paired_difference, shared_success_length_ratio, t_interv
 BASE = "d15_s3000"
 SHARES = (0.4, 0.3, 0.3)  # demo, correction, policy: every method's fixed sample shares (--shares)
 SETTINGS = {"interventions": (), "autonomous": ("intervener=",)}
-METHODS = {"habc": ("habc", ()), "sft": ("sft", ()), "habc_single": ("habc", ("habc.single_critic=true",)),
-           "habc_sampled": ("habc", ("habc.sample_by_weight=true",)), "habc_gae": ("habc", ("habc.adv_lambda=0.95",)),
-           "habc_mc": ("habc", ("habc.adv_lambda=1.0",)),
+METHODS = {"habc": ("habc", ()), "sft": ("sft", ()), "habc_single": ("habc", ("method_args.single_critic=true",)),
+           "habc_sampled": ("habc", ("method_args.sample_by_weight=true",)),
+           "habc_gae": ("habc", ("method_args.adv_lambda=0.95",)),
+           "habc_mc": ("habc", ("method_args.adv_lambda=1.0",)),
            "habc_chunk": ("habc", ("own_chunk_only=true",)),
            # outcome-gated, tempered: only the policy's successful runs, ranked by exp(A / (2 std)) with
            # Monte-Carlo advantages (the efficiency critic sees which successes were fast)
-           "habc_gated": ("habc", ("habc.outcome_gate=true", "habc.beta=2.0", "habc.adv_lambda=1.0")),
+           "habc_gated": ("habc", ("method_args.outcome_gate=true", "method_args.beta=2.0",
+                                   "method_args.adv_lambda=1.0")),
            # its efficiency ablation: the same gate and ranking with the viability critic alone
-           "habc_gated_single": ("habc", ("habc.outcome_gate=true", "habc.beta=2.0", "habc.adv_lambda=1.0",
-                                          "habc.single_critic=true")),
+           "habc_gated_single": ("habc", ("method_args.outcome_gate=true", "method_args.beta=2.0",
+                                          "method_args.adv_lambda=1.0", "method_args.single_critic=true")),
            "filtered_bc": ("filtered_bc", ()),
            "rac": ("rac", ()), "hg_dagger": ("hg_dagger", ()), "dagger": ("dagger", ()),
            # DAgger with the policy's own rotation in the labels: the expert's roll/pitch corrections are tens of
@@ -90,7 +93,7 @@ def share_overrides(name: str, setting: str, shares: tuple[float, float, float])
     d, c, p = shares
     if name == "pa_rl":
         return f"method_args={{demo_share: {d + c if setting == 'interventions' else d / (d + p):.3f}}}"
-    return f"group_shares={{demo: {d}, correction: {c}, policy: {p}}}"
+    return f"method_args.group_shares={{demo: {d}, correction: {c}, policy: {p}}}"
 
 
 # habc.json names the settings as issue 15 does
@@ -149,7 +152,7 @@ def run(args: argparse.Namespace) -> None:
     demos = Path(args.demo_store).resolve() if args.demo_store else inputs / f"demos_{n_demos(base)}.zarr"
     obs = run_obs(args)
     # the issue's critic input where the policy sees images: the frozen policy encoder's features
-    critic = ("habc.features=encoder",) if args.cameras else ()
+    critic = ("critic.features=encoder",) if args.cameras else ()
     had = shares_used(out)  # a folder's runs compare at one set of shares
     if had is not None and had != args.shares:
         raise SystemExit(f"bench_habc: the runs in {out} used --shares {','.join(map(str, had))}, not "
@@ -501,8 +504,9 @@ def diagnose(args: argparse.Namespace) -> None:
     from vla.policy.checkpoint import load_model
     from vla.refine import habc_math as hm
     from vla.refine.config import RefineConfig
-    from vla.refine.critics import habc_weights
+    from vla.refine.critics import critic_values
     from vla.refine.loop import RefineRun
+    from vla.refine.methods.rule import Steps
 
     run_dir = Path(args.out).resolve() / "runs" / args.run
     cfg = load_config(RefineConfig, "refine", "default", [], values=json.loads((run_dir / "config.json").read_text()))
@@ -516,14 +520,17 @@ def diagnose(args: argparse.Namespace) -> None:
         out[f"jump_{src}s"] = jump_ratio(action, table.episode_starts, table.episode_ends, eps, cfg.n_action_steps)
     version = cfg.iterations - 1
     model, _ = load_model(run.policy_path(version), use_ema=True, device="cpu")
-    h = cfg.habc
-    critic, feats, labels, _ = run.habc_critic(version, store, model)
+    h = run.method.args  # HABC's settings
+    steps = Steps(store=store, table=table, success=np.asarray(table.success, bool),
+                  is_demo=np.asarray(table.source == "demo"), version=version, model=model, run=run)
+    critic, feats, labels, _ = run.method.critic(steps)
+    v, eff = critic_values(critic, feats)
     pol = labels.policy_step  # never a demo's step
     failed = ~np.asarray(table.success, bool)[labels.episode[pol]]
     for lam in (None, 0.8, 0.95, 1.0):
-        w = habc_weights(critic, feats, torch.from_numpy(labels.next_index), torch.from_numpy(labels.done_success),
-                         torch.from_numpy(~labels.policy_step), h, scale_rows=torch.from_numpy(labels.policy_step),
-                         adv_lambda=lam)["weight"].numpy()[pol]
+        w = hm.habc_weights(v, eff, torch.from_numpy(labels.next_index), torch.from_numpy(labels.done_success),
+                            torch.from_numpy(~labels.policy_step), replace(h, adv_lambda=lam),
+                            scale_rows=torch.from_numpy(labels.policy_step))["weight"].numpy()[pol]
         out[f"adv_lambda_{lam}"] = {"failed_mass_share": float(w[failed].sum() / w.sum()),
                                     "weight_mean_failed": float(w[failed].mean()),
                                     "weight_mean_successful": float(w[~failed].mean()),

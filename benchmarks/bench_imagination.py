@@ -92,7 +92,8 @@ def run_table(rows: dict[str, dict[int, list[dict[str, Any]]]]) -> list[str]:
     for m, by in sorted(rows.items()):
         for s, r in sorted(by.items()):
             curve = " -> ".join(f"{x['success_rate']:.2f}" for x in r)
-            lines.append(f"| {m} | {s} | {curve} | {r[-1]['env_episodes']} | {r[-1].get('imagined_episodes', 0)} |")
+            added = r[-1].get("added_episodes", r[-1].get("imagined_episodes", 0))  # older runs' key
+            lines.append(f"| {m} | {s} | {curve} | {r[-1]['env_episodes']} | {added} |")
     return lines
 
 
@@ -133,7 +134,7 @@ def chunk_spread(out: Path) -> dict[str, Any]:
         return {}
     from vla.data.store import EpisodeStore
     from worldmodel.checkpoint import load_checkpoint
-    from worldmodel.imagination import ImaginationConfig
+    from worldmodel.imagination import ImaginationArgs
     from worldmodel.imagination_math import rollout_scores
     from worldmodel.imagine import ImaginedEnv, StartStates, policy_observations, rollout, start_states
     from worldmodel.rank import load_candidate
@@ -149,7 +150,7 @@ def chunk_spread(out: Path) -> dict[str, Any]:
     policy = load_candidate(json.loads((out / "cameras" / "base.json").read_text())["ckpt"], seed=0)
     first = [o for o in policy_observations(store, starts, cams) for _ in range(8)]
     res = rollout(ImaginedEnv(model, max_chunks=1), policy, starts.repeat(8), 1, seed=0, first_obs=first)
-    cfg = ImaginationConfig()  # the method's own scoring settings
+    cfg = ImaginationArgs()  # the method's own scoring settings
     scores = rollout_scores(res["success_prob"], res["value"][:, -1], res["disagreement"],
                             value_weight=cfg.value_weight, disagreement_penalty=cfg.disagreement_penalty)
     q = [10, 50, 90]

@@ -30,13 +30,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 METHODS = ("habc", "rac", "hg_dagger", "sft", "filtered_bc", "awr")
 # The demos-only control and the HABC ablations (vla/refine/critics.py): run names -> (method, overrides)
-VARIANTS = {"demos_only": ("hg_dagger", ["demo_share=1.0"]),  # control: more fine-tuning on the demos alone
-            "habc_no_gate": ("habc", ["habc.use_gate=false"]),
-            "habc_single_critic": ("habc", ["habc.single_critic=true"]),
-            "habc_no_mask": ("habc", ["habc.mask_interventions=false"]),
-            "habc_unscaled": ("habc", ["habc.scale_by_viability=false"]),
+VARIANTS = {"demos_only": ("hg_dagger", ["method_args.demo_share=1.0"]),  # control: more fine-tuning on the demos alone
+            "habc_no_gate": ("habc", ["method_args.use_gate=false"]),
+            "habc_single_critic": ("habc", ["method_args.single_critic=true"]),
+            "habc_no_mask": ("habc", ["method_args.mask_interventions=false"]),
+            "habc_unscaled": ("habc", ["method_args.scale_by_viability=false"]),
             # demonstrations and corrections at 3x the weight of the policy's own (critic-weighted) steps
-            "habc_demo_weight3": ("habc", ["habc.demo_weight=3.0"])}
+            "habc_demo_weight3": ("habc", ["method_args.demo_weight=3.0"])}
 STATE_MODE = ["obs_mode=state", "cameras=[]"]
 
 

@@ -314,6 +314,16 @@ def report_sweeps(args: argparse.Namespace) -> None:
     print("\n".join(lines))
 
 
+def round_info(folder: Path) -> dict[str, Any]:
+    """A run's round figures (`added.json`'s info; runs made before methods were units: `reguide.json`)."""
+    for name, key in (("added.json", "info"), ("reguide.json", None)):
+        f = folder / name
+        if f.exists():
+            d = json.loads(f.read_text())
+            return d[key] if key else d
+    return {}
+
+
 def report(args: argparse.Namespace) -> None:
     inputs, out, _, wm = paths(args)
     if not (out / "v0_eval" / "summary.json").exists():
@@ -374,8 +384,8 @@ def report(args: argparse.Namespace) -> None:
             shares = []
             for k in range(args.iterations):
                 folder = out / "runs" / (m if m.startswith("matched") else m + sx) / f"seed{s}"
-                f = folder / f"iter_{k:02d}" / "reguide.json"
-                shares.append(f"{json.loads(f.read_text())['guided_step_share']:.2f}" if f.exists() else "-")
+                share = round_info(folder / f"iter_{k:02d}").get("guided_step_share")
+                shares.append("-" if share is None else f"{share:.2f}")
             curve = " -> ".join(f"{x['success_rate']:.2f}" for x in r)
             lines.append(f"| {m} | {s} | {curve} | "
                          f"{r[-1]['env_episodes']} | {', '.join(shares)} |")

@@ -4,7 +4,7 @@
 
 For each finished job (`vla run`, the default preset or a copy with other training seeds) this runs
 the equal-compute control of its refine stage: the same config (`<job>/refine/config.json`: rounds,
-rollouts with the simulated person, fine-tuning steps, seed), with `group_shares={demo: 1.0}`, so every
+rollouts with the simulated person, fine-tuning steps, seed), with `method_args.group_shares={demo: 1.0}`, so every
 fine-tuning batch is drawn from the demos alone and the rollouts are collected but not learnt from.
 Version 0's evaluation is the job's (copied), so the control costs the rollouts, the fine-tuning and one
 evaluation per round. Written: `<job>/refine_control/`, and `benchmarks/results/<name>.json` / `.md`:
@@ -57,7 +57,7 @@ def run_control(job: Path) -> Path:
     out = job / "refine_control"
     if (out / f"iter_{values['iterations']:02d}" / "eval" / "summary.json").exists():
         return out
-    values.update(out_dir=str(out), group_shares={"demo": 1.0}, videos=0)
+    values.update(out_dir=str(out), method_args={"group_shares": {"demo": 1.0}}, videos=0)
     v0 = out / "iter_00" / "eval"
     if not v0.exists():
         shutil.copytree(job / "refine" / "iter_00" / "eval", v0)
@@ -117,7 +117,7 @@ def report(rows: list[dict[str, Any]], name: str) -> None:
              f"--name {name}`. "
              "Each job is one training seed of the default preset (pretraining and refinement). The control "
              "repeats the job's refine stage (the same rounds, rollouts with the simulated person, fine-tuning "
-             "steps and seed) with every batch from the demos (`group_shares={demo: 1.0}`). The job's 200 "
+             "steps and seed) with every batch from the demos (`method_args.group_shares={demo: 1.0}`). The job's 200 "
              f"evaluation seeds (the protocol's {'/'.join(sorted({r['seed_range'] for r in rows}))} range), "
              "paired by seed, 95% t interval, (seeds better / worse). What was chosen where: the refine stage's "
              "settings (rounds, rollouts, steps, EMA) were chosen on the job's old seeds 1000-1199, now inside "

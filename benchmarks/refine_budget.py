@@ -124,24 +124,24 @@ TRAINING_SEEDS = (0, 1, 2)  # suffix _s0 / _s1 / _s2
 DEFAULT_SEEDS = (0, 1)  # what runs without --only; the third seed is asked for by name
 # name -> (method, rollouts, overrides); each runs with any of TRAINING_SEEDS
 VARIANTS: dict[str, tuple[str, int, tuple[str, ...]]] = {
-    "control": ("hg-dagger", 20, ("group_shares={demo: 1.0}",)),  # the same steps on the demos alone
+    "control": ("hg-dagger", 20, ("method_args.group_shares={demo: 1.0}",)),  # the same steps on the demos alone
     "hg20": ("hg-dagger", 20, ()),  # the job's round
     # the pretrained weights are an average over ~1000 steps (ema 0.999); refine's default 0.99 keeps ~100
-    "control_ema999": ("hg-dagger", 20, ("group_shares={demo: 1.0}", "train.ema_decay=0.999")),
+    "control_ema999": ("hg-dagger", 20, ("method_args.group_shares={demo: 1.0}", "train.ema_decay=0.999")),
     # ... and with a fresh average's warm-up (vla.train.ema) it forgets them within ~10 steps; without it
     # the fine-tune's average starts at the pretrained weights and keeps 0.999^500 = 61% of them
-    "control_nw999": ("hg-dagger", 20, ("group_shares={demo: 1.0}", "train.ema_decay=0.999",
+    "control_nw999": ("hg-dagger", 20, ("method_args.group_shares={demo: 1.0}", "train.ema_decay=0.999",
                                         "train.ema_warmup=false")),
     "hg100_nw999": ("hg-dagger", 100, ("train.ema_decay=0.999", "train.ema_warmup=false")),
     "hg20_nw999": ("hg-dagger", 20, ("train.ema_decay=0.999", "train.ema_warmup=false")),
     "hg100_nw999_share30": ("hg-dagger", 100, ("train.ema_decay=0.999", "train.ema_warmup=false",
-                                               "group_shares={demo: 0.7, correction: 0.3}")),
+                                               "method_args.group_shares={demo: 0.7, correction: 0.3}")),
     # an eager person: takes over as soon as the policy's moves stray from the expert's (5-step mean of
     # the xyz action difference), not only once it has failed
     "hg100_nw999_dis05": ("hg-dagger", 100, ("train.ema_decay=0.999", "train.ema_warmup=false",
                                              "intervener_args={disagreement_threshold: 0.5}")),
     # three times the steps: the corrections' loss fell only a sixth of the way in 500 (window_losses)
-    "control_nw999_long": ("hg-dagger", 20, ("group_shares={demo: 1.0}", "train.ema_decay=0.999",
+    "control_nw999_long": ("hg-dagger", 20, ("method_args.group_shares={demo: 1.0}", "train.ema_decay=0.999",
                                              "train.ema_warmup=false", "train.steps=1500", "train.ckpt_every=1500")),
     "hg100_nw999_long": ("hg-dagger", 100, ("train.ema_decay=0.999", "train.ema_warmup=false", "train.steps=1500",
                                             "train.ckpt_every=1500")),
@@ -160,7 +160,7 @@ VARIANTS: dict[str, tuple[str, int, tuple[str, ...]]] = {
                                              "intervener_args={grasp_yaw_guard: 30}")),
     "hg100_nw999_yaw30_share30": ("hg-dagger", 100, ("train.ema_decay=0.999", "train.ema_warmup=false",
                                                      "intervener_args={grasp_yaw_guard: 30}",
-                                                     "group_shares={demo: 0.7, correction: 0.3}")),
+                                                     "method_args.group_shares={demo: 0.7, correction: 0.3}")),
     # DAgger: every step the policy takes is labelled with the expert's action from its state (the
     # person still takes over on a failure, as above); the failures are grasps closing off centre, which
     # no takeover flags before they slip (main_job_notes.md, stop 29), and which a label does
@@ -179,20 +179,20 @@ VARIANTS: dict[str, tuple[str, int, tuple[str, ...]]] = {
                                              "collect_temporal_ensemble=0.3")),
     "hg100": ("hg-dagger", 100, ()),
     "hg100_ema999": ("hg-dagger", 100, ("train.ema_decay=0.999",)),
-    "hg100_share10": ("hg-dagger", 100, ("group_shares={demo: 0.9, correction: 0.1}",)),
+    "hg100_share10": ("hg-dagger", 100, ("method_args.group_shares={demo: 0.9, correction: 0.1}",)),
     # stop 54, pick_place_square: a third of each batch from the corrections, from 20 or 40 rollouts
     "hg20_nw999_share30": ("hg-dagger", 20, ("train.ema_decay=0.999", "train.ema_warmup=false",
-                                             "group_shares={demo: 0.7, correction: 0.3}")),
+                                             "method_args.group_shares={demo: 0.7, correction: 0.3}")),
     "hg40_nw999_share30": ("hg-dagger", 40, ("train.ema_decay=0.999", "train.ema_warmup=false",
-                                             "group_shares={demo: 0.7, correction: 0.3}")),
+                                             "method_args.group_shares={demo: 0.7, correction: 0.3}")),
     # stop 55: the fine-tune leaves the camera encoders as pretrained (refine's freeze_vision), so that the
     # corrections move the policy over fixed features, as a state policy's do over its coordinates; the
     # demos-only control is frozen the same way
-    "control_nw999_fv": ("hg-dagger", 20, ("group_shares={demo: 1.0}", "train.ema_decay=0.999",
+    "control_nw999_fv": ("hg-dagger", 20, ("method_args.group_shares={demo: 1.0}", "train.ema_decay=0.999",
                                            "train.ema_warmup=false", "freeze_vision=true")),
     "hg20_nw999_fv": ("hg-dagger", 20, ("train.ema_decay=0.999", "train.ema_warmup=false", "freeze_vision=true")),
-    "hg20_nw999_fv_share30": ("hg-dagger", 20, ("train.ema_decay=0.999", "train.ema_warmup=false",
-                                                "freeze_vision=true", "group_shares={demo: 0.7, correction: 0.3}")),
+    "hg20_nw999_fv_share30": ("hg-dagger", 20, ("train.ema_decay=0.999", "train.ema_warmup=false", "freeze_vision=true",
+                                                "method_args.group_shares={demo: 0.7, correction: 0.3}")),
     "hg100_nw999_fv": ("hg-dagger", 100, ("train.ema_decay=0.999", "train.ema_warmup=false", "freeze_vision=true")),
 }
 

@@ -26,8 +26,8 @@ import numpy as np
 from vla.metrics import paired_difference
 
 ROOT = Path(__file__).resolve().parents[1]
-VARIANTS = {"share10": ("group_shares={demo: 0.9, correction: 0.1}",),
-            "control": ("group_shares={demo: 1.0}",),  # the same steps on the demos alone
+VARIANTS = {"share10": ("method_args.group_shares={demo: 0.9, correction: 0.1}",),
+            "control": ("method_args.group_shares={demo: 1.0}",),  # the same steps on the demos alone
             "prop_seed1": ("seed=1",)}  # the job's settings, another training seed
 
 

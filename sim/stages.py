@@ -6,10 +6,13 @@ import json
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vla.job import JobContext, stage
 from vla.metrics import paired_difference
+
+if TYPE_CHECKING:
+    from vla.refine.loop import RefineRun
 
 
 @stage("sim_demos")
@@ -114,7 +117,7 @@ def refine_stage(ctx: JobContext) -> dict[str, Any]:
     in for the person) on the demo task; reports success before and after."""
     cfg = ctx.config.refine
     return _refine_round(ctx, "refine", cfg.method, cfg.iterations, cfg.episodes_per_iteration, cfg.eval_episodes,
-                         cfg.train_steps, cfg.workers, cfg.overrides)
+                         cfg.train_steps, cfg.workers, cfg.overrides)[0]
 
 
 @stage("imagine")
@@ -127,9 +130,9 @@ def imagine_stage(ctx: JobContext) -> dict[str, Any]:
     cfg = ctx.config.imagine
     args = {"wm_steps": cfg.wm_steps, "refit_steps": 0, "starts": cfg.starts, "samples": cfg.samples,
             "keyframes": cfg.keyframes, "chunks": 1, "train_chunks": 1, "wm_overrides": cfg.wm_overrides}
-    out = _refine_round(ctx, "imagine", "imagination", 1, cfg.episodes_per_iteration, cfg.eval_episodes,
-                        cfg.train_steps, cfg.workers, cfg.overrides, method_args=args)
-    info = json.loads((ctx.out_dir / "imagine" / "iter_00" / "imagination" / "weights.json").read_text())
+    out, run = _refine_round(ctx, "imagine", "imagination", 1, cfg.episodes_per_iteration, cfg.eval_episodes,
+                             cfg.train_steps, cfg.workers, cfg.overrides, method_args=args)
+    info = run.added(0).info
     wm = json.loads(next((ctx.out_dir / "imagine" / "wm" / "checkpoints").glob("step_*/config.json")).read_text())
     return {**out, "world model": f"{info['wm']['steps']} steps on {wm['meta']['episodes']} episodes, "
                                   f"{info['wm']['seconds']:.0f} s",
@@ -140,7 +143,7 @@ def imagine_stage(ctx: JobContext) -> dict[str, Any]:
 
 def _refine_round(ctx: JobContext, stage_name: str, method: str, iterations: int, episodes: int, eval_episodes: int,
                   train_steps: int, workers: int, overrides: list[str], method_args: dict[str, Any] | None = None
-                  ) -> dict[str, Any]:
+                  ) -> tuple[dict[str, Any], RefineRun]:
     """`method` in the refinement loop from the pretrained checkpoint, in `out_dir/<stage_name>`,
     evaluated on the eval stage's seeds (whose result is version 0 when its settings match); success
     before and after, and the gain seed by seed."""
@@ -197,7 +200,7 @@ def _refine_round(ctx: JobContext, stage_name: str, method: str, iterations: int
                     f"({gain['better']} seeds better, {gain['worse']} worse, of {gain['seeds']})",
             "gain_mean": round(gain["mean"], 4), "gain_lo": round(gain["lo"], 4), "gain_hi": round(gain["hi"], 4),
             "env episodes": after["env_episodes"], "intervention steps": after["intervention_steps"],
-            # a checkpoint, or what a plug-in's versions are (dsrl: the base steered by an actor, a policy spec
+            # a checkpoint, or what a method's versions are (dsrl: the base steered by an actor, a policy spec
             # that `vla eval` runs but ROS deployment cannot)
             "policy": final, **({"checkpoint": final} if Path(final).is_dir() else {}),
-            "records": str(run.out / "records.json"), "seconds": round(time.perf_counter() - t0, 1)}
+            "records": str(run.out / "records.json"), "seconds": round(time.perf_counter() - t0, 1)}, run

@@ -4,7 +4,7 @@ Every other test asserts mechanics on fresh weights; this one asserts that the s
 tiny recipe (20 scripted demos of pick_place with the object poses in the state, a 0.3M-parameter policy,
 1,500 steps) must reach a success floor on 20 fixed seeds of the protocol's `tune` range, and one round of
 HG-DAgger (10 rollouts with the scripted person, 200 fine-tuning steps) must not fall behind its demos-only
-control (`group_shares={demo: 1.0}`: the same rollouts, steps and seed, every batch from the demos) on the
+control (`method_args.group_shares={demo: 1.0}`: the same rollouts, steps and seed, every batch from the demos) on the
 same seeds. `python benchmarks/learning_check.py --runs 10` runs it repeatedly and writes every run's
 figures and seconds to benchmarks/results/learning_check.json: whether they were identical, and how far
 above the floors they stayed; the margins leave room for another CPU's float rounding.
@@ -49,7 +49,7 @@ def _refine(ckpt: Path, demos: Path, out: Path, control: bool) -> list[dict]:
               "eval_seed_range": "tune", "workers": 2, "obs_mode": "state", "cameras": [], "videos": 0,
               "train": {"steps": 200, "ckpt_every": 200}, **EXECUTION}
     if control:
-        values["group_shares"] = {"demo": 1.0}
+        values["method_args"] = {"group_shares": {"demo": 1.0}}
     overrides = ["train.ema_decay=0.999", "train.ema_warmup=false"]
     return RefineRun(load_config(RefineConfig, "refine", "default", overrides, values=values), progress=False).run()
 

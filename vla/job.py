@@ -105,13 +105,13 @@ class EvalStageConfig:
 
 @dataclass
 class RefineStageConfig:
-    method: str = "habc"  # habc | rac | hg_dagger | dagger | sft | filtered_bc | awr
+    method: str = "habc"  # a registered refinement method (vla/refine/methods/, worldmodel/)
     iterations: int = 1
     episodes_per_iteration: int = 10  # rollouts collected with the intervener per iteration
     eval_episodes: int = 20
     train_steps: int = 500
     workers: int = 2
-    overrides: list[str] = field(default_factory=list)  # refine config overrides, e.g. ["habc.beta=0.5"]
+    overrides: list[str] = field(default_factory=list)  # refine config overrides, e.g. ["method_args.beta=0.5"]
 
 
 @dataclass

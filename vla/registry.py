@@ -62,14 +62,10 @@ TASKS: Registry[Any] = Registry("task", modules=("sim.tasks",))
 STAGES: Registry[Any] = Registry("stage", modules=("vla.job", "sim.stages", "real.stages"))
 # Periodic evaluators for training (`evaluator(model, step) -> metrics`): sim/ registers "sim".
 EVALUATORS: Registry[Any] = Registry("evaluator", modules=("sim.evaluate",))
-# Refinement algorithms: vla/refine registers them.
-ALGORITHMS: Registry[Any] = Registry("algorithm", modules=("vla.refine",))
-# Refinement methods from outside vla/ that plug into the refinement loop (vla/refine/plugin.py):
-# worldmodel/ registers "imagination", "reguide_ft" and "reguide_fs"; vla/refine/pa_rl.py "pa_rl",
-# vla/refine/dsrl_refine.py "dsrl".
+# Refinement methods (vla/refine/method.py), each a unit the one loop drives: vla/refine/methods/
+# registers the built-in ones, worldmodel/ "imagination", "reguide_ft" and "reguide_fs".
 REFINE_METHODS: Registry[Any] = Registry("refinement method",
-                                         modules=("vla.refine.pa_rl", "vla.refine.dsrl_refine",
-                                                  "worldmodel.imagination",
+                                         modules=("vla.refine.methods", "worldmodel.imagination",
                                                   "worldmodel.reguide_refine"))
 # Policy specs with a prefix ("NAME:ARGS") that wrap a policy, e.g. worldmodel's test-time chunk
 # selection "wm-select:...", ReGuide's guided policy "reguide:..." and DSRL's steered one "dsrl:..."

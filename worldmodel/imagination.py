@@ -12,7 +12,8 @@ without any intervener:
 3. K = `samples` chunk sequences of version k from each start, `chunks` chunks long, scored,
    guarded and weighted by `worldmodel.imagination_math` (group-relative advantages);
 4. the first `train_chunks` chunks of the rollouts with a positive weight go to the run's store
-   (source=imagined, seed -(k + 1)), their weights to `iter_k/imagination/weights.json`.
+   (source=imagined, the seed of the real episode they started from), returned to the loop with
+   their weights (`vla.refine.method.Added`, kept in `iter_k/added.json`).
 `oracle=true` executes the same starts and samples in the simulator (worldmodel/oracle.py) and
 weights them by the true success: the same budget, a perfect model.
 Fine-tuning version k then supervises demos (weight 1, `demo_share` of the windows) and the
@@ -31,7 +32,6 @@ state-mode runs, which was also their best.
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,11 +41,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from vla.refine.method import Added, MethodArgs, RefineMethod, Rollouts, Run
+from vla.refine.weights import StepWeights
 from vla.registry import REFINE_METHODS
 
 
 @dataclass
-class ImaginationConfig:
+class ImaginationArgs(MethodArgs):
     wm: str = ""  # a trained world model (checkpoint or run folder) to start from; "" = train one
     wm_preset: str = ""  # "" = `default` (state mode) or `cameras` (obs_mode=image)
     wm_overrides: list[str] = field(default_factory=list)  # e.g. [model.ensemble=3]
@@ -108,40 +110,37 @@ def policy_reads_cameras(cfg: Any) -> bool:
         return False
 
 
-class ImaginationMethod:
-    collection_mode = ""  # the policy's own rollouts, no person
+@REFINE_METHODS.register("imagination")
+class Imagination(RefineMethod):
+    Args = ImaginationArgs
+    args: ImaginationArgs
+    intervener = ""  # the policy's own rollouts, no person
 
-    def __init__(self, cfg: Any) -> None:
-        from vla.config import from_dict
-
-        self.run_cfg = cfg
-        self.cfg = from_dict(ImaginationConfig, dict(cfg.method_args), "method_args")
-        self.cfg.validate()
-        self.images = policy_reads_cameras(cfg)
-        if self.images and self.cfg.imagine and self.cfg.chunks != 1:
-            raise ValueError(f"method_args.chunks must be 1 for a policy that reads cameras, got {self.cfg.chunks}: "
+    def check(self) -> None:
+        self.images = policy_reads_cameras(self.run_cfg)
+        if self.images and self.args.imagine and self.args.chunks != 1:
+            raise ValueError(f"method_args.chunks must be 1 for a policy that reads cameras, got {self.args.chunks}: "
                              "the world model predicts no images, so an image policy acts only at the real start "
                              "state (its chunk is scored by the predicted success and value after it)")
-        if self.images and self.cfg.oracle:
+        if self.images and self.args.oracle:
             raise ValueError("method_args.oracle=true needs a state-only policy (obs_mode=state cameras=[]): the "
                              "oracle's simulators run without cameras")
-        if not self.cfg.wm_preset:
-            self.cfg.wm_preset = "cameras" if self.images else "default"
+        if not self.args.wm_preset:
+            self.args.wm_preset = "cameras" if self.images else "default"
 
     # ------------------------------------------------------------------ world model
-    def wm_dir(self, run: Any) -> Path:
+    def wm_dir(self, run: Run) -> Path:
         return run.out / "wm"
 
-    def refit(self, run: Any, version: int) -> dict[str, Any]:
-        c = self.cfg
+    def refit(self, run: Run, version: int) -> dict[str, Any]:
+        c = self.args
         return fit_run_world_model(run, self.wm_dir(run), c.wm, c.wm_preset, c.wm_overrides,
                                    lambda base: base + (version + 1) * c.refit_steps, c.wm_steps)
 
     # ------------------------------------------------------------------ imagination
-    def after_collect(self, run: Any, version: int) -> None:
-        done = run.out / f"iter_{version:02d}" / "imagination" / "weights.json"
-        if done.exists() or not self.cfg.imagine:
-            return
+    def augment(self, run: Run, rollouts: Rollouts) -> Added | None:
+        if not self.args.imagine:
+            return None
         from vla.data.store import EpisodeStore
         from worldmodel.checkpoint import load_checkpoint
         from worldmodel.imagination_math import advantage_weights, group_advantages, guard, rollout_scores
@@ -155,15 +154,14 @@ class ImaginationMethod:
         )
         from worldmodel.rank import load_candidate
 
-        c = self.cfg
+        c, version = self.args, rollouts.version
         wm_info = self.refit(run, version)
         model, job, meta, _, _ = load_checkpoint(self.wm_dir(run))
         with EpisodeStore.open(run.store_path) as store:
             table, cams = store.table(), list(store.schema.cameras)
-            # a run resumed after a crash may hold imagined episodes of this iteration without their
-            # weights file: they are ignored (only episodes named in weights.json are supervised)
-            eps = np.flatnonzero(np.isin(table.seed, run.collect_seeds(version)) & (table.source != "demo")
-                                 & (table.source != "imagined"))
+        # a run resumed after a crash may hold imagined episodes of this round that the loop never
+        # recorded as added: they are ignored (only the episodes in `Added` are supervised)
+        eps = rollouts.episodes
         rng = np.random.default_rng([self.run_cfg.seed, version])
         parts = [start_states(run.store_path, model, episodes=eps, keyframe=f, task=self.run_cfg.task)
                  for f in c.keyframes]
@@ -199,52 +197,46 @@ class ImaginationMethod:
         weights = advantage_weights(group_advantages(scores, groups, min_std=c.min_std), beta=c.beta, w_max=c.w_max)
         keep = np.flatnonzero(weights > 0)
         written = write_imagined(run.store_path, reps, res, self.run_cfg.task, job.model.chunk, meta.get("fps", 20.0),
-                                 seeds=np.full(len(reps), -(version + 1)), max_chunks=c.train_chunks,
+                                 seeds=table.seed[reps.episode], max_chunks=c.train_chunks,
                                  policy_version=version, which=keep,
                                  start_images=frames)
-        info = {"episodes": written, "weights": weights[keep].tolist(), "starts": len(starts),
-                # image mode: an episode's later steps hold its start frame, so only its first window is real
-                "first_window_only": self.images,
-                "rollouts": len(reps), "imagined_success": float(res["success"].mean()),
+        info = {"starts": len(starts), "rollouts": len(reps), "imagined_success": float(res["success"].mean()),
                 "guard_rejected": int((res["success"] & ~trusted).sum()), "score_mean": float(scores.mean()),
                 "supervised_rollouts": len(keep), "real_start_episodes": eps.tolist(),
                 "wm": {k: wm_info.get(k) for k in ("steps", "seconds")}, "oracle": c.oracle}
         if c.oracle:
             info["replay_error_max"] = float(res["replay_error"].max())
             info["simulated_steps"] = int(res["lengths"].sum())
-        done.parent.mkdir(parents=True, exist_ok=True)
-        done.write_text(json.dumps(info, indent=1))
+        # image mode: an episode's later steps hold its start frame, so only its first window is real
+        return Added(episodes=written, weights=weights[keep].tolist(), first_window_only=self.images, info=info)
 
     # ------------------------------------------------------------------ weights
-    def step_weights(self, run: Any, version: int, model: torch.nn.Module) -> tuple[Any, dict[str, float]]:
+    def weights(self, run: Run, version: int, model: torch.nn.Module, added: list[Added]
+                ) -> tuple[StepWeights, dict[str, float]]:
+        from vla.data.schema import EXECUTED
         from vla.data.store import EpisodeStore
-        from vla.refine.weights import StepWeights, demo_loss, sample_distribution
+        from vla.refine.weights import demo_loss, sample_distribution
 
         with EpisodeStore.open(run.store_path) as store:
             table = store.table()
         starts, ends = table.episode_starts, table.episode_ends
         loss, demo = demo_loss(table)
         n_imagined, w_sum = 0, 0.0
-        for k in range(version + 1):  # imagined data of every iteration so far, aggregated
-            f = run.out / f"iter_{k:02d}" / "imagination" / "weights.json"
-            if not f.exists():
-                continue
-            info = json.loads(f.read_text())
-            for e, w in zip(info["episodes"], info["weights"], strict=True):
-                loss[starts[e]:starts[e] + 1 if info.get("first_window_only") else ends[e]] = w
+        for a in added:  # imagined data of every iteration so far, aggregated
+            for e, w in zip(a.episodes, a.weights, strict=True):
+                loss[starts[e]:starts[e] + 1 if a.first_window_only else ends[e]] = w
                 n_imagined += 1
                 w_sum += w
-        if self.cfg.real_weight > 0:
-            real = (table.source != "demo") & (table.source != "imagined")
-            for e in np.flatnonzero(real):
-                loss[starts[e]:ends[e]] = self.cfg.real_weight
-        sample = sample_distribution(loss, demo, self.cfg.demo_share)
+        if self.args.real_weight > 0:
+            for e in np.flatnonzero(np.isin(table.source, EXECUTED)):
+                loss[starts[e]:ends[e]] = self.args.real_weight
+        sample = sample_distribution(loss, demo, self.args.demo_share)
         return StepWeights(loss=loss, sample=sample), {
             "imagined_episodes_supervised": float(n_imagined),
             "imagined_weight_mean": w_sum / max(n_imagined, 1), "supervised_steps": float((loss > 0).sum())}
 
 
-def fit_run_world_model(run: Any, out: Path, wm: str, preset: str, overrides: list[str],
+def fit_run_world_model(run: Run, out: Path, wm: str, preset: str, overrides: list[str],
                         total_steps: Callable[[int], int], wm_steps: int) -> dict[str, Any]:
     """Train (or continue) a refinement run's world model in `out` on the run's store, resumably:
     from the given model `wm` (its architecture and step count) or from scratch for `wm_steps`;
@@ -270,9 +262,4 @@ def fit_run_world_model(run: Any, out: Path, wm: str, preset: str, overrides: li
     return train_world_model([str(run.store_path)], out, job, task=run.cfg.task, resume=True)
 
 
-@REFINE_METHODS.register("imagination")
-def make_imagination(cfg: Any) -> ImaginationMethod:
-    return ImaginationMethod(cfg)
-
-
-__all__ = ["ImaginationConfig", "ImaginationMethod", "fit_run_world_model"]
+__all__ = ["Imagination", "ImaginationArgs", "fit_run_world_model"]

@@ -6,7 +6,7 @@ Per iteration k (policy version k):
    targets of `worldmodel.reguide` fitted on the demos (`<out>/reguide/`);
 2. real rollouts of version k under phase-conditioned guidance (`reguide:` policy spec), recorded
    with source=guided; the steps where guidance acted are listed per episode in the collection's
-   summary (`iter_k/collect/summary.json`, `guided_steps`) and counted in `iter_k/reguide.json`;
+   summary (`guided_steps`) and counted in the round's figures (`Added.info`, `iter_k/added.json`);
 3. fine-tuning on the demos (`demo_share` of the sampled windows: the released code's expert
    sample weight, 0.2) and every successful rollout so far:
    - reguide-ft: from version k (ReGuide-FT);
@@ -17,7 +17,6 @@ successful ones absorbed the same way (it is then filtered BC with ReGuide's dat
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,11 +24,14 @@ from typing import Any
 import numpy as np
 import torch
 
+from vla.data.schema import EXECUTED, Source
+from vla.refine.method import Added, Collection, MethodArgs, RefineMethod, Rollouts, Run
+from vla.refine.weights import StepWeights
 from vla.registry import REFINE_METHODS
 
 
 @dataclass
-class ReGuideConfig:
+class ReGuideArgs(MethodArgs):
     wm: str = ""  # a trained world model (checkpoint or run folder); "" = train one on the demos
     wm_preset: str = "default"
     wm_overrides: list[str] = field(default_factory=list)
@@ -61,26 +63,26 @@ class ReGuideConfig:
             raise ValueError("method_args: fs_steps must be >= 0 and wm_steps >= 1")
 
 
-class ReGuideMethod:
-    collection_mode = ""  # no person: guidance is the only help
+class ReGuide(RefineMethod):
+    Args = ReGuideArgs
+    args: ReGuideArgs
+    intervener = ""  # no person: guidance is the only help
+    from_scratch = False
 
-    def __init__(self, cfg: Any, from_scratch: bool) -> None:
+    def check(self) -> None:
         from vla.config import from_dict
         from worldmodel.reguide import PhaseConfig
 
-        self.run_cfg, self.from_scratch = cfg, from_scratch
-        self.cfg = from_dict(ReGuideConfig, dict(cfg.method_args), "method_args")
-        self.cfg.validate()
-        self.phase_cfg = from_dict(PhaseConfig, dict(self.cfg.phases), "method_args.phases")
+        self.phase_cfg = from_dict(PhaseConfig, dict(self.args.phases), "method_args.phases")
         self.phase_cfg.validate()
-        if self.cfg.fs_steps and not from_scratch:
+        if self.args.fs_steps and not self.from_scratch:
             raise ValueError("method_args.fs_steps is for reguide-fs (reguide-ft fine-tunes for train.steps)")
 
     # ------------------------------------------------------------------ guidance targets
-    def phases_dir(self, run: Any) -> Path:
+    def phases_dir(self, run: Run) -> Path:
         return run.out / "reguide" / "phases"
 
-    def prepare_guidance(self, run: Any) -> Path:
+    def prepare_guidance(self, run: Run) -> Path:
         """The world model and the phase targets, made once per run (resumable)."""
         from worldmodel.imagination import fit_run_world_model
         from worldmodel.reguide import fit_phase_targets
@@ -88,42 +90,41 @@ class ReGuideMethod:
         folder = self.phases_dir(run)
         if (folder / "phases.json").is_file():
             return folder
-        c = self.cfg
+        c = self.args
         wm_dir = run.out / "reguide" / "wm"
         fit_run_world_model(run, wm_dir, c.wm, c.wm_preset, c.wm_overrides, lambda base: base, c.wm_steps)
         targets = fit_phase_targets(run.store_path, wm_dir, self.phase_cfg, task=self.run_cfg.task)
         targets.save(folder)
         return folder
 
-    def collect_policy(self, run: Any, version: int, ckpt: str) -> tuple[str, str]:
+    def collection(self, run: Run, version: int) -> Collection:
         from worldmodel.reguide import guided_spec
 
-        if not self.cfg.guide:
-            return ckpt, "rollout"
+        ckpt = run.version_policy(version)
+        if not self.args.guide:
+            return Collection(policy=ckpt, intervener=self.intervener)
         folder = self.prepare_guidance(run)
-        return guided_spec(ckpt, folder, self.cfg.scale, self.cfg.late, self.cfg.dims), "guided"
+        return Collection(policy=guided_spec(ckpt, folder, self.args.scale, self.args.late, self.args.dims),
+                          intervener=self.intervener, source=Source.GUIDED)
 
-    def after_collect(self, run: Any, version: int) -> None:
-        summary = run.out / f"iter_{version:02d}" / "collect" / "summary.json"
-        done = run.out / f"iter_{version:02d}" / "reguide.json"
-        if done.exists() or not summary.exists():
-            return
-        eps = json.loads(summary.read_text()).get("episodes_detail", [])
+    def augment(self, run: Run, rollouts: Rollouts) -> Added:
+        """Nothing beyond the rollouts; the round's figures: how much guidance acted."""
+        eps = rollouts.summary.get("episodes_detail", [])
         guided = [len(e.get("guided_steps", [])) for e in eps]
         steps = [e["length"] for e in eps]
-        done.write_text(json.dumps({
-            "guide": self.cfg.guide, "episodes": len(eps), "successes": int(sum(e["success"] for e in eps)),
+        return Added(info={
+            "guide": self.args.guide, "episodes": len(eps), "successes": int(sum(e["success"] for e in eps)),
             "guided_steps": int(sum(guided)), "steps": int(sum(steps)),
             "guided_step_share": float(sum(guided) / max(sum(steps), 1)),
             "guided_episodes": int(sum(g > 0 for g in guided)),
-            "success_guided_episodes": int(sum(e["success"] and len(e.get("guided_steps", [])) > 0 for e in eps))},
-            indent=1))
+            "success_guided_episodes": int(sum(e["success"] and len(e.get("guided_steps", [])) > 0 for e in eps))})
 
     # ------------------------------------------------------------------ fine-tuning
-    def train_steps(self, run: Any) -> int:
-        return (self.cfg.fs_steps or run.cfg.train.steps) if self.from_scratch else run.cfg.train.steps
+    def train_steps(self) -> int:
+        steps = self.run_cfg.train.steps
+        return (self.args.fs_steps or steps) if self.from_scratch else steps
 
-    def train_setup(self, run: Any, version: int, model: torch.nn.Module, train_cfg: Any) -> tuple[Any, Any]:
+    def setup_training(self, run: Run, version: int, model: torch.nn.Module, train_cfg: Any) -> tuple[Any, Any]:
         if not self.from_scratch:
             return model, train_cfg
         from vla.policy.model import VLAModel
@@ -131,24 +132,25 @@ class ReGuideMethod:
         torch.manual_seed(train_cfg.seed)
         fresh = VLAModel(model.cfg, language=model.language)  # same architecture and instruction table
         fresh.normalizer.load_state_dict(model.normalizer.state_dict())
-        return fresh, type(train_cfg)(**{**asdict(train_cfg), "steps": self.train_steps(run)})
+        return fresh, type(train_cfg)(**{**asdict(train_cfg), "steps": self.train_steps()})
 
-    def step_weights(self, run: Any, version: int, model: torch.nn.Module) -> tuple[Any, dict[str, float]]:
+    def weights(self, run: Run, version: int, model: torch.nn.Module, added: list[Added]
+                ) -> tuple[StepWeights, dict[str, float]]:
         from vla.data.store import EpisodeStore
-        from vla.refine.weights import StepWeights, demo_loss, sample_distribution
+        from vla.refine.weights import demo_loss, sample_distribution
 
         with EpisodeStore.open(run.store_path) as store:
             table = store.table()
         loss, demo = demo_loss(table)
-        absorbed = (table.source != "demo") & (table.source != "imagined") & np.asarray(table.success, bool)
+        absorbed = np.isin(table.source, EXECUTED) & np.asarray(table.success, bool)
         for e in np.flatnonzero(absorbed):
             loss[table.episode_starts[e]:table.episode_ends[e]] = 1.0
-        share = demo_share(int(demo.sum()), int((loss > 0).sum() - demo.sum()), self.cfg.demo_share,
-                           self.cfg.demo_share_mode)
+        share = demo_share(int(demo.sum()), int((loss > 0).sum() - demo.sum()), self.args.demo_share,
+                           self.args.demo_share_mode)
         sample = sample_distribution(loss, demo, share)
         return StepWeights(loss=loss, sample=sample), {
             "absorbed_episodes": float(absorbed.sum()),
-            "absorbed_guided_episodes": float((absorbed & (table.source == "guided")).sum()),
+            "absorbed_guided_episodes": float((absorbed & (table.source == Source.GUIDED)).sum()),
             "supervised_steps": float((loss > 0).sum())}
 
 
@@ -163,13 +165,15 @@ def demo_share(demo_steps: int, absorbed_steps: int, share: float, mode: str) ->
 
 
 @REFINE_METHODS.register("reguide_ft")
-def make_reguide_ft(cfg: Any) -> ReGuideMethod:
-    return ReGuideMethod(cfg, from_scratch=False)
+class ReGuideFt(ReGuide):
+    """ReGuide-FT: each version fine-tuned from the last."""
 
 
 @REFINE_METHODS.register("reguide_fs")
-def make_reguide_fs(cfg: Any) -> ReGuideMethod:
-    return ReGuideMethod(cfg, from_scratch=True)
+class ReGuideFs(ReGuide):
+    """ReGuide-FS: each version a freshly initialised model of the same architecture (`fs_steps`)."""
+
+    from_scratch = True
 
 
-__all__ = ["ReGuideConfig", "ReGuideMethod", "demo_share"]
+__all__ = ["ReGuide", "ReGuideArgs", "ReGuideFs", "ReGuideFt", "demo_share"]

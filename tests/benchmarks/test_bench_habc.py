@@ -23,7 +23,7 @@ def test_run_obs_is_state_mode_unless_cameras_and_appends_run_args() -> None:
 
 def test_share_overrides_fix_every_group_and_pa_rl_gets_its_demo_share() -> None:
     assert bh.share_overrides("habc", "autonomous", (0.4, 0.3, 0.3)) == \
-        "group_shares={demo: 0.4, correction: 0.3, policy: 0.3}"
+        "method_args.group_shares={demo: 0.4, correction: 0.3, policy: 0.3}"
     # PA-RL: demos + corrections with a person, demos over demos + policy without one
     assert bh.share_overrides("pa_rl", "interventions", (0.4, 0.3, 0.3)) == "method_args={demo_share: 0.700}"
     assert bh.share_overrides("pa_rl", "autonomous", (0.4, 0.3, 0.3)) == "method_args={demo_share: 0.571}"

@@ -37,26 +37,28 @@ def test_one_iteration_imagines_weights_and_trains(tmp_path: Path, policy: Path,
     run = RefineRun(cfg, progress=False)
     rows = run.run()
     assert [r["version"] for r in rows] == [0, 1] and rows[1]["env_episodes"] == 2
-    info = json.loads((run.out / "iter_00" / "imagination" / "weights.json").read_text())
+    added = run.added(0)
+    info = added.info
     assert info["starts"] == 4 and info["rollouts"] == 12
     with EpisodeStore.open(run.store_path) as store:
         table = store.table()
         imagined = np.flatnonzero(table.source == "imagined")
-        assert imagined.tolist() == info["episodes"] and (table.seed[imagined] == -1).all()
+        # an imagined episode carries the seed of the real rollout it started from
+        assert imagined.tolist() == added.episodes and set(table.seed[imagined]) <= set(run.collect_seeds(0))
         assert (table.lengths[imagined] == 8).all()  # train_chunks=1 chunk of 8 actions each
-        rollouts = (table.source != "demo") & (table.source != "imagined")
+        rollouts = table.source == "rollout"
         assert not store.read("is_intervention", 0, store.n_steps).any() and rollouts.sum() == 2
-    assert rows[1]["imagined_episodes"] == len(imagined)
-    assert all(w > 0 for w in info["weights"])
+    assert rows[1]["added_episodes"] == len(imagined)
+    assert all(w > 0 for w in added.weights)
     train_info = json.loads((run.out / "iter_01" / "train_info.json").read_text())
     assert train_info["imagined_episodes_supervised"] == len(imagined)
     # the world model was refitted on the real data (never on imagined episodes)
     wm_cfg = json.loads(next((run.out / "wm" / "checkpoints").glob("step_*/config.json")).read_text())
     assert wm_cfg["meta"]["episodes"] == 7 + 2
     # resume: nothing is redone
-    mtime = (run.out / "iter_00" / "imagination" / "weights.json").stat().st_mtime
+    mtime = run.added_file(0).stat().st_mtime
     assert RefineRun(cfg, progress=False).run() == rows
-    assert (run.out / "iter_00" / "imagination" / "weights.json").stat().st_mtime == mtime
+    assert run.added_file(0).stat().st_mtime == mtime
 
 
 def test_bad_method_args_and_image_mode_are_clear_errors(tmp_path: Path, policy: Path, pick_place_store: Path) -> None:
@@ -120,20 +122,20 @@ def test_an_image_policy_is_scored_one_chunk_ahead_from_real_frames(tmp_path: Pa
                                               "chunks": 1, "min_std": 0.0, "wm_overrides": [
                                                   "model.image_size=32", "model.latent_dim=32", "model.hidden=32",
                                                   "model.ensemble=2", "model.horizon=2", "train.batch_size=8"]}})
-    from worldmodel.imagination import ImaginationMethod
+    from worldmodel.imagination import Imagination
 
-    assert ImaginationMethod(cfg).cfg.wm_preset == "cameras"  # the world model sees a camera in image mode
+    assert Imagination(cfg).args.wm_preset == "cameras"  # the world model sees a camera in image mode
     run = RefineRun(cfg, progress=False)
     rows = run.run()
     assert [r["version"] for r in rows] == [0, 1]
     wm_cfg = json.loads(next((run.out / "wm" / "checkpoints").glob("step_*/config.json")).read_text())
     assert wm_cfg["model"]["cameras"] == ["agentview"]
-    info = json.loads((run.out / "iter_00" / "imagination" / "weights.json").read_text())
-    assert info["rollouts"] == 12 and info["first_window_only"] and info["episodes"]
+    added = run.added(0)
+    assert added.info["rollouts"] == 12 and added.first_window_only and added.episodes
     with EpisodeStore.open(run.store_path) as store:
         table = store.table()
-        assert np.flatnonzero(table.source == "imagined").tolist() == info["episodes"]
-        for e in info["episodes"]:
+        assert np.flatnonzero(table.source == "imagined").tolist() == added.episodes
+        for e in added.episodes:
             start, end = store.episode_bounds(e)
             assert end - start == 8  # one chunk of the world model
             frames = store.read("images/agentview", start, end)
@@ -146,7 +148,7 @@ def test_an_image_policy_is_scored_one_chunk_ahead_from_real_frames(tmp_path: Pa
                 found |= bool((store.read("images/agentview", rs, re_) == frames[0]).all(axis=(1, 2, 3)).any())
             assert found
     # only each imagined episode's first window is supervised
-    weights, _ = run.plugin.step_weights(run, 0, None)
-    for e, w in zip(info["episodes"], info["weights"], strict=True):
+    weights, _ = run.method.weights(run, 0, None, [added])
+    for e, w in zip(added.episodes, added.weights, strict=True):
         start = int(table.episode_starts[e])
         assert weights.loss[start] == pytest.approx(w) and not weights.loss[start + 1:start + 8].any()

@@ -1,7 +1,6 @@
 """The oracle of imagination refinement: start states reached again in the simulator by replaying
 the recorded actions, the same chunk sequences executed for real, the true success recorded."""
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -71,9 +70,10 @@ def test_an_oracle_iteration_in_the_loop(tmp_path: Path, pick_place_store: Path)
     cfg.method_args["oracle"] = True
     run = RefineRun(cfg, progress=False)
     run.run()
-    info = json.loads((run.out / "iter_00" / "imagination" / "weights.json").read_text())
+    added = run.added(0)
+    info = added.info
     assert info["oracle"] and info["replay_error_max"] < 1e-4 and info["rollouts"] == 12
-    assert info["simulated_steps"] > 0 and len(info["episodes"]) == len(info["weights"])
+    assert info["simulated_steps"] > 0 and len(added.episodes) == len(added.weights)
     with pytest.raises(ValueError, match="oracle_chunks is the oracle's look-ahead"):
         cfg3 = config(tmp_path / "c", policy, pick_place_store)
         cfg3.method_args.update(oracle_chunks=10)

@@ -46,7 +46,7 @@ def test_reguide_ft_iteration_guides_records_and_fine_tunes(tmp_path: Path, poli
     with EpisodeStore.open(run.store_path) as store:
         table = store.table()
     assert (table.source == "guided").sum() == 2 and set(table.source.tolist()) == {"demo", "guided"}
-    info = json.loads((run.out / "iter_00" / "reguide.json").read_text())
+    info = run.added(0).info
     assert info["guide"] and info["episodes"] == 2 and info["guided_steps"] > 0
     detail = json.loads((run.out / "iter_00" / "collect" / "summary.json").read_text())["episodes_detail"]
     assert sum(len(e["guided_steps"]) for e in detail) == info["guided_steps"]
@@ -55,21 +55,21 @@ def test_reguide_ft_iteration_guides_records_and_fine_tunes(tmp_path: Path, poli
     absorbed = (table.source == "guided") & table.success
     assert train["absorbed_episodes"] == absorbed.sum()
     assert train["supervised_steps"] == demo_steps + int(table.lengths[absorbed].sum())
-    mtime = (run.out / "iter_00" / "reguide.json").stat().st_mtime
+    mtime = run.added_file(0).stat().st_mtime
     assert RefineRun(cfg, progress=False).run() == rows  # resume redoes nothing
-    assert (run.out / "iter_00" / "reguide.json").stat().st_mtime == mtime
+    assert run.added_file(0).stat().st_mtime == mtime
 
 
 def test_matched_ablation_collects_unguided_and_fs_starts_from_scratch(tmp_path: Path, policy: Path,
                                                                       pick_place_store: Path) -> None:
-    from worldmodel.reguide_refine import ReGuideMethod
+    from worldmodel.reguide_refine import ReGuideFs
 
     matched = RefineRun(config(tmp_path / "m", policy, pick_place_store, guide=False), progress=False)
     matched.run()
     with EpisodeStore.open(matched.store_path) as store:
         assert set(store.table().source.tolist()) == {"demo", "rollout"}
     assert not (matched.out / "reguide").exists()  # no world model, no phases: nothing guided
-    assert json.loads((matched.out / "iter_00" / "reguide.json").read_text())["guided_steps"] == 0
+    assert matched.added(0).info["guided_steps"] == 0
 
     cfg = config(tmp_path / "fs", policy, pick_place_store, method="reguide_fs", fs_steps=3)
     run = RefineRun(cfg, progress=False)
@@ -77,7 +77,7 @@ def test_matched_ablation_collects_unguided_and_fs_starts_from_scratch(tmp_path:
 
     current, _ = load_model(policy)
     # (the tiny policy is itself an untrained model initialised with seed 0: another seed here)
-    fresh, train_cfg = ReGuideMethod(cfg, from_scratch=True).train_setup(run, 0, current, replace(cfg.train, seed=5))
+    fresh, train_cfg = ReGuideFs(cfg).setup_training(run, 0, current, replace(cfg.train, seed=5))
     assert train_cfg.steps == 3
     assert torch.equal(fresh.normalizer.action_scale, current.normalizer.action_scale)
     assert not all(torch.equal(a, b) for a, b in zip(fresh.parameters(), current.parameters(), strict=True))

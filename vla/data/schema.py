@@ -12,11 +12,26 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
 
-SOURCES = ("demo", "rollout", "intervention", "guided", "imagined")
+
+class Source(StrEnum):
+    """What an episode is: where its actions came from (stored as the value; compares equal to it)."""
+
+    DEMO = "demo"  # a demonstration (teleoperated or scripted expert)
+    ROLLOUT = "rollout"  # the policy acting in the environment (a person may take over: is_intervention)
+    INTERVENTION = "intervention"  # an episode driven by the person throughout
+    GUIDED = "guided"  # the policy acting under test-time guidance (ReGuide)
+    IMAGINED = "imagined"  # never executed: the policy's chunks played inside a world model
+    PROPOSED = "proposed"  # never executed: a chunk sampled from the policy at a recorded state, chosen by a critic
+
+
+SOURCES = tuple(s.value for s in Source)
+# the sources whose episodes were executed in the environment (real outcomes, real seeds)
+EXECUTED = (Source.ROLLOUT.value, Source.INTERVENTION.value, Source.GUIDED.value)
 IMAGE_PREFIX = "images/"
 LOW_DIM_STEP_KEYS = ("state", "action", "reward", "is_intervention", "is_recovery", "policy_version", "timestamp")
 # Stored dtype of every non-image step key, and the dtype kinds accepted on input.

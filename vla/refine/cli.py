@@ -19,7 +19,8 @@ def register(app: typer.Typer) -> None:
                    preset: str = typer.Option("default", help="refine preset (configs/refine/) or YAML path"),
                    resume: bool = typer.Option(False, help="continue an interrupted run in --out"),
                    overrides: list[str] = typer.Argument(None, help="key=value overrides, e.g. iterations=2 "
-                                                         "habc.beta=0.5 train.steps=500 obs_mode=state cameras=[]"),
+                                                         "method_args.beta=0.5 train.steps=500 obs_mode=state "
+                                                         "cameras=[]"),
                    ) -> None:
         """Evaluate -> collect rollouts with the scripted intervener -> fine-tune, per iteration;
         every iteration writes a checkpoint and an evaluation record (records.json, curves.png)."""

@@ -9,36 +9,14 @@ from typing import Any, ClassVar
 from vla import protocol
 from vla.data.schema import closest
 from vla.refine.critics import CriticConfig
-from vla.refine.weights import METHODS
 from vla.train.config import TrainConfig
-
-FEATURES = ("state", "encoder")
-
-
-@dataclass
-class HabcConfig(CriticConfig):
-    features: str = "state"  # critic input: state vector, or the frozen policy encoder's mean token + state
-    current_version_only: bool = True  # outcome labels only on the current policy's own segments (the paper)
-    # draw the policy's windows in proportion to their critic weight (loss weight 1) instead of
-    # uniformly with the weight on the loss: the group's share is then spent on the steps it endorses
-    sample_by_weight: bool = False
-    # GAE(lambda) advantages over each run of policy steps instead of the one-step form (null);
-    # see habc_math.lambda_advantages
-    adv_lambda: float | None = None
-    # supervise only the policy's runs that ended in a success, ranked inside them by exp(A / beta)
-    # normalised to mean 1 (replaces the V(s') scaling); see habc_math.gated_weights
-    outcome_gate: bool = False
-
-
-@dataclass
-class AwrConfig(CriticConfig):
-    beta: float = 0.25  # temperature on G - V, with G in [0, 1]
-    features: str = "state"
 
 
 @dataclass
 class RefineConfig:
-    method: str = "habc"  # habc | rac | hg_dagger | dagger | sft | filtered_bc | awr
+    # a registered refinement method (`vla refine --help` lists them): habc, rac, hg_dagger, dagger, sft,
+    # filtered_bc, awr, pa_rl, dsrl, imagination, reguide_ft, reguide_fs
+    method: str = "habc"
     task: str = "pick_place"
     ckpt: str = ""  # the pretrained checkpoint folder (policy version 0)
     demos: str = ""  # EpisodeStore of demonstrations, copied into the run's own store
@@ -67,10 +45,6 @@ class RefineConfig:
     image_size: int = 84
     horizon: int | None = None
     intervener_args: dict[str, float] = field(default_factory=dict)  # when the simulated person steps in
-    demo_share: float | None = None  # share of sampled windows from demos; None: rac 0.5, others proportional
-    # a fixed share of samples per group (demo, correction, policy), so that methods compare at equal
-    # shares; replaces demo_share when set (built-in methods)
-    group_shares: dict[str, float] = field(default_factory=dict)
     # the collection intervener instead of the method's own (rac | hg_dagger | "" none: HABC's
     # autonomous setting, rollouts with only their sparse outcome)
     intervener: str | None = None
@@ -84,16 +58,22 @@ class RefineConfig:
     seed: int = 0
     videos: int = 1  # MP4s per evaluation
     train: TrainConfig = field(default_factory=TrainConfig)
-    habc: HabcConfig = field(default_factory=HabcConfig)
-    awr: AwrConfig = field(default_factory=AwrConfig)
-    # settings of a plug-in method (vla/refine/plugin.py), e.g. imagination: {samples: 8, wm_steps: 2000}
+    critic: CriticConfig = field(default_factory=CriticConfig)  # how a method that has a critic fits it
+    # the method's own settings (its `Args` dataclass, vla/refine/methods/ and worldmodel/), e.g. habc:
+    # {beta: 2.0, outcome_gate: true}, rac: {demo_share: 0.5}, imagination: {samples: 8, wm_steps: 2000}
     method_args: dict[str, Any] = field(default_factory=dict)
 
     RENAMED: ClassVar[dict[str, str]] = {
         "eval_seed_start": "evaluation seeds come from a named range: eval_seed_range=tune|report and "
                            "eval_seed_offset=N (vla.protocol)",
         "collect_seed_start": "collection seeds are offsets in the protocol's collect range: collect_seed_offset=N "
-                              "(the collect range starts at 0, so the old value works unchanged)"}
+                              "(the collect range starts at 0, so the old value works unchanged)",
+        "habc": "a method's settings are method_args.KEY (habc.beta -> method_args.beta); how its critic is "
+                "fitted is critic.KEY (habc.steps -> critic.steps)",
+        "awr": "a method's settings are method_args.KEY (awr.beta -> method_args.beta); how its critic is "
+               "fitted is critic.KEY (awr.steps -> critic.steps)",
+        "demo_share": "the demos' share of the sampled windows is the method's: method_args.demo_share=S",
+        "group_shares": "fixed shares per group are the method's: method_args.group_shares={demo: 1.0}"}
 
     def eval_seeds(self) -> list[int]:
         """The seeds that evaluate every version."""
@@ -105,12 +85,13 @@ class RefineConfig:
         return protocol.seeds("collect", m, self.collect_seed_offset + version * m)
 
     def validate(self) -> None:
-        from vla.refine.plugin import make_plugin, plugin_names
+        from vla.registry import REFINE_METHODS
 
-        valid = [*METHODS, *plugin_names()]
+        valid = REFINE_METHODS.names()
         if self.method not in valid:
             raise ValueError(f"unknown refinement method '{self.method}'" + closest(self.method, valid))
-        make_plugin(self)  # a plug-in checks its method_args here
+        REFINE_METHODS.get(self.method)(self)  # the method checks its method_args and the run's settings here
+        self.critic.validate()
         if not self.ckpt:
             raise ValueError("refine needs ckpt= (the pretrained checkpoint folder)")
         if not self.demos:
@@ -121,16 +102,6 @@ class RefineConfig:
         self.collect_seeds(self.iterations - 1)
         if self.intervener not in (None, "", "rac", "hg_dagger"):
             raise ValueError(f"intervener must be rac, hg_dagger or '' (none), got '{self.intervener}'")
-        if self.method == "dagger" and self.intervener == "":
-            raise ValueError("method=dagger labels every step with the intervener's expert; intervener='' has none")
-        if self.group_shares:
-            from vla.refine.weights import GROUPS
-
-            bad = sorted(set(self.group_shares) - set(GROUPS))
-            if bad:
-                raise ValueError(f"group_shares: unknown group '{bad[0]}'" + closest(bad[0], GROUPS))
-            if self.method not in METHODS:
-                raise ValueError("group_shares is for the built-in methods; plug-ins have their own method_args")
         from vla.policy.ensemble import valid_every, valid_rate
 
         for key in ("temporal_ensemble", "collect_temporal_ensemble"):
@@ -139,14 +110,3 @@ class RefineConfig:
                 raise ValueError(f"{key} must be a finite rate (or null: off), got {rate}")
         if not valid_every(self.temporal_ensemble_every):
             raise ValueError(f"temporal_ensemble_every must be an integer >= 1, got {self.temporal_ensemble_every!r}")
-        lam = self.habc.adv_lambda
-        if lam is not None and not 0.0 <= lam <= 1.0:
-            raise ValueError(f"habc.adv_lambda must be in [0, 1] (or null: one-step advantages), got {lam}")
-        for name, feat in (("habc", self.habc.features), ("awr", self.awr.features)):
-            if feat not in FEATURES:
-                raise ValueError(f"{name}.features must be one of {FEATURES}, got '{feat}'")
-
-    def share(self) -> float | None:
-        if self.demo_share is not None:
-            return self.demo_share
-        return 0.5 if self.method == "rac" else None

@@ -1,18 +1,15 @@
-"""HABC's two critic heads and the per-transition BC weights they produce.
+"""The critics refinement methods fit on per-step features: an ensemble of two-headed networks
+(viability logits, efficiency in (0, 1)) that HABC reads as its two critics, AWR as a value (the
+efficiency head on Monte-Carlo returns) and PA-RL as Q (the step's features with its executed chunk).
 
-Paper: HABC, arXiv 2606.17043; the formulation (losses, gate, advantages) is written down in
-`vla.refine.habc_math`. The critics here read a per-step feature vector (proprio/object state and
-the instruction embedding, or the frozen policy encoder's features when images matter) and share
-a trunk with two heads: viability logits and efficiency in (0, 1). `single_critic=True` (an
-ablation) ties both to the viability head, `use_gate=False` fixes the gate at 0.5 and
-`mask_interventions=False` labels every rollout step with the episode outcome and
-`scale_by_viability=False` drops the V(s') factor on the policy steps' weights.
-
-Generalisation (issue 15): an ensemble of `ensemble` critics (different seeds; their spread is the
+Paper: HABC, arXiv 2606.17043; the targets, losses and advantages are written down in
+`vla.refine.habc_math`. The input is a per-step feature vector (`vla.refine.features`: proprio and
+object state with the instruction embedding, or the frozen policy encoder's features when images
+matter). Generalisation: an ensemble of `ensemble` critics (different seeds; their spread is the
 uncertainty), each stopped early on the loss of held-out episodes (`val_fraction` of the labelled
 episodes, scored against their Monte-Carlo labels), and TD(lambda) targets that vary inside a
-segment (`lam`, `td_rounds`: refit on targets bootstrapped from the previous fit; see habc_math).
-`train_critics` reports the held-out viability AUROC and efficiency error.
+segment (`lam`, `td_rounds`: refit on targets bootstrapped from the previous fit). `train_critics`
+reports the held-out viability AUROC and efficiency error.
 """
 
 from __future__ import annotations
@@ -25,30 +22,29 @@ from torch import nn
 
 from vla.refine import habc_math as hm
 
+FEATURES = ("state", "encoder")
+
 
 @dataclass
 class CriticConfig:
+    """How a method's critic is fitted (HABC's two heads, AWR's value, PA-RL's Q): `critic.*` of a run."""
+
+    features: str = "state"  # critic input: state vector, or the frozen policy encoder's mean token + state
     hidden: int = 256
     layers: int = 2
     lr: float = 3e-4
     steps: int = 2000
     batch_size: int = 256
-    gamma: float = 0.98
-    v_low: float = 0.3
-    v_high: float = 0.8
-    beta: float = 1.0
-    w_max: float = 20.0
-    demo_weight: float = 1.0
-    use_gate: bool = True
-    single_critic: bool = False
-    mask_interventions: bool = True
-    scale_by_viability: bool = True  # HABC: policy-step weights times V(s') (vla.refine.habc_math)
     ensemble: int = 3  # critics with different seeds; the spread of their viability is the uncertainty
     val_fraction: float = 0.2  # labelled episodes held out for early stopping and the reported AUROC
     eval_every: int = 100  # steps between held-out evaluations
     patience: int = 5  # held-out evaluations without improvement before a critic stops
     lam: float = 0.8  # TD(lambda) targets inside a segment; 1 = the segment's own label everywhere
     td_rounds: int = 2  # fits: the first on Monte-Carlo labels, each next on targets bootstrapped from it
+
+    def validate(self) -> None:
+        if self.features not in FEATURES:
+            raise ValueError(f"critic.features must be one of {FEATURES}, got '{self.features}'")
 
 
 class TwinCritic(nn.Module):
@@ -107,13 +103,13 @@ def split_episodes(episode: torch.Tensor | None, labelled: torch.Tensor, fractio
 
 def _fit_member(x: torch.Tensor, targets: tuple[torch.Tensor, ...], masks: tuple[torch.Tensor, torch.Tensor],
                 val_targets: tuple[torch.Tensor, torch.Tensor], train_rows: torch.Tensor, val_rows: torch.Tensor,
-                cfg: CriticConfig, seed: int) -> tuple[TwinCritic, dict[str, float]]:
+                cfg: CriticConfig, seed: int, single_critic: bool) -> tuple[TwinCritic, dict[str, float]]:
     (v_t, e_t), (v_m, e_m), (v_mc, e_mc) = targets, masks, val_targets
     gen = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
     critic = TwinCritic(x.shape[1], cfg.hidden, cfg.layers)
     opt = torch.optim.AdamW(critic.parameters(), lr=cfg.lr)
-    w_e = 0.0 if cfg.single_critic else 1.0
+    w_e = 0.0 if single_critic else 1.0
 
     def losses(idx: torch.Tensor, vt: torch.Tensor, et: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         logits, eff = critic.forward_heads(x[idx])
@@ -147,9 +143,10 @@ def _fit_member(x: torch.Tensor, targets: tuple[torch.Tensor, ...], masks: tuple
 def train_critics(features: torch.Tensor, viability: torch.Tensor, viability_mask: torch.Tensor,
                   efficiency: torch.Tensor, efficiency_mask: torch.Tensor, cfg: CriticConfig,
                   seed: int = 0, episode: torch.Tensor | None = None, next_index: torch.Tensor | None = None,
-                  gamma: float | None = None) -> tuple[CriticEnsemble, dict[str, float]]:
+                  gamma: float = 0.98, single_critic: bool = False) -> tuple[CriticEnsemble, dict[str, float]]:
     """Fit the ensemble on per-step features. `episode` (per row) enables the held-out split and
-    `next_index` the TD(lambda) rounds (without them: every labelled row trains, Monte-Carlo targets).
+    `next_index` the TD(lambda) rounds (without them: every labelled row trains, Monte-Carlo targets);
+    `gamma` discounts the efficiency targets; `single_critic` trains the viability head alone.
     Returns the ensemble and its figures: final training losses, held-out viability AUROC and loss,
     efficiency MAE, the uncertainty (members' std of viability) and the early-stopping step."""
     from vla.metrics import auroc
@@ -172,7 +169,8 @@ def train_critics(features: torch.Tensor, viability: torch.Tensor, viability_mas
     for r in range(rounds):
         members, infos = [], []
         for m in range(cfg.ensemble):
-            critic, info = _fit_member(x, targets, masks, mc, train_rows, val_rows, cfg, seed * 1009 + 97 * r + m)
+            critic, info = _fit_member(x, targets, masks, mc, train_rows, val_rows, cfg, seed * 1009 + 97 * r + m,
+                                       single_critic)
             members.append(critic)
             infos.append(info)
         ensemble = CriticEnsemble(members, mean, std)
@@ -182,7 +180,7 @@ def train_critics(features: torch.Tensor, viability: torch.Tensor, viability_mas
                 logits, eff = ensemble.forward_heads(x)
             nxt = next_index.numpy()
             v_next, e_next = torch.sigmoid(logits).numpy()[nxt], eff.numpy()[nxt]
-            g = cfg.gamma if gamma is None else gamma
+            g = gamma
             targets = (torch.from_numpy(hm.lambda_targets(mc[0].numpy(), v_next, viability_mask.numpy(), nxt, 1.0,
                                                           cfg.lam)),
                        torch.from_numpy(hm.lambda_targets(mc[1].numpy(), e_next, efficiency_mask.numpy(), nxt, g,
@@ -203,35 +201,7 @@ def train_critics(features: torch.Tensor, viability: torch.Tensor, viability_mas
 
 
 @torch.no_grad()
-def habc_weights(critic: TwinCritic, features: torch.Tensor, next_index: torch.Tensor, done_success: torch.Tensor,
-                 is_intervention: torch.Tensor, cfg: CriticConfig,
-                 scale_rows: torch.Tensor | None = None, adv_lambda: float | None = None
-                 ) -> dict[str, torch.Tensor]:
-    """Per-step BC weights (and the terms behind them) for every row of `features`.
-    `scale_rows` (bool): the rows whose advantage spread sets the scale (the policy's steps:
-    demo rows would otherwise dilute it); default all."""
-    x = (features - critic.feature_mean) / critic.feature_std
-    logits, eff = critic.forward_heads(x)
-    v = torch.sigmoid(logits)
-    if cfg.single_critic:
-        eff = v
-    v_next, e_next = v[next_index], eff[next_index]
-    if adv_lambda is None:
-        a_v = hm.viability_advantage(v, v_next)
-        a_e = hm.efficiency_advantage(eff, e_next, done_success, cfg.gamma)
-    else:
-        runs = (~is_intervention.bool() if scale_rows is None else scale_rows.bool()).numpy()
-        done, nxt = done_success.float().numpy(), next_index.numpy()
-        a_v = torch.from_numpy(hm.lambda_advantages(v.numpy(), done, runs, nxt, 1.0, adv_lambda))
-        a_e = torch.from_numpy(hm.lambda_advantages(eff.numpy(), done / cfg.gamma, runs, nxt, cfg.gamma, adv_lambda))
-    g = hm.gate(v, cfg.v_low, cfg.v_high) if cfg.use_gate else torch.full_like(v, 0.5)
-    if cfg.single_critic:
-        g = torch.zeros_like(v)
-    rows = torch.ones_like(v, dtype=torch.bool) if scale_rows is None else scale_rows.bool()
-    if rows.sum() >= 2:
-        a_v, a_e = a_v / (a_v[rows].std() + 1e-6), a_e / (a_e[rows].std() + 1e-6)
-    adv = hm.merged_advantage(a_v, a_e, g, normalise=False)
-    reached = torch.where(done_success.bool(), torch.ones_like(v_next), v_next)  # a success is viable
-    w = hm.bc_weights(adv, is_intervention, cfg.beta, cfg.w_max, cfg.demo_weight,
-                      viability_next=reached if cfg.scale_by_viability else None)
-    return {"weight": w, "advantage": adv, "gate": g, "viability": v, "efficiency": eff}
+def critic_values(critic: TwinCritic | CriticEnsemble, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(viability probability [N], efficiency [N]) of a fitted critic on raw per-step features."""
+    logits, eff = critic.forward_heads((features - critic.feature_mean) / critic.feature_std)
+    return torch.sigmoid(logits), eff

@@ -2,7 +2,7 @@
 evaluator's "dsrl:ckpt=P,actor=A[,mode=mean|sample|base|zero][,log=DIR][,steer=shared|full]" policy spec:
 `vla eval "dsrl:ckpt=...,actor=..."`. With `log=DIR` every finished episode's decisions (the features
 and the noise of each chunk query) and its outcome go to DIR/SEED.npz: the learner's data when the
-refinement loop (`vla refine dsrl`, vla/refine/dsrl_refine.py) collects in evaluation workers.
+refinement loop (`vla refine dsrl`, vla/refine/methods/dsrl.py) collects in evaluation workers.
 
 The actor sees the observation's proprio/state vector (state-mode policies; a camera policy's
 encoder features are not wired in yet) and returns the noise x0 the policy integrates from.

@@ -51,9 +51,13 @@ or the losses. Ours (to be ablated: no gate, single critic, no intervention mask
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+from vla.refine.labels import StepLabels, mc_returns
 
 
 def efficiency_target(steps_to_go: torch.Tensor, gamma: float) -> torch.Tensor:
@@ -189,11 +193,13 @@ def efficiency_advantage(e: torch.Tensor, e_next: torch.Tensor, done_success: to
     return gamma * e_next * (1 - done) + done - e
 
 
-def standardise(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
-    """x / std(x) (not centred: the sign of an advantage carries its meaning)."""
-    if x.numel() < 2:
+def standardise(x: torch.Tensor, eps: float = 1e-6, rows: torch.Tensor | None = None) -> torch.Tensor:
+    """x / std(x[rows]) (not centred: the sign of an advantage carries its meaning); `rows` (bool)
+    are the entries whose spread sets the scale, default all; unchanged with fewer than two."""
+    ref = x if rows is None else x[rows]
+    if ref.numel() < 2:
         return x
-    return x / (x.std() + eps)
+    return x / (ref.std() + eps)
 
 
 def merged_advantage(a_viability: torch.Tensor, a_efficiency: torch.Tensor, g: torch.Tensor,
@@ -219,3 +225,53 @@ def weighted_bc_loss(per_step_loss: torch.Tensor, weights: torch.Tensor, mask: t
     """Weights are treated as constants (no gradient into the critics)."""
     m = mask.to(per_step_loss.dtype)
     return (per_step_loss * weights.detach() * m).sum() / m.sum().clamp_min(1.0)
+
+
+def habc_weights(v: torch.Tensor, eff: torch.Tensor, next_index: torch.Tensor, done_success: torch.Tensor,
+                 is_intervention: torch.Tensor, args: Any, scale_rows: torch.Tensor | None = None
+                 ) -> dict[str, torch.Tensor]:
+    """HABC's per-step weights and the terms behind them, from the critics' viability `v` and
+    efficiency `eff` on every step: one-step advantages (GAE over each run of `scale_rows` with
+    `args.adv_lambda`), each divided by its spread over `scale_rows` (the policy's steps: demo rows
+    would dilute it), merged through the gate, exp(A / beta) clipped, times V(s') (1 after a
+    success). `args`: gamma, single_critic, use_gate, v_low, v_high, beta, w_max, scale_by_viability,
+    adv_lambda (`vla.refine.methods.habc.HabcArgs`). The weight is the policy's steps'; demos and
+    corrections get `demo_weight` from the method's loss rule (`vla.refine.methods.habc`), once."""
+    if args.single_critic:
+        eff = v
+    v_next, e_next = v[next_index], eff[next_index]
+    if args.adv_lambda is None:
+        a_v = viability_advantage(v, v_next)
+        a_e = efficiency_advantage(eff, e_next, done_success, args.gamma)
+    else:
+        runs = (~is_intervention.bool() if scale_rows is None else scale_rows.bool()).numpy()
+        done, nxt = done_success.float().numpy(), next_index.numpy()
+        a_v = torch.from_numpy(lambda_advantages(v.numpy(), done, runs, nxt, 1.0, args.adv_lambda))
+        a_e = torch.from_numpy(lambda_advantages(eff.numpy(), done / args.gamma, runs, nxt, args.gamma,
+                                                 args.adv_lambda))
+    g = gate(v, args.v_low, args.v_high) if args.use_gate else torch.full_like(v, 0.5)
+    if args.single_critic:
+        g = torch.zeros_like(v)
+    rows = None if scale_rows is None else scale_rows.bool()
+    adv = merged_advantage(standardise(a_v, rows=rows), standardise(a_e, rows=rows), g, normalise=False)
+    reached = torch.where(done_success.bool(), torch.ones_like(v_next), v_next)  # a success is viable
+    w = bc_weights(adv, is_intervention, args.beta, args.w_max,
+                   viability_next=reached if args.scale_by_viability else None)
+    return {"weight": w, "advantage": adv, "gate": g, "viability": v, "efficiency": eff}
+
+
+def outcome_only_labels(labels: StepLabels, episode_success: np.ndarray, episode_is_demo: np.ndarray,
+                        gamma: float) -> StepLabels:
+    """The `mask_interventions=False` ablation of HABC: every rollout step (interventions
+    included) is treated as the policy's and labelled with its episode's outcome; only demo
+    episodes stay demonstrations."""
+    selected = labels.episode >= 0
+    ep = np.where(selected, labels.episode, 0)
+    demo_step = selected & np.asarray(episode_is_demo, bool)[ep]
+    rollout = selected & ~demo_step
+    success = np.asarray(episode_success, bool)[ep]
+    returns = mc_returns(labels, np.asarray(episode_success, bool), gamma)
+    return StepLabels(viability=np.where(rollout, success, 0).astype(np.float32), viability_mask=rollout,
+                      efficiency=np.where(rollout & success, returns, 0).astype(np.float32),
+                      efficiency_mask=rollout & success, demo=demo_step, policy_step=rollout,
+                      next_index=labels.next_index, done_success=labels.done_success, episode=labels.episode)

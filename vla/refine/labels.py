@@ -72,20 +72,12 @@ def build_step_labels(store: EpisodeStore, episodes: np.ndarray | None = None, *
     return StepLabels(**out)
 
 
-def source_mix_weights(store: EpisodeStore, episodes: np.ndarray, mix: dict[str, float]) -> np.ndarray:
-    """Per-step sampling weights so that each source's share of samples follows `mix`
-    (e.g. {"demo": 0.5, "intervention": 0.5}: RaC's demos + corrections). Sources absent from
-    `mix` get weight 0; shares are renormalised over the sources present."""
-    table = store.table()
-    unknown = set(mix) - set(("demo", "rollout", "intervention", "guided", "imagined"))
-    if unknown:
-        raise ValueError(f"unknown source(s) in mix: {sorted(unknown)}")
-    lengths = table.lengths[episodes]
-    sources = table.source[episodes]
-    present = {s: float(lengths[sources == s].sum()) for s in mix if (sources == s).any() and mix[s] > 0}
-    if not present:
-        raise ValueError(f"none of the sources {sorted(mix)} occur in the selected episodes")
-    total_share = sum(mix[s] for s in present)
-    per_step = {s: mix[s] / total_share / steps for s, steps in present.items()}
-    return np.concatenate([np.full(int(length), per_step.get(str(src), 0.0)) for length, src in
-                           zip(lengths, sources, strict=True)])
+def mc_returns(labels: StepLabels, episode_success: np.ndarray, gamma: float) -> np.ndarray:
+    """success * gamma^(steps to the episode's end) for every step (0 outside the selection)."""
+    n = len(labels.episode)
+    out = np.zeros(n, np.float32)
+    for ep in np.unique(labels.episode[labels.episode >= 0]):
+        idx = np.flatnonzero(labels.episode == ep)
+        to_go = np.arange(len(idx) - 1, -1, -1)
+        out[idx] = float(episode_success[ep]) * gamma ** to_go
+    return out

@@ -1,29 +1,16 @@
-"""Which steps each refinement method trains on, and with what weight: pure functions over the
-per-step label table (`vla.refine.labels.StepLabels`).
+"""How a refinement method's per-step weights become training windows: pure functions over the
+per-step label table (`vla.refine.labels.StepLabels`), shared by every method.
 
-Every method reduces to two arrays over the store's global step indices:
+A method's weighting rule (vla/refine/methods/, worldmodel/) reduces to two arrays over the store's
+global step indices (`StepWeights`):
 - `loss`: the weight of that step's action in the BC (flow-matching) loss, 0 = not supervised;
 - `sample`: the probability mass of drawing a training window that starts at that step.
 
-Methods (same rollouts for sft / filtered_bc / awr / habc; rac and hg_dagger collect their own):
-- `sft`: plain BC on every step: demos, the policy's own actions and the interventions.
-- `filtered_bc`: demos and every step of successful episodes.
-- `awr`: every step, weighted exp(A / beta) with one critic: A = G_t - V(s_t), G_t the discounted
-  Monte-Carlo return success * gamma^(steps to go) (Peng et al. 2019, arXiv 1910.00177); demos 1.
-- `habc`: demos and intervention steps as demonstrations, the policy's steps weighted by the
-  two-critic advantage (`vla.refine.critics.habc_weights`).
-- `rac` (arXiv 2509.07953): demos + intervention steps (recovery and correction), mixed with a
-  configurable share of demos (`demo_share`, 0.5 by default: the paper trains on both).
-- `hg_dagger` (arXiv 1810.02890): demos + intervention steps, aggregated uniformly.
-- `dagger` (Ross et al. 2011, arXiv 1011.0686): every step, as `sft`, but the policy's own steps
-  carry the expert's action from their state (collected with `label=expert`: the intervener labels
-  every step, `sim.intervener.ExpertIntervener.label`), not the action the policy took. Where we
-  differ: the scripted person still takes over on a failure as in HG-DAgger (the paper's beta = 0
-  lets the policy run on), so a rollout also holds the recovery the expert drives.
-
 With `demo_share = s`, a fraction s of the sampled windows start at demo steps and 1 - s at the
 method's other supervised steps (uniform within each group); `None` samples every supervised step
-alike. Critic weights enter the loss only (self-normalised per batch by `flow.masked_mse`).
+alike. `group_shares` fixes a share per group (demo, correction, policy) instead. Critic weights
+enter the loss only (self-normalised per batch by `flow.masked_mse`) unless `sample_by_loss` moves
+them into the sampler.
 """
 
 from __future__ import annotations
@@ -33,55 +20,25 @@ from typing import Any
 
 import numpy as np
 
-from vla.refine import METHODS
 from vla.refine.labels import StepLabels
 
 __all__ = [
-    "COLLECTION_MODE",
     "GROUPS",
-    "METHODS",
     "StepWeights",
-    "awr_weights",
     "demo_loss",
     "executed_chunk_ends",
     "group_sample_distribution",
     "group_weight_stats",
-    "mc_returns",
-    "method_weights",
-    "outcome_only_labels",
     "sample_by_loss",
     "sample_distribution",
+    "shaped",
     "step_groups",
 ]
-
-# The intervener each method collects its rollouts with: HABC and its baselines share one
-# protocol (take over, hand back: the policy's own segments exist before and after a takeover).
-COLLECTION_MODE = {"habc": "hg_dagger", "sft": "hg_dagger", "filtered_bc": "hg_dagger", "awr": "hg_dagger",
-                   "hg_dagger": "hg_dagger", "dagger": "hg_dagger", "rac": "rac"}
-
 
 @dataclass(frozen=True)
 class StepWeights:
     loss: np.ndarray  # float32 [n_steps], 0 = not supervised
     sample: np.ndarray  # float64 [n_steps], sums to 1 over the selected steps
-
-
-def mc_returns(labels: StepLabels, episode_success: np.ndarray, gamma: float) -> np.ndarray:
-    """success * gamma^(steps to the episode's end) for every step (0 outside the selection)."""
-    n = len(labels.episode)
-    out = np.zeros(n, np.float32)
-    for ep in np.unique(labels.episode[labels.episode >= 0]):
-        idx = np.flatnonzero(labels.episode == ep)
-        to_go = np.arange(len(idx) - 1, -1, -1)
-        out[idx] = float(episode_success[ep]) * gamma ** to_go
-    return out
-
-
-def awr_weights(returns: np.ndarray, values: np.ndarray, beta: float, w_max: float) -> np.ndarray:
-    """exp((G - V) / beta), clipped to w_max (advantage-weighted regression)."""
-    if beta <= 0:
-        raise ValueError(f"beta must be > 0, got {beta}")
-    return np.minimum(np.exp((returns - values) / beta), w_max).astype(np.float32)
 
 
 def demo_loss(table: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -110,47 +67,6 @@ def sample_distribution(loss: np.ndarray, demo: np.ndarray, demo_share: float | 
         if d.sum() > 0 and o.sum() > 0:
             w = demo_share * d / d.sum() + (1 - demo_share) * o / o.sum()
     return w / w.sum()
-
-
-def method_weights(method: str, labels: StepLabels, episode_success: np.ndarray, episode_is_demo: np.ndarray, *,
-                   critic_weight: np.ndarray | None = None, demo_share: float | None = None,
-                   demo_weight: float = 1.0, group_shares: dict[str, float] | None = None) -> StepWeights:
-    """Loss and sampling weights of `method` (see the module docstring).
-
-    `episode_success`, `episode_is_demo`: per episode of the store. `critic_weight`: per-step
-    weights from a critic, required by `habc` (the policy's steps) and `awr` (non-demo steps).
-    `demo_weight`: `habc`'s loss weight on demonstrations and corrections (`habc.demo_weight`).
-    `group_shares` (e.g. {demo: 0.4, correction: 0.3, policy: 0.3}) fixes each group's share of the
-    samples, so methods compare at equal shares; it replaces `demo_share`.
-    """
-    if demo_weight <= 0:
-        raise ValueError(f"demo_weight must be > 0, got {demo_weight}")
-    if method not in METHODS:
-        raise ValueError(f"unknown refinement method '{method}' (valid: {', '.join(METHODS)})")
-    if method in ("habc", "awr") and critic_weight is None:
-        raise ValueError(f"method '{method}' needs critic_weight")
-    selected = labels.episode >= 0
-    ep = np.where(selected, labels.episode, 0)
-    demo_step = selected & np.asarray(episode_is_demo, bool)[ep]
-    correction = labels.demo & ~demo_step  # intervention (recovery + correction) steps of rollouts
-    loss = np.zeros(len(selected), np.float32)
-    if method in ("sft", "dagger"):  # dagger's policy steps hold the expert's labels (the collection's doing)
-        loss[selected] = 1.0
-    elif method == "filtered_bc":
-        loss[demo_step | (selected & np.asarray(episode_success, bool)[ep])] = 1.0
-    elif method == "awr":
-        assert critic_weight is not None
-        loss[selected] = np.where(demo_step[selected], 1.0, critic_weight[selected])
-    elif method == "habc":
-        assert critic_weight is not None
-        loss[labels.demo] = demo_weight
-        loss[labels.policy_step] = critic_weight[labels.policy_step]
-    else:  # rac, hg_dagger: demonstrations and corrections only
-        loss[demo_step | correction] = 1.0
-    if group_shares:
-        groups = step_groups(labels, episode_is_demo)
-        return StepWeights(loss=loss, sample=group_sample_distribution(loss, groups, group_shares))
-    return StepWeights(loss=loss, sample=sample_distribution(loss, demo_step, demo_share))
 
 
 GROUPS = ("demo", "correction", "policy")
@@ -249,18 +165,20 @@ def group_weight_stats(w: StepWeights, groups: dict[str, np.ndarray]) -> dict[st
     return out
 
 
-def outcome_only_labels(labels: StepLabels, episode_success: np.ndarray, episode_is_demo: np.ndarray,
-                        gamma: float) -> StepLabels:
-    """The `mask_interventions=False` ablation of HABC: every rollout step (interventions
-    included) is treated as the policy's and labelled with its episode's outcome; only demo
-    episodes stay demonstrations."""
-    selected = labels.episode >= 0
-    ep = np.where(selected, labels.episode, 0)
-    demo_step = selected & np.asarray(episode_is_demo, bool)[ep]
-    rollout = selected & ~demo_step
-    success = np.asarray(episode_success, bool)[ep]
-    returns = mc_returns(labels, np.asarray(episode_success, bool), gamma)
-    return StepLabels(viability=np.where(rollout, success, 0).astype(np.float32), viability_mask=rollout,
-                      efficiency=np.where(rollout & success, returns, 0).astype(np.float32),
-                      efficiency_mask=rollout & success, demo=demo_step, policy_step=rollout,
-                      next_index=labels.next_index, done_success=labels.done_success, episode=labels.episode)
+def shaped(loss: np.ndarray, labels: StepLabels, episode_is_demo: np.ndarray, demo_share: float | None = None,
+           group_shares: dict[str, float] | None = None, by_loss: bool = False
+           ) -> tuple[StepWeights, dict[str, float]]:
+    """A method's per-step loss weights with the sampler every built-in method shares: fixed group
+    shares when given, else `demo_share` of the windows from the demos; `by_loss` then moves the loss
+    weights into the sampler (`sample_by_loss`). Returns the weights and their figures per group (taken
+    before any move to the sampler) with the count of supervised steps."""
+    groups = step_groups(labels, episode_is_demo)
+    if group_shares:
+        w = StepWeights(loss=loss, sample=group_sample_distribution(loss, groups, group_shares))
+    else:
+        w = StepWeights(loss=loss, sample=sample_distribution(loss, groups["demo"], demo_share))
+    info = group_weight_stats(w, groups)
+    if by_loss:
+        w = sample_by_loss(w, groups)
+    info["supervised_steps"] = float((w.loss > 0).sum())
+    return w, info

@@ -136,7 +136,7 @@ def test_a_correction_session_on_the_arm_over_dds(tmp_path: Path, domain_id: int
 
     # one schema for sim and real: the simulator's pick_place episodes, and RaC's weighting reads them
     from vla.refine.labels import build_step_labels
-    from vla.refine.weights import method_weights
+    from vla.refine.methods.hg_dagger import correction_loss
     from vla.registry import TASKS
 
     sim = TASKS.make("pick_place")
@@ -149,8 +149,8 @@ def test_a_correction_session_on_the_arm_over_dds(tmp_path: Path, domain_id: int
         assert ep.steps["is_recovery"].sum() == first.recovery_steps
         labels = build_step_labels(s)
         table = s.table()
-        w = method_weights("rac", labels, table.success, np.zeros(len(table), bool))
-        assert w.loss[: len(ep)][ep.steps["is_intervention"]].min() > 0  # the correction steps are learned from
+        loss = correction_loss(labels, np.zeros(len(table), bool))  # RaC's and HG-DAgger's rule
+        assert loss[: len(ep)][ep.steps["is_intervention"]].min() > 0  # the correction steps are learned from
     sim.close()
 
 

@@ -1,9 +1,20 @@
 """HABC critics on a toy problem with a known answer: 1-D positions, success iff x > 0."""
 
+from dataclasses import replace
+from typing import Any
+
 import pytest
 import torch
 
-from vla.refine.critics import CriticConfig, habc_weights, train_critics
+from vla.refine import habc_math as hm
+from vla.refine.critics import CriticConfig, critic_values, train_critics
+from vla.refine.methods.habc import HabcArgs
+
+
+def habc_weights(critic: Any, x: torch.Tensor, next_index: torch.Tensor, done: torch.Tensor,
+                 is_intervention: torch.Tensor, args: HabcArgs, **kw: Any) -> dict[str, torch.Tensor]:
+    v, eff = critic_values(critic, x)
+    return hm.habc_weights(v, eff, next_index, done, is_intervention, args, **kw)
 
 
 def toy(n: int = 2000) -> dict[str, torch.Tensor]:
@@ -25,20 +36,21 @@ def test_critics_learn_viability_and_weights_favour_progress() -> None:
     x = torch.tensor([[-0.1], [0.1], [0.1], [-0.1]])
     next_index = torch.tensor([1, 0, 3, 2])  # rows 0->1 improves, 1->0 worsens
     out = habc_weights(critic, x, next_index, torch.zeros(4, dtype=torch.bool),
-                       torch.tensor([False, False, False, True]), cfg)
+                       torch.tensor([False, False, False, True]), HabcArgs())
     assert out["weight"][0] > 1.0 > out["weight"][1]
-    assert out["weight"][3] == cfg.demo_weight  # intervention step: demonstration weight
+    assert out["weight"][3] == 1.0  # an intervention step is not the policy's: the loss rule weighs it
     assert out["viability"][1] > 0.5 > out["viability"][0]
 
 
 def test_ablations_and_bad_input() -> None:
     d = toy(200)
     for kwargs in ({"use_gate": False}, {"single_critic": True}):
-        cfg = CriticConfig(steps=20, hidden=8, **kwargs)
+        args = replace(HabcArgs(), **kwargs)
         critic, _ = train_critics(d["features"], d["viability"], d["viability_mask"], d["efficiency"],
-                                  d["efficiency_mask"], cfg)
+                                  d["efficiency_mask"], CriticConfig(steps=20, hidden=8),
+                                  single_critic=args.single_critic)
         out = habc_weights(critic, d["features"], torch.arange(200), torch.zeros(200, dtype=torch.bool),
-                           torch.zeros(200, dtype=torch.bool), cfg)
+                           torch.zeros(200, dtype=torch.bool), args)
         expected_gate = 0.0 if kwargs.get("single_critic") else 0.5
         assert torch.all(out["gate"] == expected_gate)
         assert torch.isfinite(out["weight"]).all()
@@ -110,8 +122,8 @@ def test_lambda_advantages_tell_a_failed_run_from_a_successful_one_through_the_s
     next_index = torch.tensor([1, 2, 2, 4, 5, 5])
     done = torch.tensor([False, False, True, False, False, False])
     policy = torch.zeros(6, dtype=torch.bool)
-    one_step = habc_weights(critic, x, next_index, done, policy, cfg)["weight"]
-    gae = habc_weights(critic, x, next_index, done, policy, cfg, adv_lambda=1.0)["weight"]
+    one_step = habc_weights(critic, x, next_index, done, policy, HabcArgs())["weight"]
+    gae = habc_weights(critic, x, next_index, done, policy, HabcArgs(adv_lambda=1.0))["weight"]
     # one step: the outcome shows only at the last step; GAE carries it back to the first
     torch.testing.assert_close(one_step[:2], one_step[3:5])
     assert (gae[:3] > gae[3:]).all()

@@ -8,7 +8,7 @@ import pytest
 from vla.data.schema import Episode
 from vla.data.store import EpisodeStore
 from vla.data.synthetic import default_schema, synthetic_episode
-from vla.refine.labels import build_step_labels, source_mix_weights
+from vla.refine.labels import build_step_labels
 
 SCHEMA = default_schema(image_size=8)
 
@@ -48,16 +48,3 @@ def test_labels_follow_intervention_aware_credit(store: EpisodeStore) -> None:
     np.testing.assert_array_equal(np.flatnonzero(current.viability_mask), [13, 14])
     subset = build_step_labels(store, episodes=np.array([1]))
     assert (subset.episode[:3] == -1).all() and not subset.viability_mask[7:].any()
-
-
-def test_source_mix_weights(store: EpisodeStore) -> None:
-    eps = np.arange(4)
-    w = source_mix_weights(store, eps, {"demo": 0.5, "intervention": 0.5})
-    assert w[:3].sum() == pytest.approx(0.5) and w[13:].sum() == pytest.approx(0.5)
-    assert (w[3:13] == 0).all()
-    w = source_mix_weights(store, eps, {"demo": 1.0, "guided": 1.0})  # guided absent: all on demos
-    assert w[:3].sum() == pytest.approx(1.0)
-    with pytest.raises(ValueError, match="unknown source"):
-        source_mix_weights(store, eps, {"demos": 1.0})
-    with pytest.raises(ValueError, match="none of the sources"):
-        source_mix_weights(store, eps, {"imagined": 1.0})

@@ -60,20 +60,20 @@ def test_autonomous_habc_at_fixed_group_shares(tmp_path: Path, pretrained: tuple
     # HABC's online-RL setting: no intervener, only the episode outcome; samples 50/50 demos/policy
     # own_chunk_only: the policy's windows end with the chunk it executed
     cfg = config(tmp_path, pretrained, "habc", "intervener=", "intervener_args={subtask_timeout: 8}",
-                 "group_shares={demo: 0.5, policy: 0.5}", "own_chunk_only=true")
+                 "method_args.group_shares={demo: 0.5, policy: 0.5}", "own_chunk_only=true")
     run = RefineRun(cfg, progress=False)
     rows = run.run()
     assert rows[1]["intervention_steps"] == 0 and rows[1]["env_episodes"] == 2
     info = json.loads((Path(cfg.out_dir) / "iter_01" / "train_info.json").read_text())
     assert info["correction_sample_share"] == 0
     assert np.isclose(info["demo_sample_share"], 0.5) and np.isclose(info["policy_sample_share"], 0.5)
-    # habc.sample_by_weight: the same critic's weights drawn by the sampler instead of the loss
+    # method_args.sample_by_weight: the same critic's weights drawn by the sampler instead of the loss
     from vla.policy.checkpoint import load_model
 
     model, _ = load_model(run.policy_path(0), use_ema=True, device="cpu")
-    on_loss, _ = run.step_weights(0, model)
-    run.cfg.habc.sample_by_weight = True
-    on_sampler, info = run.step_weights(0, model)
+    on_loss, _ = run.method.weights(run, 0, model, [run.added(0)])
+    run.method.args.sample_by_weight = True
+    on_sampler, info = run.method.weights(run, 0, model, [run.added(0)])
     from vla.refine.weights import demo_loss
 
     _, demo = demo_loss(EpisodeStore.open(cfg.out_dir + "/store.zarr").table())
@@ -82,9 +82,9 @@ def test_autonomous_habc_at_fixed_group_shares(tmp_path: Path, pretrained: tuple
     mass = on_loss.sample * on_loss.loss
     np.testing.assert_allclose(on_sampler.sample[policy], 0.5 * mass[policy] / mass[policy].sum(), rtol=1e-5)
     assert np.isclose(info["policy_sample_share"], 0.5)
-    # habc.outcome_gate: the policy's steps count only in runs that ended in a success, mean weight 1 there
-    run.cfg.habc.sample_by_weight, run.cfg.habc.outcome_gate = False, True
-    gated, info = run.step_weights(0, model)
+    # method_args.outcome_gate: the policy's steps count only in runs that ended in a success, mean weight 1 there
+    run.method.args.sample_by_weight, run.method.args.outcome_gate = False, True
+    gated, info = run.method.weights(run, 0, model, [run.added(0)])
     table = EpisodeStore.open(cfg.out_dir + "/store.zarr").table()
     own = np.zeros(len(demo), bool)
     for e in np.flatnonzero(table.source != "demo"):
@@ -148,9 +148,13 @@ def test_resume_skips_finished_work_and_continues(tmp_path: Path, pretrained: tu
 def test_bad_config_is_named(tmp_path: Path, pretrained: tuple[Path, Path]) -> None:
     with pytest.raises(ValueError, match="unknown refinement method 'habcc'"):
         RefineRun(config(tmp_path, pretrained, "habcc"))
-    with pytest.raises(ValueError, match=r"habc\.features"):
-        RefineRun(config(tmp_path, pretrained, "habc", "habc.features=pixels"))
+    with pytest.raises(ValueError, match=r"critic\.features"):
+        RefineRun(config(tmp_path, pretrained, "habc", "critic.features=pixels"))
     with pytest.raises(ValueError, match="intervener must be"):
         RefineRun(config(tmp_path, pretrained, "habc", "intervener=rc"))
     with pytest.raises(ValueError, match=r"unknown group 'policies'.*did you mean 'policy'"):
-        RefineRun(config(tmp_path, pretrained, "habc", "group_shares={policies: 1.0}"))
+        RefineRun(config(tmp_path, pretrained, "habc", "method_args.group_shares={policies: 1.0}"))
+    with pytest.raises(ValueError, match=r"unknown key 'bta'.*did you mean 'beta'"):
+        RefineRun(config(tmp_path, pretrained, "habc", "method_args.bta=2"))
+    with pytest.raises(ValueError, match=r"'habc' is gone: .*method_args\.beta"):  # the old sections, named
+        RefineRun(config(tmp_path, pretrained, "habc", "habc.beta=2"))

@@ -1,4 +1,5 @@
-"""Which steps each refinement method supervises, over a real store with known flags."""
+"""How per-step weights become training windows (the sampler every method shares), over a real store
+with known flags."""
 
 from pathlib import Path
 
@@ -8,6 +9,9 @@ import pytest
 from vla.data.store import EpisodeStore
 from vla.refine import weights as rw
 from vla.refine.labels import build_step_labels
+from vla.refine.methods.habc import habc_loss
+from vla.refine.methods.hg_dagger import correction_loss
+from vla.refine.methods.sft import every_step_loss
 
 from .test_labels import SCHEMA, make
 
@@ -22,83 +26,27 @@ def store(tmp_path: Path) -> EpisodeStore:
     return s
 
 
-def weights_for(store: EpisodeStore, method: str, critic: np.ndarray | None = None,
-                share: float | None = None) -> rw.StepWeights:
-    table = store.table()
-    return rw.method_weights(method, build_step_labels(store), table.success, table.source == "demo",
-                             critic_weight=critic, demo_share=share)
-
-
 def supervised(w: rw.StepWeights) -> list[int]:
     return np.flatnonzero(w.loss > 0).tolist()
 
 
-def test_each_method_supervises_its_steps(store: EpisodeStore) -> None:
-    assert supervised(weights_for(store, "sft")) == list(range(15))
-    # dagger trains on every step as sft does: its rollouts' steps already carry the expert's labels
-    np.testing.assert_array_equal(weights_for(store, "dagger").loss, weights_for(store, "sft").loss)
-    assert supervised(weights_for(store, "filtered_bc")) == [0, 1, 2, *range(7, 15)]
-    # corrections only: an all-intervention episode is a correction, not a demo
-    assert supervised(weights_for(store, "hg_dagger")) == [0, 1, 2, 9, 10, 13, 14]
-    assert supervised(weights_for(store, "rac")) == [0, 1, 2, 9, 10, 13, 14]
-    critic = np.linspace(0.1, 2.0, 15).astype(np.float32)
-    habc = weights_for(store, "habc", critic)
-    np.testing.assert_allclose(habc.loss[[0, 1, 2, 9, 10, 13, 14]], 1.0)  # demos and corrections
-    np.testing.assert_allclose(habc.loss[[3, 4, 5, 6, 7, 8, 11, 12]], critic[[3, 4, 5, 6, 7, 8, 11, 12]])
-    # habc.demo_weight scales demonstrations and corrections against the critic-weighted steps
-    table = store.table()
-    heavy = rw.method_weights("habc", build_step_labels(store), table.success, table.source == "demo",
-                              critic_weight=critic, demo_weight=3.0)
-    np.testing.assert_allclose(heavy.loss[[0, 1, 2, 9, 10, 13, 14]], 3.0)
-    np.testing.assert_allclose(heavy.loss[[3, 4, 5, 6, 7, 8, 11, 12]], critic[[3, 4, 5, 6, 7, 8, 11, 12]])
-    awr = weights_for(store, "awr", critic)
-    np.testing.assert_allclose(awr.loss[:3], 1.0)
-    np.testing.assert_allclose(awr.loss[3:], critic[3:])  # interventions weighted like any rollout step
-
-
 def test_sampling_is_uniform_over_supervised_steps_unless_a_demo_share_is_set(store: EpisodeStore) -> None:
-    w = weights_for(store, "hg_dagger")
+    table, labels = store.table(), build_step_labels(store)
+    is_demo = table.source == "demo"
+    w, info = rw.shaped(correction_loss(labels, is_demo), labels, is_demo)
     np.testing.assert_allclose(w.sample[supervised(w)], 1 / 7)
     assert w.sample.sum() == pytest.approx(1.0) and (w.sample[w.loss == 0] == 0).all()
-    half = weights_for(store, "rac", share=0.5)
+    assert info["supervised_steps"] == 7 and info["demo_supervised_steps"] == 3
+    half, _ = rw.shaped(correction_loss(labels, is_demo), labels, is_demo, demo_share=0.5)
     assert half.sample[:3].sum() == pytest.approx(0.5) and half.sample[[9, 10, 13, 14]].sum() == pytest.approx(0.5)
     # critic weights act through the loss only, never twice through sampling as well
     critic = np.linspace(0.1, 2.0, 15).astype(np.float32)
-    habc = weights_for(store, "habc", critic)
+    habc, _ = rw.shaped(habc_loss(labels, critic, 1.0), labels, is_demo)
     np.testing.assert_allclose(habc.sample, 1 / 15)
-
-
-def test_mc_returns_and_awr_weights() -> None:
-    from vla.refine.labels import StepLabels
-
-    episode = np.array([0, 0, 0, 1, 1])
-    lab = StepLabels(*(np.zeros(5, np.float32) for _ in range(2)), np.zeros(5, np.float32), np.zeros(5, bool),
-                     np.zeros(5, bool), np.zeros(5, bool), np.arange(5), np.zeros(5, bool), episode)
-    g = rw.mc_returns(lab, np.array([True, False]), gamma=0.5)
-    np.testing.assert_allclose(g, [0.25, 0.5, 1.0, 0.0, 0.0])
-    w = rw.awr_weights(g, np.full(5, 0.5, np.float32), beta=0.25, w_max=3.0)
-    np.testing.assert_allclose(w, [np.exp(-1), 1.0, 3.0, np.exp(-2), np.exp(-2)], rtol=1e-6)
-    with pytest.raises(ValueError, match="beta"):
-        rw.awr_weights(g, g, beta=0.0, w_max=1.0)
-
-
-def test_outcome_only_ablation_labels_interventions_with_the_episode_outcome(store: EpisodeStore) -> None:
-    table = store.table()
-    lab = rw.outcome_only_labels(build_step_labels(store, gamma=0.5), table.success, table.source == "demo", 0.5)
-    assert lab.viability_mask.tolist() == [False] * 3 + [True] * 12
-    np.testing.assert_array_equal(lab.viability[3:7], 0)
-    np.testing.assert_array_equal(lab.viability[7:15], 1)  # takeover steps now count as the policy's success
-    assert lab.policy_step[9] and not lab.demo[9]
-    np.testing.assert_allclose(lab.efficiency[7:13], 0.5 ** np.arange(5, -1, -1))
-
-
-def test_bad_input_is_named(store: EpisodeStore) -> None:
-    with pytest.raises(ValueError, match="unknown refinement method 'habcc'"):
-        weights_for(store, "habcc")
-    with pytest.raises(ValueError, match="needs critic_weight"):
-        weights_for(store, "habc")
     with pytest.raises(ValueError, match="demo_share"):
-        weights_for(store, "rac", share=1.5)
+        rw.shaped(correction_loss(labels, is_demo), labels, is_demo, demo_share=1.5)
+    with pytest.raises(ValueError, match="no step is supervised"):
+        rw.shaped(np.zeros(15, np.float32), labels, is_demo)
 
 
 def test_demo_loss_marks_every_demo_step_and_nothing_else(store: EpisodeStore) -> None:
@@ -116,13 +64,14 @@ def test_group_shares_fix_each_groups_share_of_the_samples(store: EpisodeStore) 
     assert np.flatnonzero(groups["demo"]).tolist() == [0, 1, 2]
     assert np.flatnonzero(groups["correction"]).tolist() == [9, 10, 13, 14]
     assert np.flatnonzero(groups["policy"]).tolist() == [3, 4, 5, 6, 7, 8, 11, 12]
-    w = rw.method_weights("sft", labels, table.success, table.source == "demo",
-                          group_shares={"demo": 0.5, "correction": 0.3, "policy": 0.2})
+    is_demo = table.source == "demo"
+    w, _ = rw.shaped(every_step_loss(labels), labels, is_demo,
+                     group_shares={"demo": 0.5, "correction": 0.3, "policy": 0.2})
     assert np.isclose(w.sample[groups["demo"]].sum(), 0.5) and np.isclose(w.sample[groups["policy"]].sum(), 0.2)
     assert np.allclose(w.sample[groups["correction"]], 0.3 / 4)  # uniform inside a group
     # rac supervises no policy step: its share goes to the others in proportion
-    w = rw.method_weights("rac", labels, table.success, table.source == "demo",
-                          group_shares={"demo": 0.5, "correction": 0.3, "policy": 0.2})
+    w, _ = rw.shaped(correction_loss(labels, is_demo), labels, is_demo,
+                     group_shares={"demo": 0.5, "correction": 0.3, "policy": 0.2})
     assert np.isclose(w.sample[groups["demo"]].sum(), 0.5 / 0.8) and w.sample[groups["policy"]].sum() == 0
     stats = rw.group_weight_stats(w, groups)
     assert stats["policy_supervised_steps"] == 0 and np.isclose(stats["demo_sample_share"], 0.625)
@@ -140,9 +89,11 @@ def test_sample_by_loss_moves_the_critic_weights_into_the_sampler(store: Episode
     critic = np.full(15, 0.01, np.float32)
     critic[[7, 8]] = 0.9  # the critic endorses two of the eight policy steps
     shares = {"demo": 0.4, "correction": 0.3, "policy": 0.3}
-    w = rw.method_weights("habc", labels, table.success, table.source == "demo", critic_weight=critic,
-                          group_shares=shares)
+    w, _ = rw.shaped(habc_loss(labels, critic, 1.0), labels, table.source == "demo", group_shares=shares)
     moved = rw.sample_by_loss(w, groups)
+    by_loss, _ = rw.shaped(habc_loss(labels, critic, 1.0), labels, table.source == "demo", group_shares=shares,
+                           by_loss=True)
+    np.testing.assert_array_equal(by_loss.sample, moved.sample)  # shaped(by_loss=True) is this move
     for g, share in shares.items():  # every group keeps its share of the samples
         assert np.isclose(moved.sample[groups[g]].sum(), share)
     # inside the policy group, draws follow the weights: 0.9 against 0.01

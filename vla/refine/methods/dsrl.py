@@ -1,4 +1,4 @@
-"""`vla refine dsrl`: DSRL (Wagenmaker et al., arXiv 2506.15799; the agent in vla/refine/dsrl.py) in the
+"""`dsrl`: DSRL (Wagenmaker et al., arXiv 2506.15799; the agent in vla/refine/dsrl.py) in the
 refinement loop: the policy's weights stay frozen and each version is the base steered through its
 initial noise by an actor learnt from the episodes' sparse outcomes alone (no intervener, no person).
 
@@ -34,11 +34,12 @@ import numpy as np
 
 from vla.refine.dsrl import DSRLConfig
 from vla.refine.dsrl_policy import STEER, steer_width
+from vla.refine.method import Collection, MethodArgs, RefineMethod, Rollouts, Run
 from vla.registry import REFINE_METHODS
 
 
 @dataclass
-class DsrlRefineConfig(DSRLConfig):
+class DsrlArgs(DSRLConfig, MethodArgs):
     steer: str = "shared"
 
     def validate(self) -> None:
@@ -62,66 +63,63 @@ def read_decisions(folder: Path) -> list[tuple[int, np.ndarray, np.ndarray, bool
     return out
 
 
-class DsrlMethod:
-    collection_mode = ""  # DSRL learns from outcomes only: no intervener
+@REFINE_METHODS.register("dsrl")
+class Dsrl(RefineMethod):
+    Args = DsrlArgs
+    args: DsrlArgs
+    intervener = ""  # DSRL learns from outcomes only: no intervener
 
-    def __init__(self, cfg: Any) -> None:
-        from vla.config import from_dict
-
-        self.run_cfg = cfg
-        self.cfg = from_dict(DsrlRefineConfig, dict(cfg.method_args), "method_args")
-        self.cfg.validate()
-        if cfg.intervener:
-            raise ValueError(f"dsrl learns from the episodes' outcomes alone: intervener={cfg.intervener!r} "
+    def check(self) -> None:
+        if self.run_cfg.intervener:
+            raise ValueError(f"dsrl learns from the episodes' outcomes alone: intervener={self.run_cfg.intervener!r} "
                              "is not supported (leave it unset or '')")
 
-    def actor_file(self, run: Any, version: int) -> Path:
+    def actor_file(self, run: Run, version: int) -> Path:
         return run.out / f"iter_{version:02d}" / "dsrl" / "actor.safetensors"
 
-    def decisions_dir(self, run: Any, version: int) -> Path:
+    def decisions_dir(self, run: Run, version: int) -> Path:
         return run.out / f"iter_{version:02d}" / "dsrl" / "decisions"
 
-    def version_policy(self, run: Any, version: int) -> str:
+    def version_policy(self, run: Run, version: int) -> str:
         if version == 0:
             return str(run.policy_path(0))
         if not self.trained(run, version):
             raise FileNotFoundError(f"dsrl version {version} is not trained yet ({self.actor_file(run, version)})")
         return f"dsrl:ckpt={run.policy_path(0)},actor={self.actor_file(run, version)},mode=mean"
 
-    def trained(self, run: Any, version: int) -> bool:
+    def trained(self, run: Run, version: int) -> bool:
         return version == 0 or self.actor_file(run, version).exists()
 
-    def collect_policy(self, run: Any, version: int, policy: str) -> tuple[str, str]:
+    def collection(self, run: Run, version: int) -> Collection:
         log = self.decisions_dir(run, version)
         if version == 0:
-            return f"dsrl:ckpt={run.policy_path(0)},mode=base,steer={self.cfg.steer},log={log}", "rollout"
-        return f"dsrl:ckpt={run.policy_path(0)},actor={self.actor_file(run, version)},mode=sample,log={log}", \
-            "rollout"
+            return Collection(policy=f"dsrl:ckpt={run.policy_path(0)},mode=base,steer={self.args.steer},log={log}",
+                              intervener=self.intervener)
+        return Collection(policy=f"dsrl:ckpt={run.policy_path(0)},actor={self.actor_file(run, version)},mode=sample,"
+                                 f"log={log}", intervener=self.intervener)
 
-    def after_collect(self, run: Any, version: int) -> None:
-        missing = sorted(set(run.collect_seeds(version)) - {s for s, *_ in read_decisions(
-            self.decisions_dir(run, version))})
+    def augment(self, run: Run, rollouts: Rollouts) -> None:
+        missing = sorted(set(run.collect_seeds(rollouts.version)) - {s for s, *_ in read_decisions(
+            self.decisions_dir(run, rollouts.version))})
         if missing:  # collected before this run logged decisions (or by another method): not learnable
             raise RuntimeError(f"dsrl: no decision log for the collected seeds {missing[:5]} in "
-                               f"{self.decisions_dir(run, version)}; move {run.out} aside and start again")
+                               f"{self.decisions_dir(run, rollouts.version)}; move {run.out} aside and start again")
+        return None
 
-    def step_weights(self, run: Any, version: int, model: Any) -> tuple[Any, dict[str, float]]:
-        raise RuntimeError("dsrl trains an actor over the noise (train_version), not weights over the store")
-
-    def train_version(self, run: Any, version: int) -> dict[str, float]:
-        """Version k + 1's actor from the decisions of rounds 0..k (a fresh agent; see the module's
-        docstring for why)."""
+    def train(self, run: Run, version: int) -> dict[str, Any]:
+        """Version k + 1 is an actor trained from the decisions of rounds 0..k (a fresh agent; see the
+        module's docstring for why), not a fine-tune."""
         import torch
 
         from vla.policy.checkpoint import load_config
         from vla.refine.dsrl import DSRLAgent, Replay
 
-        c = self.cfg.agent_config()
+        c = self.args.agent_config()
         rounds = [read_decisions(self.decisions_dir(run, k)) for k in range(version + 1)]
         if not rounds[0]:
             raise RuntimeError(f"dsrl: round 0 logged no decisions in {self.decisions_dir(run, 0)}")
         pcfg = load_config(run.policy_path(0))  # the dims only: no weights
-        noise_dim = steer_width(pcfg, self.cfg.steer)
+        noise_dim = steer_width(pcfg, self.args.steer)
         first = np.concatenate([f for _, f, _, _ in rounds[0]])
         seed = int(self.run_cfg.seed) * 1000 + version
         agent = DSRLAgent(first.shape[1], noise_dim, c, first.mean(0), first.std(0), seed=seed)
@@ -131,7 +129,7 @@ class DsrlMethod:
                 try:
                     replay.add_episode(feats, w, ok)
                 except ValueError as e:  # e.g. decisions logged under another steer= than this run's
-                    raise ValueError(f"dsrl: seed {s}'s decision log (steer={self.cfg.steer}): {e}") from None
+                    raise ValueError(f"dsrl: seed {s}'s decision log (steer={self.args.steer}): {e}") from None
         rng = np.random.default_rng(seed)
         n_updates = c.utd * len(replay)
         stats: dict[str, float] = {}
@@ -143,12 +141,7 @@ class DsrlMethod:
         outcomes = [ok for eps in rounds for _, _, _, ok in eps]
         return {"decisions": float(len(replay)), "episodes": float(len(outcomes)),
                 "collected_success": float(np.mean(outcomes)), "updates": float(n_updates),
-                **{f"final_{k}": float(v) for k, v in stats.items()}, "config": json.dumps(asdict(self.cfg))}
+                **{f"final_{k}": float(v) for k, v in stats.items()}, "config": json.dumps(asdict(self.args))}
 
 
-@REFINE_METHODS.register("dsrl")
-def make_dsrl(cfg: Any) -> DsrlMethod:
-    return DsrlMethod(cfg)
-
-
-__all__ = ["DsrlMethod", "DsrlRefineConfig", "read_decisions"]
+__all__ = ["Dsrl", "DsrlArgs", "read_decisions"]

@@ -13,8 +13,8 @@ from vla.config import ConfigError, load_config
 from vla.data.store import EpisodeStore
 from vla.refine.config import RefineConfig
 from vla.refine.dsrl import load_actor
-from vla.refine.dsrl_refine import read_decisions
 from vla.refine.loop import RefineRun
+from vla.refine.methods.dsrl import read_decisions
 
 SMALL = '{hidden: 16, utd: 2, batch_size: 8}'
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tests.vla.refine.test_loop import config
-from vla.refine.pa_rl import best_chunks, executed_chunks
+from vla.refine.methods.pa_rl import best_chunks, executed_chunks
 
 
 def test_executed_chunks_follow_the_episode_and_repeat_its_last_action() -> None:
@@ -34,13 +34,16 @@ def test_a_pa_rl_iteration_reranks_writes_and_distils(tmp_path: Path, pretrained
                  "method_args={samples: 3, states: 5, chunk: 4}")
     run = RefineRun(cfg, progress=False)
     rows = run.run()
-    info = json.loads((run.out / "iter_00" / "pa_rl.json").read_text())
-    assert info["states"] == 5 and len(info["episodes"]) == 5
+    added = run.added(0)
+    info = added.info
+    assert info["states"] == 5 and len(added.episodes) == 5 and added.first_window_only
     assert info["chosen_q_mean"] >= info["candidate_q_mean"]  # the best of K is at least their mean
+    assert rows[1]["added_episodes"] == 5
     with EpisodeStore.open(run.store_path) as store:
         table = store.table()
-        for e in info["episodes"]:
-            assert table.source[e] == "imagined" and table.seed[e] == -1
+        for e in added.episodes:
+            # never executed: proposed, with the seed of the rollout its state came from
+            assert table.source[e] == "proposed" and table.seed[e] in run.collect_seeds(0)
             s, end = store.episode_bounds(e)
             states = store.read("state", s, end)
             assert (states == states[0]).all() and end - s == 16  # one state, one chunk of the policy

@@ -11,31 +11,33 @@ Ours, per iteration k, after the loop's real rollouts of version k:
    scored by the ensemble's mean viability (PA-RL's global re-ranking; its local gradient steps on
    the actions are left out: a flow policy's chunk is re-sampled, not optimised);
 3. the best chunk of each state is written to the run's store as a one-window episode
-   (source=imagined: never executed; the state repeated, the chunk as its actions) and the policy
-   is fine-tuned on it with the demos and the corrections (`demo_share` of the samples).
+   (source=proposed: never executed; the state repeated, the chunk as its actions, the seed of the
+   episode the state came from) and the policy is fine-tuned on it with the demos and the
+   corrections (`demo_share` of the samples).
 Differs from the paper: Q is fitted by our TD(lambda) on sparse outcomes instead of Cal-QL/IQL, and
 the candidates are action chunks.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
 
+from vla.data.schema import Source
+from vla.refine.method import Added, MethodArgs, RefineMethod, Rollouts, Run
+from vla.refine.weights import StepWeights
 from vla.registry import REFINE_METHODS
 
 
 @dataclass
-class PaRlConfig:
+class PaRlArgs(MethodArgs):
     samples: int = 8  # candidate chunks per state
     states: int = 256  # states re-ranked per iteration
     chunk: int = 8  # actions of a candidate the critic sees (the executed part, n_action_steps)
     demo_share: float = 0.5  # share of samples from demos + corrections; the rest from re-ranked chunks
+    gamma: float = 0.98  # the critic's discount (its labels and TD targets, as HABC's)
 
     def validate(self) -> None:
         if self.samples < 2 or self.states < 1 or self.chunk < 1:
@@ -60,23 +62,13 @@ def best_chunks(scores: np.ndarray, samples: int) -> np.ndarray:
     return np.asarray(scores).reshape(-1, samples).argmax(1)
 
 
-class PaRlMethod:
-    collection_mode = "hg_dagger"  # HABC's protocol; `intervener=` gives the autonomous setting
+@REFINE_METHODS.register("pa_rl")
+class PaRl(RefineMethod):
+    Args = PaRlArgs
+    args: PaRlArgs
+    intervener = "hg_dagger"  # HABC's protocol; `intervener=` gives the autonomous setting
 
-    def __init__(self, cfg: Any) -> None:
-        from vla.config import from_dict
-
-        self.run_cfg = cfg
-        self.cfg = from_dict(PaRlConfig, dict(cfg.method_args), "method_args")
-        self.cfg.validate()
-
-    def _file(self, run: Any, version: int) -> Path:
-        return run.out / f"iter_{version:02d}" / "pa_rl.json"
-
-    def after_collect(self, run: Any, version: int) -> None:
-        done = self._file(run, version)
-        if done.exists():
-            return
+    def augment(self, run: Run, rollouts: Rollouts) -> Added:
         from vla.data.schema import Episode
         from vla.data.store import EpisodeStore
         from vla.policy.policy import load_policy
@@ -84,12 +76,12 @@ class PaRlMethod:
         from vla.refine.features import step_features
         from vla.refine.labels import build_step_labels
 
-        c, h = self.cfg, self.run_cfg.habc
+        c, fit, version, seed = self.args, self.run_cfg.critic, rollouts.version, self.run_cfg.seed
         # the proposals are the learnt distribution's, whatever noise_scale the checkpoint deploys with
-        policy = load_policy(run.policy_path(version), seed=self.run_cfg.seed * 1000 + version, noise_scale=1.0)
+        policy = load_policy(run.policy_path(version), seed=seed * 1000 + version, noise_scale=1.0)
         with EpisodeStore.open(run.store_path) as store:
-            labels = build_step_labels(store, gamma=h.gamma, current_version=version)
-            feats = step_features(h.features, store, policy.model)
+            labels = build_step_labels(store, gamma=c.gamma, current_version=version)
+            feats = step_features(fit.features, store, policy.model)
             action = np.asarray(store.read("action", 0, store.n_steps), np.float32)
             state = np.asarray(store.read("state", 0, store.n_steps), np.float32)
             table = store.table()
@@ -98,19 +90,20 @@ class PaRlMethod:
         chunks = torch.from_numpy(executed_chunks(action, labels.next_index, c.chunk).reshape(len(action), -1))
         q, info = train_critics(torch.cat([feats, chunks], 1), torch.from_numpy(labels.viability),
                                 torch.from_numpy(labels.viability_mask), torch.from_numpy(labels.efficiency),
-                                torch.from_numpy(labels.efficiency_mask), h, seed=self.run_cfg.seed + version,
+                                torch.from_numpy(labels.efficiency_mask), fit, seed=seed + version,
                                 episode=torch.from_numpy(labels.episode),
-                                next_index=torch.from_numpy(labels.next_index), gamma=h.gamma)
+                                next_index=torch.from_numpy(labels.next_index), gamma=c.gamma)
         rows = np.flatnonzero(labels.viability_mask)
-        rng = np.random.default_rng([self.run_cfg.seed, version])
+        rng = np.random.default_rng([seed, version])
         if len(rows) > c.states:
             rows = np.sort(rng.choice(rows, c.states, replace=False))
         written, chosen_q, mean_q = [], [], []
         with EpisodeStore.open(run.store_path, mode="a") as store:
             for t in rows:
-                obs = {"state": state[t], "instruction": str(table.instruction[episode_of[t]]),
+                ep = int(episode_of[t])
+                obs = {"state": state[t], "instruction": str(table.instruction[ep]),
                        "images": {cam: store.read(f"images/{cam}", int(t), int(t) + 1)[0] for cam in cams}}
-                policy.reset(int(self.run_cfg.seed * 1_000_003 + t))
+                policy.reset(int(seed * 1_000_003 + t))
                 cands = np.asarray(policy.sample_chunk([obs] * c.samples), np.float32)  # [K, H, A]
                 x = torch.cat([feats[t].expand(c.samples, -1),
                                torch.from_numpy(cands[:, : c.chunk].reshape(c.samples, -1))], 1)
@@ -127,19 +120,19 @@ class PaRlMethod:
                          "timestamp": np.arange(n, dtype=np.float64) / store.schema.fps}
                 for cam in cams:
                     steps[f"images/{cam}"] = np.repeat(obs["images"][cam][None], n, 0)
-                written.append(store.append_episode(Episode(steps=steps, task=str(table.task[episode_of[t]]),
+                written.append(store.append_episode(Episode(steps=steps, task=str(table.task[ep]),
                                                             instruction=obs["instruction"], success=False,
-                                                            source="imagined", seed=-(version + 1))))
-        done.parent.mkdir(parents=True, exist_ok=True)
-        done.write_text(json.dumps({"episodes": written, "states": len(rows), "config": asdict(c),
-                                    "chosen_q_mean": float(np.mean(chosen_q)) if chosen_q else None,
-                                    "candidate_q_mean": float(np.mean(mean_q)) if mean_q else None,
-                                    "critic": info}, indent=1))
+                                                            source=Source.PROPOSED, seed=int(table.seed[ep]))))
+        return Added(episodes=written, weights=[1.0] * len(written), first_window_only=True, info={
+            "states": len(rows), "config": asdict(c), "critic": info,
+            "chosen_q_mean": float(np.mean(chosen_q)) if chosen_q else None,
+            "candidate_q_mean": float(np.mean(mean_q)) if mean_q else None})
 
-    def step_weights(self, run: Any, version: int, model: torch.nn.Module) -> tuple[Any, dict[str, float]]:
+    def weights(self, run: Run, version: int, model: torch.nn.Module, added: list[Added]
+                ) -> tuple[StepWeights, dict[str, float]]:
         from vla.data.store import EpisodeStore
         from vla.refine.labels import build_step_labels
-        from vla.refine.weights import StepWeights, group_sample_distribution
+        from vla.refine.weights import group_sample_distribution
 
         with EpisodeStore.open(run.store_path) as store:
             table = store.table()
@@ -147,17 +140,15 @@ class PaRlMethod:
         loss = labels.demo.astype(np.float32)  # demos and corrections
         starts = np.zeros(len(loss), bool)
         n = 0
-        for k in range(version + 1):  # re-ranked chunks of every iteration so far
-            f = self._file(run, k)
-            if f.exists():
-                for e in json.loads(f.read_text())["episodes"]:
-                    loss[table.episode_starts[e]:table.episode_ends[e]] = 1.0
-                    starts[table.episode_starts[e]] = True  # one window: the state and its best chunk
-                    n += 1
+        for a in added:  # re-ranked chunks of every iteration so far
+            for e in a.episodes:
+                loss[table.episode_starts[e]:table.episode_ends[e]] = 1.0
+                starts[table.episode_starts[e]] = True  # one window: the state and its best chunk
+                n += 1
         groups = {"demo": labels.demo, "policy": starts}
-        sample = group_sample_distribution(loss, groups, {"demo": self.cfg.demo_share,
-                                                          "policy": 1 - self.cfg.demo_share})
-        q = json.loads(self._file(run, version).read_text()) if self._file(run, version).exists() else {}
+        sample = group_sample_distribution(loss, groups, {"demo": self.args.demo_share,
+                                                          "policy": 1 - self.args.demo_share})
+        q = added[-1].info if added else {}
         critic = q.get("critic", {})
         return StepWeights(loss=loss, sample=sample), {
             "pa_rl_windows": float(n), "supervised_steps": float((loss > 0).sum()),
@@ -166,9 +157,4 @@ class PaRlMethod:
             "candidate_q_mean": q.get("candidate_q_mean") or float("nan")}
 
 
-@REFINE_METHODS.register("pa_rl")
-def make_pa_rl(cfg: Any) -> PaRlMethod:
-    return PaRlMethod(cfg)
-
-
-__all__ = ["PaRlConfig", "PaRlMethod", "best_chunks", "executed_chunks"]
+__all__ = ["PaRl", "PaRlArgs", "best_chunks", "executed_chunks"]
