@@ -70,12 +70,12 @@ def controls(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     path = out / "controls.json"
     if path.exists():
         return json.loads(path.read_text())
-    from vla.policy.policy import load_policy
+    from vla.policy.policy import load_torch_policy
     from vla.refine.dsrl_policy import SteeredPolicy
 
     env, seeds = make_env(args.task), eval_seeds(args)
-    res = {"base": episodes(env, load_policy(args.ckpt), seeds, args.task),
-           "zero": episodes(env, SteeredPolicy(load_policy(args.ckpt), None, mode="zero"), seeds, args.task)}
+    res = {"base": episodes(env, load_torch_policy(args.ckpt), seeds, args.task),
+           "zero": episodes(env, SteeredPolicy(load_torch_policy(args.ckpt), None, mode="zero"), seeds, args.task)}
     path.write_text(json.dumps(res))
     print(f"controls: base {rate(res['base']):.2f}, zero noise {rate(res['zero']):.2f}", flush=True)
     return res
@@ -85,7 +85,7 @@ def run_seed(args: argparse.Namespace, seed: int, out: Path) -> None:
     import torch
 
     from vla.config import load_config
-    from vla.policy.policy import load_policy
+    from vla.policy.policy import load_torch_policy
     from vla.refine.dsrl import DSRLAgent, DSRLConfig, Replay
     from vla.refine.dsrl_policy import SteeredPolicy
 
@@ -95,7 +95,7 @@ def run_seed(args: argparse.Namespace, seed: int, out: Path) -> None:
         return
     torch.set_num_threads(1)
     env = make_env(args.task)
-    base = load_policy(args.ckpt)
+    base = load_torch_policy(args.ckpt)
     cfg = load_config(DSRLConfig, "dsrl", overrides=args.dsrl)  # unknown keys: one line with the close match
     noise_dim = base.cfg.action_dim if args.steer == "shared" else base.cfg.chunk_size * base.cfg.action_dim
     steered = SteeredPolicy(base, None, mode="base", steer_dim=noise_dim)
@@ -145,7 +145,7 @@ def run_seed(args: argparse.Namespace, seed: int, out: Path) -> None:
 def eval_sample(args: argparse.Namespace, out: Path) -> None:
     """Every finished seed's saved actors at each milestone, run with their sampled noise (a stream
     restarted at each evaluation seed) on the evaluation seeds; resumable per seed."""
-    from vla.policy.policy import load_policy
+    from vla.policy.policy import load_torch_policy
     from vla.refine.dsrl import load_actor
     from vla.refine.dsrl_policy import SteeredPolicy
 
@@ -159,7 +159,7 @@ def eval_sample(args: argparse.Namespace, out: Path) -> None:
             if m in done:
                 continue
             actor = load_actor(out / f"{p.stem}_ep{m}.safetensors")
-            policy = SteeredPolicy(load_policy(args.ckpt), actor, mode="sample")
+            policy = SteeredPolicy(load_torch_policy(args.ckpt), actor, mode="sample")
             done[m] = episodes(env, policy, seeds, args.task)
             dest.write_text(json.dumps(done))
             print(f"{p.stem} ep {m}: sampled noise {rate(done[m]):.2f}", flush=True)
@@ -180,9 +180,9 @@ def sensitivity(args: argparse.Namespace) -> None:
     """How an episode's outcome depends on the initial noise: the base from x0 = 0 and from 4 shared
     noise vectors at each scale (0.1, 0.3, 1) on 30 evaluation seeds: success, the share of
     episodes whose outcome differs from x0 = 0's, and the seeds some vector solves."""
-    from vla.policy.policy import load_policy
+    from vla.policy.policy import load_torch_policy
 
-    env, base = make_env(args.task), load_policy(args.ckpt)
+    env, base = make_env(args.task), load_torch_policy(args.ckpt)
     seeds = eval_seeds(args, 30)
     rng = np.random.default_rng(1)
     grid: dict[str, list[list[bool]]] = {}

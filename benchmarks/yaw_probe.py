@@ -104,11 +104,11 @@ def main() -> None:
 
     from vla.policy.checkpoint import load_config
     from vla.policy.model import VLAModel
-    from vla.policy.policy import TorchPolicy, load_policy
+    from vla.policy.policy import TorchPolicy, load_torch_policy
 
     obs_list, yaw, pos = first_frames(args.task, range(50_000, 50_000 + args.episodes), args.image_size)
     n_fit = args.episodes * 3 // 4
-    trained = load_policy(args.ckpt)
+    trained = load_torch_policy(args.ckpt)
     torch.manual_seed(0)
     fresh = VLAModel(load_config(Path(args.ckpt)))
     fresh.normalizer.load_state_dict(trained.model.normalizer.state_dict())  # the same input scaling

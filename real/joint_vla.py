@@ -37,7 +37,6 @@ import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import mujoco
@@ -340,7 +339,7 @@ class JointSpaceVLA:
 def resolve_policy_folder(path: str | Path, backend: str) -> Path:
     """The folder to load for `backend`: an ONNX export (has runtime.json; a checkpoint's `onnx/`
     sub-folder is found too) or a torch checkpoint folder."""
-    from sim.policies import ONNX_META
+    from vla.policy.specs import ONNX_META
 
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
@@ -379,7 +378,7 @@ def make_joint_vla(path: str, dt: float, action_dim: int, backend: str = "onnx",
     on the nearest of them when unambiguous (vla.policy.grounding). `objects_task`: the native task
     whose object features a VLA trained with `obs_mode=state` reads after its proprioception (the
     node then needs the deploy config's `objects` section)."""
-    from sim.policies import load_policy
+    from vla.policy.specs import load_spec
 
     if unknown:
         raise ValueError(f"make_joint_vla: unknown policy keys {sorted(unknown)} (known: path, backend, seed, "
@@ -392,10 +391,7 @@ def make_joint_vla(path: str, dt: float, action_dim: int, backend: str = "onnx",
         raise ValueError(f"the VLA's EE deltas are per {CONTROL_DT} s control step (20 Hz); executor.rate_hz "
                          f"gives dt = {dt}")
     folder = resolve_policy_folder(path, backend)
-    # sim.policies picks OnnxPolicy or the torch checkpoint loader by the folder's content, as the
-    # evaluator does; only the action dimension of the env is read for a folder spec.
-    ee_env = SimpleNamespace(action_space=SimpleNamespace(shape=(EE_DIM,)))
-    vla = load_policy(str(folder), ee_env, seed=seed)
+    vla = load_spec(str(folder), seed=seed)  # OnnxPolicy or the torch policy by the folder's content
     if instruction_vocab:
         from vla.policy.grounding import attach
 

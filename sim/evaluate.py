@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from sim.policies import policy_label
 from vla import protocol
 from vla.data.schema import Episode, closest
+from vla.policy.specs import check_spec, policy_label, wrapper_spec
 from vla.progress import progress as tqdm
 from vla.registry import EVALUATORS
 
@@ -414,21 +414,14 @@ def check_policy_spec(spec: str) -> PolicyConfig | None:
     """Validate a checkpoint or ONNX export folder in this (parent) process before workers load it: a
     damaged or missing one is one CheckpointError / FileNotFoundError naming the file. Returns the
     folder's policy config (None for a built-in or wrapped policy)."""
-    from sim.policies import BUILTIN, ONNX_META, wrapper_spec
+    from sim.policies import BUILTIN
 
-    if spec in BUILTIN or wrapper_spec(spec) is not None:  # the wrapped policy is checked when loaded
+    if spec in BUILTIN:
         return None
-    path = Path(spec)
-    if not path.exists():
+    if wrapper_spec(spec) is None and not Path(spec).exists():
         raise FileNotFoundError(f"policy '{spec}' is neither a built-in ({', '.join(BUILTIN)}) nor an existing "
                                 "checkpoint folder")
-    if (path / ONNX_META).exists():
-        from vla.policy.export import validate_export
-
-        return validate_export(path)
-    from vla.policy.checkpoint import validate_checkpoint
-
-    return validate_checkpoint(path)
+    return check_spec(spec)
 
 
 def _state_dim(config: EvalConfig, obs_mode: str) -> int | None:

@@ -2,8 +2,8 @@
 protocol.
 
 Specs: "zero" (hold still: all-zero deltas, gripper open), "random" (seeded uniform actions),
-"expert" (the task's scripted expert; `noise`/`skill` for mixed-quality demos), a policy checkpoint
-folder (torch, `vla.policy.policy.load_policy`) or an ONNX export folder (`OnnxPolicy`).
+"expert" (the task's scripted expert; `noise`/`skill` for mixed-quality demos), and every spec of
+`vla.policy.specs` (a checkpoint or ONNX export folder, "NAME:ARGS" wrappers).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import numpy as np
 from vla.interfaces import GuidanceFn, Observation
 
 BUILTIN = ("zero", "random", "expert")
-ONNX_META = "runtime.json"  # written by vla.policy.export: the folder is an ONNX export
 # a config's expert_* keys (sim.evaluate.EvalConfig) -> NativePickPlaceExpert's keyword: a new option of
 # the native expert is a field there, a key here and a keyword of the expert, nothing in between
 EXPERT_OPTIONS = {"expert_rot_speed": "rot_speed", "expert_drop": "drop", "expert_turn_late": "turn_late"}
@@ -115,25 +114,6 @@ class ExpertPolicy:
         self.info = {}
 
 
-def wrapper_spec(spec: str) -> tuple[str, str] | None:
-    """(name, args) of a "NAME:ARGS" spec that wraps a policy (vla.registry.POLICY_SPECS, e.g.
-    "wm-select:ckpt=...,wm=..."), or None for a built-in or a folder (a one-letter prefix is a
-    Windows drive, not a name)."""
-    prefix, sep, rest = spec.partition(":")
-    return (prefix, rest) if sep and len(prefix) > 1 else None
-
-
-def policy_label(spec: str) -> str:
-    """A short name for progress bars and plot titles: a folder's last part, a wrapper spec's name
-    with its checkpoint's ("dsrl step_00003000", not the tail of its last argument)."""
-    wrapper = wrapper_spec(spec)
-    if wrapper is None:
-        return Path(spec).name
-    name, args = wrapper
-    ckpt = next((v for k, _, v in (a.partition("=") for a in args.split(",")) if k.strip() == "ckpt"), "")
-    return f"{name} {Path(ckpt).name}".strip()
-
-
 def load_policy(spec: str, env: Any, *, noise: float = 0.0, skill: float = 1.0, seed: int = 0,
                 noise_scale: float | None = None, expert_options: Mapping[str, Any] | None = None) -> Any:
     """`noise_scale`: a checkpoint's inference noise scale instead of its own (policy.noise_scale);
@@ -145,22 +125,10 @@ def load_policy(spec: str, env: Any, *, noise: float = 0.0, skill: float = 1.0, 
         return RandomPolicy(action_dim, seed=seed)
     if spec == "expert":
         return ExpertPolicy(env, noise=noise, skill=skill, seed=seed, options=expert_options)
-    wrapper = wrapper_spec(spec)
-    if wrapper is not None:
-        from vla.registry import POLICY_SPECS
+    from vla.policy.specs import load_spec, wrapper_spec
 
-        prefix, rest = wrapper
-        return POLICY_SPECS.get(prefix)(rest, env=env, seed=seed,
-                                        load=lambda s: load_policy(s, env, noise=noise, skill=skill, seed=seed,
-                                                                   noise_scale=noise_scale))
-    path = Path(spec)
-    if not path.exists():
+    if wrapper_spec(spec) is None and not Path(spec).exists():
         raise FileNotFoundError(f"policy '{spec}' is neither a built-in ({', '.join(BUILTIN)}) nor an existing "
                                 "checkpoint folder")
-    if (path / ONNX_META).exists():
-        from vla.policy.export import OnnxPolicy
-
-        return OnnxPolicy(path, seed=seed, noise_scale=noise_scale)
-    from vla.policy.policy import load_policy as load_checkpoint
-
-    return load_checkpoint(path, seed=seed, noise_scale=noise_scale)
+    return load_spec(spec, seed=seed, noise_scale=noise_scale,
+                     load=lambda s: load_policy(s, env, noise=noise, skill=skill, seed=seed, noise_scale=noise_scale))

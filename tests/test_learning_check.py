@@ -136,7 +136,7 @@ def test_a_millimetre_on_a_feature_constant_in_the_demos_does_not_blow_up_the_po
     from vla.data.stats import near_constant
     from vla.data.store import EpisodeStore
     from vla.policy.normalization import EPS
-    from vla.policy.policy import load_policy
+    from vla.policy.policy import load_torch_policy
     from vla.protocol import seeds as protocol_seeds
 
     demos, ckpt = trained
@@ -144,7 +144,7 @@ def test_a_millimetre_on_a_feature_constant_in_the_demos_does_not_blow_up_the_po
     constant = near_constant(state_stats)
     assert 21 in constant, f"the premise: the zone's height is constant in the demos (near-constant: {constant})"
     seeds = protocol_seeds("tune", EVAL_EPISODES)
-    policy = load_policy(ckpt)
+    policy = load_torch_policy(ckpt)
     clean = _success(NoisyPoses(policy, CUBE_AND_ZONE, 0.0), seeds)
     noisy = _success(NoisyPoses(policy, CUBE_AND_ZONE, 0.001), seeds)
     # the checkpoint as it would have been saved before the floor: the raw spread, no clip

@@ -69,7 +69,7 @@ REFINE_METHODS: Registry[Any] = Registry("refinement method",
                                                   "worldmodel.reguide_refine"))
 # Policy specs with a prefix ("NAME:ARGS") that wrap a policy, e.g. worldmodel's test-time chunk
 # selection "wm-select:...", ReGuide's guided policy "reguide:..." and DSRL's steered one "dsrl:..."
-# (sim.policies.load_policy looks them up).
+# (vla.policy.specs.load_spec looks them up).
 POLICY_SPECS: Registry[Any] = Registry("policy spec", modules=("worldmodel.select", "worldmodel.reguide",
                                                                 "real.selection", "vla.refine.dsrl_policy"))
 
@@ -94,10 +94,10 @@ def spec_args(name: str, args: str, valid: tuple[str, ...], required: tuple[str,
 
 
 def spec_loader(load: Callable[[str], Any] | None, seed: int = 0) -> Callable[[str], Any]:
-    """How a "NAME:ARGS" spec loads the policy it wraps: the caller's `load` (sim.policies.load_policy
-    passes one that knows every spec), else a torch checkpoint folder seeded with `seed`."""
+    """How a "NAME:ARGS" spec loads the policy it wraps: the caller's `load` (`vla.policy.specs.load_spec`
+    passes one; the evaluator's also knows the simulator's built-ins), else any spec seeded with `seed`."""
     if load is not None:
         return load
-    from vla.policy.policy import load_policy
+    from vla.policy.specs import load_spec
 
-    return lambda path: load_policy(path, seed=seed)
+    return lambda spec: load_spec(spec, seed=seed)

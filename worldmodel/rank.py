@@ -28,9 +28,9 @@ from worldmodel.model import WorldModel
 
 
 def load_candidate(path: str | Path, seed: int = 0) -> Any:
-    from vla.policy.policy import load_policy
+    from vla.policy.policy import load_torch_policy
 
-    return load_policy(path, seed=seed)
+    return load_torch_policy(path, seed=seed)
 
 
 def imagined_score(model: WorldModel, policy: Any, starts: StartStates, samples: int, n_chunks: int,

@@ -85,9 +85,9 @@ def policy_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_selection_picks_the_most_coherent_of_n_and_keeps_the_prefix(policy_dir: Path) -> None:
-    from vla.policy.policy import load_policy
+    from vla.policy.policy import load_torch_policy
 
-    sel = ChunkSelection(load_policy(policy_dir, seed=0), n=6, by="coherence")
+    sel = ChunkSelection(load_torch_policy(policy_dir, seed=0), n=6, by="coherence")
     obs = [{"state": np.zeros(4, np.float32), "images": {}, "instruction": "go"}]
     sel.reset(0)
     first = sel.sample_chunk(obs)
@@ -101,8 +101,8 @@ def test_selection_picks_the_most_coherent_of_n_and_keeps_the_prefix(policy_dir:
     with pytest.raises(ValueError, match="one observation at a time"):
         sel.sample_chunk(obs * 2)
     with pytest.raises(ValueError, match="select: choosing among 6 chunks needs sampling noise"):
-        ChunkSelection(load_policy(policy_dir, noise_scale=0.0), n=6, by="coherence")
-    ChunkSelection(load_policy(policy_dir, noise_scale=0.0), n=1, by="coherence")  # nothing to choose: fine
+        ChunkSelection(load_torch_policy(policy_dir, noise_scale=0.0), n=6, by="coherence")
+    ChunkSelection(load_torch_policy(policy_dir, noise_scale=0.0), n=1, by="coherence")  # nothing to choose: fine
 
 
 @pytest.mark.slow

@@ -15,7 +15,7 @@ from sim.evaluate import (
     wilson_interval,
 )
 from vla.data.store import EpisodeStore
-from vla.policy.policy import load_policy
+from vla.policy.policy import load_torch_policy
 from vla.registry import TASKS
 
 
@@ -334,7 +334,7 @@ def test_noise_scale_override_reaches_the_checkpoint_policy(tmp_path: Path, tiny
     assert zero.shape == own.shape and not np.allclose(zero, own)
     env = TASKS.make("pick_place", image_size=84, obs_mode="image", cameras=("agentview",), horizon=8)
     obs, _ = env.reset(seed=3)
-    policy = load_policy(tiny_ckpt, noise_scale=0.0)
+    policy = load_torch_policy(tiny_ckpt, noise_scale=0.0)
     policy.reset(seed=3)
     np.testing.assert_allclose(policy.sample_chunk([obs])[0, :4], zero[:4], atol=1e-5)
     with pytest.raises(ValueError, match="noise_scale must be finite and >= 0"):
@@ -359,7 +359,7 @@ def test_a_temporal_ensemble_executes_the_mean_of_every_chunks_prediction(tmp_pa
     recorded = EpisodeStore(store, "r").episode(0, keys=["action"]).steps["action"]
     env = TASKS.make("pick_place", image_size=84, obs_mode="image", cameras=("agentview",), horizon=8)
     obs, _ = env.reset(seed=3)
-    policy = load_policy(tiny_ckpt, noise_scale=0.0)
+    policy = load_torch_policy(tiny_ckpt, noise_scale=0.0)
     policy.reset(seed=3)
     ens, firsts = TemporalEnsemble(0.3), []
     for step, action in enumerate(recorded):

@@ -7,7 +7,7 @@ from dataclasses import asdict
 import pytest
 
 from sim.evaluate import EvalConfig
-from sim.policies import expert_options, load_policy, policy_label
+from sim.policies import expert_options, load_policy
 from vla.registry import TASKS
 
 
@@ -27,11 +27,3 @@ def test_load_policy_hands_the_options_to_the_native_expert() -> None:
             load_policy("expert", env, expert_options={"rot_speed": 2.0})
     finally:
         env.close()
-
-
-def test_policy_label_names_a_wrapper_by_its_name_and_checkpoint() -> None:
-    assert policy_label("runs/x/checkpoints/step_00003000") == "step_00003000"
-    assert policy_label("dsrl:ckpt=runs/x/step_00003000,actor=runs/y/actor.safetensors,mode=mean") \
-        == "dsrl step_00003000"
-    assert policy_label("wm-select:wm=runs/wm,k=8") == "wm-select"
-    assert policy_label("expert") == "expert"

@@ -138,9 +138,9 @@ def test_state_space_measures_task_frame_features(pick_place_store: Path, traine
 def test_guidance_never_alters_a_committed_prefix(targets: PhaseTargets, trained_wm: Path, pick_place_store: Path,
                                                   tmp_path: Path) -> None:
     from tests.worldmodel.test_evaluate_rank import tiny_policy
-    from vla.policy.policy import load_policy
+    from vla.policy.policy import load_torch_policy
 
-    policy = load_policy(tiny_policy(tmp_path, pick_place_store, 0), seed=0)
+    policy = load_torch_policy(tiny_policy(tmp_path, pick_place_store, 0), seed=0)
     model = load_checkpoint(trained_wm)[0]
     guided = GuidedPolicy(policy, PhaseGuidance(model, band(targets, -np.inf, np.inf), scale=20.0, late=1.0))
     obs = [obs_of(pick_place_store, 5)]

@@ -74,7 +74,7 @@ class TorchPolicy:
         return out.cpu().numpy().astype(np.float32)
 
 
-def load_policy(path: str | Path, device: str = "cpu", use_ema: bool = True, seed: int = 0,
+def load_torch_policy(path: str | Path, device: str = "cpu", use_ema: bool = True, seed: int = 0,
                 guidance_vjp: bool = False, noise_scale: float | None = None) -> TorchPolicy:
     """A checkpoint folder -> a ready `Policy` (EMA weights when the checkpoint has them);
     `noise_scale` overrides the checkpoint's `policy.noise_scale`."""

@@ -10,7 +10,7 @@ from tests.vla.policy.synthetic_data import LineDataset
 from vla.policy.checkpoint import CheckpointError, load_model, save_checkpoint
 from vla.policy.language import InstructionEncoder
 from vla.policy.model import VLAModel
-from vla.policy.policy import load_policy
+from vla.policy.policy import load_torch_policy
 
 
 @pytest.fixture()
@@ -36,10 +36,10 @@ def test_round_trip_same_outputs_for_same_seed(saved: tuple[Path, VLAModel, Line
 
     obs = [data.observation(i) for i in range(4)]
     expected = TorchPolicy(model, seed=3).sample_chunk(obs, prefix=np.zeros((4, 2, 2), np.float32))
-    loaded = load_policy(path, use_ema=False, seed=3)
+    loaded = load_torch_policy(path, use_ema=False, seed=3)
     np.testing.assert_array_equal(loaded.sample_chunk(obs, prefix=np.zeros((4, 2, 2), np.float32)), expected)
     # EMA weights are preferred by default and differ here.
-    ema_policy = load_policy(path, seed=3)
+    ema_policy = load_torch_policy(path, seed=3)
     assert not np.allclose(ema_policy.sample_chunk(obs), expected)
     _, stats = load_model(path)
     np.testing.assert_allclose(stats["action"].q99, data.stats()["action"].q99)
@@ -58,20 +58,20 @@ def test_known_instructions_need_no_language_model(saved: tuple[Path, VLAModel, 
 def test_missing_and_corrupt_files_are_named(saved: tuple[Path, VLAModel, LineDataset], tmp_path: Path) -> None:
     path, _, _ = saved
     with pytest.raises(CheckpointError, match="checkpoint folder not found"):
-        load_policy(tmp_path / "nope")
+        load_torch_policy(tmp_path / "nope")
     (path / "ema.safetensors").unlink()
     (path / "model.safetensors").write_bytes(b"\x00" * 100)
     with pytest.raises(CheckpointError, match=r"corrupt.*model.safetensors"):
-        load_policy(path)
+        load_torch_policy(path)
     (path / "model.safetensors").unlink()
     with pytest.raises(CheckpointError, match=r"checkpoint file missing.*model.safetensors"):
-        load_policy(path)
+        load_torch_policy(path)
     (path / "config.json").write_text("{not json")
     with pytest.raises(CheckpointError, match=r"invalid JSON.*config.json"):
-        load_policy(path)
+        load_torch_policy(path)
     (path / "config.json").unlink()
     with pytest.raises(CheckpointError, match=r"checkpoint file missing.*config.json"):
-        load_policy(path)
+        load_torch_policy(path)
 
 
 def test_mismatched_shapes_are_named(saved: tuple[Path, VLAModel, LineDataset]) -> None:
@@ -81,21 +81,21 @@ def test_mismatched_shapes_are_named(saved: tuple[Path, VLAModel, LineDataset]) 
     meta["policy"]["action_dim"] = 5
     (path / "config.json").write_text(json.dumps(meta))
     with pytest.raises(CheckpointError, match=r"tensor '.*' has shape .* needs"):
-        load_policy(path, use_ema=False)
+        load_torch_policy(path, use_ema=False)
     meta["policy"]["action_dim"] = 2
     meta["policy"]["trunk_layers"] = 3
     (path / "config.json").write_text(json.dumps(meta))
     with pytest.raises(CheckpointError, match=r"tensor 'trunk.1.*missing"):
-        load_policy(path, use_ema=False)
+        load_torch_policy(path, use_ema=False)
     meta["policy"]["trunk_layers"] = "many"
     (path / "config.json").write_text(json.dumps(meta))
     with pytest.raises(CheckpointError, match="invalid policy config"):
-        load_policy(path)
+        load_torch_policy(path)
 
 
 def test_unknown_camera_after_loading(saved: tuple[Path, VLAModel, LineDataset]) -> None:
     path, _, data = saved
-    policy = load_policy(path)
+    policy = load_torch_policy(path)
     obs = data.observation(0)
     with pytest.raises(KeyError, match="camera 'left' is not known to this policy"):
         policy.sample_chunk([{**obs, "images": {"left": obs["images"]["agentview"]}}])

@@ -16,7 +16,7 @@ from vla.interfaces import Policy
 from vla.policy.checkpoint import CheckpointError, save_checkpoint
 from vla.policy.encoders import FiLM
 from vla.policy.model import VLAModel
-from vla.policy.policy import TorchPolicy, load_policy
+from vla.policy.policy import TorchPolicy, load_torch_policy
 
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnxscript")
@@ -46,7 +46,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Line
 @pytest.mark.slow
 def test_onnx_matches_torch(exported: tuple[Path, Path, LineDataset]) -> None:
     ckpt, onnx_dir, data = exported
-    torch_policy, onnx_policy = load_policy(ckpt), OnnxPolicy(onnx_dir)
+    torch_policy, onnx_policy = load_torch_policy(ckpt), OnnxPolicy(onnx_dir)
     assert isinstance(onnx_policy, Policy)
     rng = np.random.default_rng(0)
     for step in range(2):  # the second call has a full observation history
@@ -75,7 +75,7 @@ def test_onnx_noise_scale_matches_torch(exported: tuple[Path, Path, LineDataset]
     ckpt, onnx_dir, data = exported
     obs = [data.observation(i) for i in range(3)]
     for scale in (0.0, 0.5):
-        torch_policy = load_policy(ckpt, seed=3, noise_scale=scale)
+        torch_policy = load_torch_policy(ckpt, seed=3, noise_scale=scale)
         onnx_policy = OnnxPolicy(onnx_dir, seed=3, noise_scale=scale)
         assert torch_policy.cfg.noise_scale == onnx_policy.cfg.noise_scale == scale
         assert np.abs(torch_policy.sample_chunk(obs) - onnx_policy.sample_chunk(obs)).max() < TOL

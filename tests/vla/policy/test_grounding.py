@@ -96,10 +96,10 @@ def test_vocab_files_that_cannot_ground_fail_with_the_file_named(tmp_path: Path)
 
 def test_attach_grounds_one_policy_and_leaves_the_shared_encoder(tmp_path: Path) -> None:
     from tests.real.test_joint_vla import build_tiny_checkpoint
-    from vla.policy.policy import load_policy
+    from vla.policy.policy import load_torch_policy
 
     ck = build_tiny_checkpoint(tmp_path / "ck")
-    grounded, plain = load_policy(ck, seed=0), load_policy(ck, seed=0)
+    grounded, plain = load_torch_policy(ck, seed=0), load_torch_policy(ck, seed=0)
     enc = attach(grounded, sort_vocab(tmp_path))
     assert grounded.grounding is enc and grounded.model.language is enc
     assert plain.model.language is shared_encoder()
@@ -109,16 +109,16 @@ def test_a_checkpoint_grounds_on_the_phrasings_it_carries_and_one_without_them_s
     from sim.tasks.native.sort import instruction_aliases
     from tests.real.test_joint_vla import build_tiny_checkpoint
     from vla.policy.export import OnnxPolicy, export_onnx
-    from vla.policy.policy import load_policy
+    from vla.policy.policy import load_torch_policy
 
     groups = phrasing_groups(instruction_aliases())
     ck = build_tiny_checkpoint(tmp_path / "ck", groups=groups)
-    torch_policy = load_policy(ck, seed=0)
+    torch_policy = load_torch_policy(ck, seed=0)
     assert torch_policy.model.instruction_groups == groups
     onnx_policy = OnnxPolicy(export_onnx(ck, tmp_path / "onnx"))
     assert onnx_policy.instruction_groups == groups and load_vocab(tmp_path / "onnx") == groups
     held = "drop the red cube into the white region"
-    from_file = attach(load_policy(ck, seed=0), sort_vocab(tmp_path))
+    from_file = attach(load_torch_policy(ck, seed=0), sort_vocab(tmp_path))
     from_file.encode([held])
     assert "red cube" in from_file.grounded_to(held) and "white" in from_file.grounded_to(held)
     for policy in (torch_policy, onnx_policy):
@@ -127,7 +127,7 @@ def test_a_checkpoint_grounds_on_the_phrasings_it_carries_and_one_without_them_s
         assert enc.grounded_to(held) == from_file.grounded_to(held)
     bare = build_tiny_checkpoint(tmp_path / "bare")
     with pytest.raises(ValueError, match=r"instruction_vocab=checkpoint: .*0 group"):
-        attach(load_policy(bare, seed=0), "checkpoint")
+        attach(load_torch_policy(bare, seed=0), "checkpoint")
     with pytest.raises(ValueError, match=r"bare: its phrasings form 0 group"):
         load_vocab(bare)
 

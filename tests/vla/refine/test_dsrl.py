@@ -134,11 +134,11 @@ def test_actor_file_round_trip_and_bad_files(tmp_path: Path) -> None:
 
 
 def test_steered_policy_feeds_its_noise_to_the_flow_policy(tmp_path: Path, pretrained: tuple[Path, Path]) -> None:
-    from vla.policy.policy import load_policy
+    from vla.policy.policy import load_torch_policy
     from vla.refine.dsrl_policy import SteeredPolicy, make_steered
 
     ckpt, _ = pretrained
-    base = load_policy(ckpt)
+    base = load_torch_policy(ckpt)
     h, a = base.cfg.chunk_size, base.cfg.action_dim
     obs = {"images": {}, "state": np.linspace(-1, 1, base.cfg.state_dim).astype(np.float32), "instruction": "pick",
            "timestamp": 0.0}
@@ -188,10 +188,10 @@ def test_steered_policy_feeds_its_noise_to_the_flow_policy(tmp_path: Path, pretr
 def test_the_evaluator_runs_a_steered_policy(tmp_path: Path, pretrained: tuple[Path, Path]) -> None:
     """`vla eval dsrl:...` on the real task: the registry finds the spec, episodes run and record."""
     from sim.evaluate import EvalConfig, run_evaluation
-    from vla.policy.policy import load_policy
+    from vla.policy.policy import load_torch_policy
 
     ckpt, _ = pretrained
-    agent = DSRLAgent(load_policy(ckpt).cfg.state_dim, 7, DSRLConfig(hidden=8), seed=0)
+    agent = DSRLAgent(load_torch_policy(ckpt).cfg.state_dim, 7, DSRLConfig(hidden=8), seed=0)
     agent.save(tmp_path / "a.safetensors")
     out = run_evaluation(EvalConfig(task="pick_place", policy=f"dsrl:ckpt={ckpt},actor={tmp_path / 'a.safetensors'}",
                                     episodes=2, seed_range="collect", workers=1, videos=0, obs_mode="state", cameras=[],

@@ -7,7 +7,7 @@ from tests.vla.policy.conftest import small_config
 from tests.vla.policy.synthetic_data import LineDataset
 from vla.policy.checkpoint import CheckpointError, load_tensors
 from vla.policy.model import VLAModel
-from vla.policy.policy import load_policy
+from vla.policy.policy import load_torch_policy
 from vla.train.config import TrainConfig, load_train_config
 from vla.train.sampler import ResumableBatchSampler
 from vla.train.trainer import Trainer, latest_checkpoint
@@ -55,7 +55,7 @@ def test_debug_preset_trains_two_steps_and_resumes(tmp_path: Path) -> None:
     again = new_trainer(tmp_path, debug)
     again.resume(tmp_path / "checkpoints" / "step_00000001")
     assert again.fit().losses == {1: result.losses[1]}
-    policy = load_policy(latest_checkpoint(tmp_path))  # the training checkpoint is a policy checkpoint
+    policy = load_torch_policy(latest_checkpoint(tmp_path))  # the training checkpoint is a policy checkpoint
     assert policy.sample_chunk([LineDataset(n=1, cameras=CAMS).observation(0)]).shape == (1, 16, 2)
 
 

@@ -10,7 +10,7 @@ import torch
 from tests.vla.policy.synthetic_data import LineDataset
 from tests.vla.train.test_trainer import CAMS, cfg, new_trainer
 from vla.policy.checkpoint import load_tensors
-from vla.policy.policy import load_policy
+from vla.policy.policy import load_torch_policy
 from vla.train.trainer import latest_checkpoint
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
@@ -41,8 +41,8 @@ def test_checkpoint_trained_on_cuda_gives_the_same_chunks_on_cpu_and_cuda(tmp_pa
     new_trainer(tmp_path, cfg(steps=10, device="cuda", ckpt_every=10)).fit()
     ckpt = latest_checkpoint(tmp_path)
     obs = [LineDataset(n=4, cameras=CAMS).observation(i) for i in range(4)]
-    on_cpu = load_policy(ckpt, device="cpu", seed=7).sample_chunk(obs)
-    gpu_policy = load_policy(ckpt, device="cuda", seed=7)
+    on_cpu = load_torch_policy(ckpt, device="cpu", seed=7).sample_chunk(obs)
+    gpu_policy = load_torch_policy(ckpt, device="cuda", seed=7)
     assert next(gpu_policy.model.parameters()).device.type == "cuda"
     on_gpu = gpu_policy.sample_chunk(obs)
     assert on_gpu.dtype == np.float32 and on_gpu.shape == on_cpu.shape == (4, 16, 2)

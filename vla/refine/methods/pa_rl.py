@@ -71,14 +71,14 @@ class PaRl(RefineMethod):
     def augment(self, run: Run, rollouts: Rollouts) -> Added:
         from vla.data.schema import Episode
         from vla.data.store import EpisodeStore
-        from vla.policy.policy import load_policy
+        from vla.policy.policy import load_torch_policy
         from vla.refine.critics import train_critics
         from vla.refine.features import step_features
         from vla.refine.labels import build_step_labels
 
         c, fit, version, seed = self.args, self.run_cfg.critic, rollouts.version, self.run_cfg.seed
         # the proposals are the learnt distribution's, whatever noise_scale the checkpoint deploys with
-        policy = load_policy(run.policy_path(version), seed=seed * 1000 + version, noise_scale=1.0)
+        policy = load_torch_policy(run.policy_path(version), seed=seed * 1000 + version, noise_scale=1.0)
         with EpisodeStore.open(run.store_path) as store:
             labels = build_step_labels(store, gamma=c.gamma, current_version=version)
             feats = step_features(fit.features, store, policy.model)
