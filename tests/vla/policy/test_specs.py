@@ -31,7 +31,7 @@ def test_a_folder_loads_by_its_content_and_a_wrapper_loads_what_it_wraps(tiny_ck
 def test_bad_specs_are_named(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="'nowhere' is not an existing checkpoint or ONNX export folder"):
         load_spec("nowhere")
-    with pytest.raises(KeyError, match="unknown policy spec 'selekt'.*did you mean 'select'"):
+    with pytest.raises(KeyError, match=r"unknown policy spec 'selekt'.*did you mean 'select'"):
         load_spec("selekt:ckpt=x")
     (tmp_path / ONNX_META).write_text("{}")
     assert is_onnx_export(tmp_path)
