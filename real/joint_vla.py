@@ -42,7 +42,8 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from sim.tasks.native.base import (
+from vla.interfaces import GuidanceFn, Observation, Policy
+from vla.robot.arm import (
     ARM_JOINTS,
     CONTROL_DT,
     FINGER_MAX,
@@ -53,7 +54,7 @@ from sim.tasks.native.base import (
     dls_joint_targets,
     gripper_target,
 )
-from vla.interfaces import GuidanceFn, Observation, Policy
+from vla.robot.objects import object_feature_count
 
 JOINT_NAMES = (*ARM_JOINTS, "gripper")
 N_JOINTS = len(JOINT_NAMES)  # 8
@@ -220,7 +221,7 @@ class JointSpaceVLA:
         self._features = None
         self.n_object_poses = 0
         if objects_task:
-            from sim.tasks.native import pose_features
+            from vla.robot.objects import pose_features
 
             names, self._features = pose_features(objects_task)
             self.n_object_poses = len(names)
@@ -355,15 +356,6 @@ def resolve_policy_folder(path: str | Path, backend: str) -> Path:
     if (folder / ONNX_META).is_file():
         raise ValueError(f"backend torch: {folder} is an ONNX export; give the checkpoint folder or backend: onnx")
     return folder
-
-
-def object_feature_count(task: str) -> int:
-    """How many values the object features of native `task` add to the state (obs_mode=state): those
-    the adapter makes from a message's poses, counted on zeros (no env to build)."""
-    from sim.tasks.native import pose_features
-
-    names, features = pose_features(task)
-    return len(features(np.zeros((len(names), 7)), np.zeros(3)))
 
 
 def make_joint_vla(path: str, dt: float, action_dim: int, backend: str = "onnx", seed: int = 0,

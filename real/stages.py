@@ -43,7 +43,7 @@ def write_node_config(out: Path, policy_path: str | Path, backend: str, mode: st
     cfg = yaml.safe_load(NODE_CONFIG.read_text())
     cfg["policy"].update(path=str(policy_path), backend=backend, delay_s=float(delay_s), **(policy_extra or {}))
     if objects_task:
-        from sim.tasks.native import pose_features
+        from vla.robot.objects import pose_features
 
         cfg["policy"]["objects_task"] = objects_task
         topic = yaml.safe_load(BRIDGE_CONFIG.read_text())["objects_topic"]

@@ -14,9 +14,9 @@ import numpy as np
 
 from sim.evaluate import EpisodeResult, env_kwargs
 from sim.policies import ExpertPolicy, expert_options, load_policy
-from sim.video import annotate, can_view, view_frame, write_mp4
 from vla.data.builder import EpisodeBuilder
 from vla.policy.ensemble import ChunkSchedule
+from vla.video import annotate, can_view, view_frame, write_mp4
 
 
 def run_episode(env: Any, policy: Any, seed: int, spec: dict[str, Any], record: bool, video: bool,

@@ -52,21 +52,13 @@ from typing import Any
 
 import numpy as np
 
-from sim.experts.native import NativePickPlaceExpert, _quat_yaw, _rotvec
+from sim.experts.native import NativePickPlaceExpert, _quat_yaw
+from vla.robot.arm import rewind_step
+from vla.robot.rotations import quat_xyzw_to_mat
 
 # robosuite OSC_POSE and the native tasks share these action scales.
-POS_SCALE, ROT_SCALE = 0.05, 0.5
 
 MODES = ("rac", "hg_dagger")
-
-
-def quat_xyzw_to_mat(q: np.ndarray) -> np.ndarray:
-    x, y, z, w = np.asarray(q, dtype=np.float64) / np.linalg.norm(q)
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-    ])
 
 
 def task_view(env: Any) -> tuple[np.ndarray, np.ndarray, bool]:
@@ -372,27 +364,3 @@ class ExpertIntervener:
         # Keep a held object (do not add a drop to the failure); otherwise open, as on approach.
         gripper = 1.0 if task_view(self.env)[2] else -1.0
         return rewind_step(self._waypoints, self.env.eef_pos(), self._eef_mat(), gripper)
-
-
-def rewind_step(waypoints: list[tuple[np.ndarray, np.ndarray]], eef_pos: np.ndarray, eef_mat: np.ndarray,
-                gripper: float) -> np.ndarray | None:
-    """One EE-delta action back along a recorded path, or None once its last waypoint is reached.
-
-    `waypoints` are (position, rotation matrix), the next target first (the recorded path
-    reversed); reached ones are popped from the list, so successive calls walk the path and a
-    caller can stop and resume a rewind. Shared by the scripted intervener and a person's
-    on-demand rewind (real.session.HumanIntervener) so both drive back the same way.
-    """
-    # Skip waypoints already within one step's reach, so the rewind runs at full speed.
-    while len(waypoints) > 1 and np.linalg.norm(waypoints[0][0] - eef_pos) < 0.6 * POS_SCALE:
-        waypoints.pop(0)
-    if not waypoints:
-        return None
-    pos, mat = waypoints[0]
-    if len(waypoints) == 1 and np.linalg.norm(pos - eef_pos) < 0.01:
-        waypoints.pop(0)
-        return None
-    dpos = np.clip((pos - eef_pos) / POS_SCALE * 1.5, -1.0, 1.0)
-    drot = np.clip(_rotvec(mat @ np.asarray(eef_mat).T) / ROT_SCALE * 1.5, -1.0, 1.0)
-    return np.concatenate([dpos, drot, [gripper]]).astype(np.float32)
-

@@ -79,11 +79,11 @@ def test_wheel_ships_presets_and_assets(wheel_venv, tmp_path):
     venv, env = wheel_venv
     probe = """
 import json, sys
-import vla, sim, real.stages
+import vla, vla.robot.arm, real.stages
 from vla.config import CONFIG_DIR
 from pathlib import Path
 print(json.dumps({"vla": vla.__file__, "config_dir": str(CONFIG_DIR),
-                  "asset": str(Path(sim.__file__).parent / "assets"), "bridge": str(real.stages.BRIDGE_CONFIG),
+                  "asset": str(vla.robot.arm.ASSET.parent), "bridge": str(real.stages.BRIDGE_CONFIG),
                   "pythonpath": real.stages.ros_env(1).get("PYTHONPATH"), "path": sys.path}))
 """
     info = json.loads(_run([str(venv / "bin" / "python"), "-c", probe], cwd=tmp_path, env=env))

@@ -215,7 +215,7 @@ class BridgeNode:
         dt = self.env.n_substeps * self.env.model.opt.timestep
         if abs(dt - 1.0 / cfg.rate_hz) > 1e-9:
             raise ValueError(f"rate_hz {cfg.rate_hz} does not match the task's control step {dt} s")
-        from sim.tasks.native.base import FINGER_MAX
+        from vla.robot.arm import FINGER_MAX
 
         rng = self.env.arm_range()
         self.lower = np.append(rng[:, 0], 0.0)

@@ -53,7 +53,7 @@ def run_episode(env: Any, policy: Any, intervener: Any, seed: int, *, task: str,
 
     The policy is asked for a chunk only while it acts; while the supervisor holds control the
     queue is emptied, so the policy re-plans from wherever control comes back."""
-    from sim.video import annotate, can_view, view_frame
+    from vla.video import annotate, can_view, view_frame
 
     obs, info = env.reset(seed=seed)
     policy.reset()

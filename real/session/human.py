@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from real.teleop import TeleopCommand, TeleopDevice
-from sim.intervener import quat_xyzw_to_mat, rewind_step
+from vla.robot.arm import rewind_step
+from vla.robot.rotations import quat_xyzw_to_mat
 
 HUMAN_MODES = ("rac", "hg_dagger")
 
@@ -19,7 +20,7 @@ class HumanIntervener:
     The device is polled once per step in `wants_control`. Take over / hand back on the toggle
     (HG-DAgger; in `rac` mode handing back ends the episode, as RaC ends episodes after the
     intervention). Rewind on demand (RaC): drive back along the recorded end-effector path with
-    `sim.intervener.rewind_step`, the scripted intervener's rewind; those steps are
+    `vla.robot.arm.rewind_step`, the scripted intervener's rewind; those steps are
     is_recovery=True. The path is recorded while the policy or the person drives; a rewind
     consumes it, so a second rewind continues further back. The gripper keeps its state through a
     rewind (a held object stays held). The env needs `eef_pos()` and `eef_quat()` (x, y, z, w).

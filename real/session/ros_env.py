@@ -64,7 +64,7 @@ class RosArmEnv:
             raise ValueError("a session over ROS publishes joint targets each tick: set command_interface: forward")
         self._features = None  # the task's object features from the published poses (obs_mode=state)
         if cfg.objects is not None:
-            from sim.tasks.native import pose_features
+            from vla.robot.objects import pose_features
 
             names, self._features = pose_features(task)
             if len(names) != cfg.objects.count:

@@ -110,7 +110,7 @@ class Viewer:
     def show(self, images: dict[str, np.ndarray], text: str) -> None:
         if self.cv2 is None or not images:
             return
-        from sim.video import tile_cameras
+        from vla.video import tile_cameras
 
         cv2 = self.cv2
         frame = np.ascontiguousarray(tile_cameras(images)[:, :, ::-1])
@@ -186,13 +186,24 @@ def make_robot_env(cfg: SessionConfig) -> Any:
                      reset_service=cfg.robot_reset_service, status_topic=cfg.robot_status_topic)
 
 
+def session_policy(spec: str, env: Any, seed: int) -> Any:
+    """The policy a session runs: any policy spec (vla.policy.specs), or in a simulated session one of
+    the simulator's built-ins (zero, random, expert), which act in its env."""
+    from vla.policy.specs import load_spec, wrapper_spec
+
+    if wrapper_spec(spec) is not None or Path(spec).is_dir():
+        return load_spec(spec, seed=seed)
+    from sim.policies import load_policy  # a built-in acts in a simulator's env
+
+    return load_policy(spec, env, seed=seed)
+
+
 def run_session(cfg: SessionConfig, *, intervener_factory: Callable[[Any], Any] | None = None,
                 progress: bool = True) -> SessionResult:
     """Run `cfg.episodes` supervised episodes into `cfg.store`. `intervener_factory(env)` replaces
     the supervisor the config names (tests drive a `HumanIntervener` with a `ReplayDevice`).
     Everything that can fail on bad input (task, policy, device) is checked before the store is
     created, so a typo leaves no empty store behind."""
-    from sim.policies import load_policy
     from vla.registry import TASKS
 
     cfg.check_runnable()
@@ -203,7 +214,7 @@ def run_session(cfg: SessionConfig, *, intervener_factory: Callable[[Any], Any] 
         env = TASKS.make(cfg.task, **env_kwargs(cfg))
     store = intervener = None
     try:
-        policy = load_policy(cfg.ckpt, env, seed=cfg.policy_seed)
+        policy = session_policy(cfg.ckpt, env, seed=cfg.policy_seed)
         intervener = intervener_factory(env) if intervener_factory else make_intervener(cfg, env)
         store = open_store(cfg.store, env, cfg.seed_start)
         return _loop(cfg, env, policy, intervener, store, progress)
@@ -217,8 +228,8 @@ def run_session(cfg: SessionConfig, *, intervener_factory: Callable[[Any], Any] 
 
 
 def _loop(cfg: SessionConfig, env: Any, policy: Any, intervener: Any, store: Any, progress: bool) -> SessionResult:
-    from sim.video import write_mp4
     from vla.progress import progress as tqdm
+    from vla.video import write_mp4
 
     result = SessionResult()
     first = next_seed(store, cfg.task, cfg.seed_start)

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from sim.tasks.native.base import POS_SCALE, ROT_SCALE, NativeArmEnv
+from vla.robot.rotations import rotvec
 
 HOVER = 0.10  # approach height above the object's centre
 CARRY = 0.09  # clearance of the held object's centre above its goal while carrying
@@ -44,20 +45,6 @@ def _rot_x_pi_then_yaw(yaw: float) -> np.ndarray:
     """Gripper pointing down (hand z = -world z) with its x axis at `yaw` in the table plane."""
     c, s = np.cos(yaw), np.sin(yaw)
     return np.array([[c, s, 0.0], [s, -c, 0.0], [0.0, 0.0, -1.0]])
-
-
-def _rotvec(r: np.ndarray) -> np.ndarray:
-    """Axis-angle vector of a rotation matrix."""
-    cos = np.clip((np.trace(r) - 1.0) / 2.0, -1.0, 1.0)
-    angle = np.arccos(cos)
-    if angle < 1e-6:
-        return np.zeros(3)
-    axis = np.array([r[2, 1] - r[1, 2], r[0, 2] - r[2, 0], r[1, 0] - r[0, 1]])
-    n = np.linalg.norm(axis)
-    if n < 1e-6:  # angle ~ pi: take the axis from the symmetric part
-        axis = np.sqrt(np.clip((np.diag(r) + 1.0) / 2.0, 0.0, None))
-        n = np.linalg.norm(axis)
-    return axis / n * angle
 
 
 def _quat_yaw(q_wxyz: np.ndarray) -> float:
@@ -245,7 +232,7 @@ class NativePickPlaceExpert:
             cur_yaw = np.arctan2(r[1, 0], r[0, 0])
             yaw = cur_yaw
         rot_speed = speed if self.rot_speed is None else min(speed, self.rot_speed)
-        drot = np.clip(_rotvec(_rot_x_pi_then_yaw(yaw) @ r.T) / ROT_SCALE * 1.5, -rot_speed, rot_speed)
+        drot = np.clip(rotvec(_rot_x_pi_then_yaw(yaw) @ r.T) / ROT_SCALE * 1.5, -rot_speed, rot_speed)
         motion = np.concatenate([dpos, drot])
         # while the hand is forced open the object is still between the pads: the label is to keep
         # holding it (the expert's own plan turns to "open" as soon as it slides out, and taught as

@@ -16,8 +16,8 @@ from real.joint_vla import (
     make_joint_vla,
     resolve_policy_folder,
 )
-from sim.tasks.native.base import CONTROL_DT, FINGER_MAX, HOME_QPOS
 from sim.tasks.native.pick_place import PickPlaceEnv
+from vla.robot.arm import CONTROL_DT, FINGER_MAX, HOME_QPOS
 
 CAMERAS = ("agentview", "robot0_eye_in_hand")
 
@@ -315,7 +315,7 @@ def test_adapter_builds_the_simulators_object_state_from_the_poses(kin: ArmKinem
         pol.sample_chunk([{**joint_obs(q), "objects": np.zeros((1, 7))}])
     with pytest.raises(ValueError, match="2 finite rows"):
         pol.sample_chunk([{**joint_obs(q), "objects": np.full((2, 7), np.nan)}])
-    with pytest.raises(ValueError, match="not a native MuJoCo task"):
+    with pytest.raises(ValueError, match=r"'lift' has no object poses.*pick_place"):
         JointSpaceVLA(ee, kin, objects_task="lift")
 
 

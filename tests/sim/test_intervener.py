@@ -2,9 +2,10 @@ import numpy as np
 import pytest
 
 from sim.experts.native import NativePickPlaceExpert
-from sim.intervener import ExpertIntervener, quat_xyzw_to_mat, task_view
+from sim.intervener import ExpertIntervener, task_view
 from vla.interfaces import Intervener
 from vla.registry import TASKS
+from vla.robot.rotations import quat_xyzw_to_mat
 
 DRIFT = np.array([0, 1.0, 0.3, 0, 0, 0, -1], np.float32)
 

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from sim.render import MultiCameraRenderer, make_fast
-from sim.tasks.native.base import build_model
+from vla.robot.arm import build_model
 
 
 def test_make_fast_turns_off_shadows_and_multisampling():

@@ -34,7 +34,7 @@ def media_files(tmp_path: Path) -> tuple[Path, Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from sim.video import annotate, write_mp4
+    from vla.video import annotate, write_mp4
 
     plot = tmp_path / "eval" / "summary.png"
     plot.parent.mkdir(parents=True)

@@ -15,7 +15,6 @@ Observation (vla.interfaces.Observation): `state` in image mode is the robomimic
 from __future__ import annotations
 
 import string
-from pathlib import Path
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -23,59 +22,27 @@ import mujoco
 import numpy as np
 
 from sim.render import MultiCameraRenderer, make_fast
+from vla.robot.arm import (
+    ARM_JOINTS,
+    CONTROL_DT,
+    FINGER_MAX,
+    HOME_QPOS,
+    OBS_MODES,
+    POS_SCALE,
+    PROPRIO_DIM,
+    ROT_SCALE,
+    WORKSPACE_HI,
+    WORKSPACE_LO,
+    build_model,
+    dls_joint_targets,
+    gripper_target,
+)
+from vla.robot.rotations import quat_wxyz_to_xyzw
 
-ASSET = Path(__file__).resolve().parents[2] / "assets" / "native_arm.xml"
-ARM_JOINTS = ("j1", "j2", "j3", "j4", "j5", "j6", "j7")
-# Elbow up, gripper pointing down over the table centre.
-HOME_QPOS = np.array([0.0, 0.1, 0.0, 1.9, 0.0, np.pi - 2.0, 0.0])
-POS_SCALE, ROT_SCALE = 0.05, 0.5
-FINGER_MAX = 0.045
-CONTROL_DT = 0.05
-# End-effector goals are clamped to this box (world frame, table top at z = 0).
-WORKSPACE_LO = np.array([-0.35, -0.45, 0.005])
-WORKSPACE_HI = np.array([0.40, 0.45, 0.55])
-PROPRIO_DIM = 9
-OBS_MODES = ("image", "state")
-_DAMPING = (0.03**2) * np.eye(6)
-_EYE7 = np.eye(7)
-
-
-def quat_wxyz_to_xyzw(q: np.ndarray) -> np.ndarray:
-    return np.array([q[1], q[2], q[3], q[0]])
-
-
-def gripper_target(command: float) -> float:
-    """Finger position target (m, per finger) for a gripper command in [-1 open, +1 close]."""
-    return FINGER_MAX * (1.0 - command) / 2.0
-
-
-def dls_joint_targets(m: mujoco.MjModel, d: mujoco.MjData, site: int, arm_qadr: np.ndarray,
-                      arm_dadr: np.ndarray, arm_range: np.ndarray, a: np.ndarray,
-                      jacp: np.ndarray | None = None, jacr: np.ndarray | None = None) -> np.ndarray:
-    """Arm joint-position targets for the EE-delta action `a` (clipped to [-1, 1] by the caller) at
-    the pose in `d` (site poses and Jacobian must be current: mj_kinematics + mj_comPos).
-
-    One function for the env's `_apply_action` and the joint-space deployment adapter
-    (`real.joint_vla`), so both turn an EE delta into exactly the same joint targets.
-    """
-    pos = d.site_xpos[site]
-    goal = np.clip(pos + a[:3] * POS_SCALE, WORKSPACE_LO, WORKSPACE_HI)
-    err = np.concatenate([goal - pos, a[3:6] * ROT_SCALE])
-    jacp = np.zeros((3, m.nv)) if jacp is None else jacp
-    jacr = np.zeros((3, m.nv)) if jacr is None else jacr
-    mujoco.mj_jacSite(m, d, jacp, jacr, site)
-    jac = np.vstack([jacp[:, arm_dadr], jacr[:, arm_dadr]])
-    # Damped pseudo-inverse J^T (J J^T + l^2 I)^-1, as solve(...).T since J J^T is symmetric.
-    jpinv = np.linalg.solve(jac @ jac.T + _DAMPING, jac).T
-    q = d.qpos[arm_qadr]
-    dq = jpinv @ err + (_EYE7 - jpinv @ jac) @ (0.2 * (HOME_QPOS - q))
-    return np.clip(q + dq, arm_range[:, 0], arm_range[:, 1])
-
-
-def build_model(bodies: str, sites: str = "") -> mujoco.MjModel:
-    xml = ASSET.read_text()
-    xml = xml.replace("<!-- TASK_BODIES -->", bodies).replace("<!-- TASK_SITES -->", sites)
-    return mujoco.MjModel.from_xml_string(xml)
+# the arm and its control convention are the robot's, shared with the robot path (vla.robot.arm)
+__all__ = ["ARM_JOINTS", "CONTROL_DT", "FINGER_MAX", "HOME_QPOS", "OBS_MODES", "POS_SCALE", "PROPRIO_DIM",
+           "ROT_SCALE", "WORKSPACE_HI", "WORKSPACE_LO", "NativeArmEnv", "build_model", "dls_joint_targets",
+           "gripper_target", "quat_wxyz_to_xyzw"]
 
 
 class NativeArmEnv(gym.Env):

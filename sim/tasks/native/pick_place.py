@@ -13,6 +13,7 @@ import numpy as np
 
 from sim.tasks.native.base import NativeArmEnv, quat_wxyz_to_xyzw
 from vla.registry import TASKS
+from vla.robot.objects import PICK_PLACE
 
 HALF = 0.02  # cube half-size (m)
 ZONE_HALF = 0.06
@@ -94,7 +95,7 @@ class PickPlaceEnv(NativeArmEnv):
     def _n_object_features(self) -> int:
         return 13
 
-    OBJECT_POSES: ClassVar[tuple[str, ...]] = ("cube", "zone")
+    OBJECT_POSES: ClassVar[tuple[str, ...]] = PICK_PLACE.poses
 
     def object_poses(self) -> np.ndarray:
         cube = np.concatenate([self.cube_pos(), quat_wxyz_to_xyzw(self.data.xquat[self._cube_body])])
@@ -103,9 +104,8 @@ class PickPlaceEnv(NativeArmEnv):
 
     @classmethod
     def features_from_poses(cls, poses: np.ndarray, eef_pos: np.ndarray) -> np.ndarray:
-        """cube position, cube quaternion (xyzw), cube - hand, zone position (13)."""
-        cube, zone = poses[0], poses[1]
-        return np.concatenate([cube[:3], cube[3:7], cube[:3] - eef_pos, zone[:3]])
+        """The robot's own rule (vla.robot.objects): cube position, quaternion, cube - hand, zone (13)."""
+        return PICK_PLACE.features(poses, eef_pos)
 
     def privileged(self) -> dict[str, Any]:
         cube = self.cube_pos()

@@ -43,7 +43,7 @@ def test_object_features_come_from_the_poses_a_pose_estimator_reports():
     """A robot's state (the policy node) is built from the published poses by `features_from_poses`: on a
     moving arm carrying nothing and a cube knocked about, it is the simulator's state to the float."""
     from sim.tasks.native import env_class
-    from sim.tasks.native.base import quat_wxyz_to_xyzw
+    from vla.robot.rotations import quat_wxyz_to_xyzw
 
     e = TASKS.make("pick_place", cameras=(), obs_mode="state").unwrapped
     e.reset(seed=4)

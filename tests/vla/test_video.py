@@ -6,7 +6,7 @@ import av
 import numpy as np
 
 from sim.tasks.native.pick_place import PickPlaceEnv
-from sim.video import BAR_HEIGHT, CONTROL_COLOURS, annotate, can_view, view_frame, write_mp4
+from vla.video import BAR_HEIGHT, CONTROL_COLOURS, annotate, can_view, view_frame, write_mp4
 
 
 def test_annotate_adds_a_bar_with_the_controller_in_its_colour() -> None:
