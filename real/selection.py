@@ -30,7 +30,8 @@ import torch
 from torch import nn
 
 from vla.policy.config import check_sampling_noise
-from vla.registry import POLICY_SPECS, spec_args, spec_loader
+from vla.policy.specs import spec_args, spec_loader
+from vla.registry import POLICY_SPECS
 
 BY = ("coherence", "smooth", "cfn", "both")
 

@@ -12,8 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from sim.evaluate import EpisodeResult, env_kwargs
+from sim.intervener import intervener_args
 from sim.policies import ExpertPolicy, expert_options, load_policy
+from sim.worker_io import EpisodeResult, env_kwargs
 from vla.data.builder import EpisodeBuilder
 from vla.policy.ensemble import ChunkSchedule
 from vla.video import annotate, can_view, view_frame, write_mp4
@@ -109,26 +110,6 @@ def instruction_option(env: Any, seed: int, instruction: str) -> dict[str, str] 
         env.reset(seed=seed)
         return {"instruction": unwrapped.ablation_instruction(instruction[1:])}
     return {"instruction": instruction}
-
-
-def intervener_args(spec: dict[str, Any]) -> dict[str, Any]:
-    """The spec's ExpertIntervener keywords (JSON numbers; the counts among them as int, the switches
-    as bool: a typed config may hand `release_guard: true` over as 1.0)."""
-    import inspect
-
-    from sim.intervener import ExpertIntervener
-
-    valid = inspect.signature(ExpertIntervener).parameters
-    args = dict(spec.get("intervener_args") or {})
-    unknown = sorted(set(args) - set(valid) - {"env", "expert", "mode"})
-    if unknown:
-        raise ValueError(f"unknown intervener_args {unknown} (valid: {sorted(set(valid) - {'env', 'expert', 'mode'})})")
-    def typed(k: str, v: Any) -> Any:
-        if isinstance(valid[k].default, bool):
-            return bool(v)
-        return int(v) if isinstance(valid[k].default, int) and float(v).is_integer() else v
-
-    return {k: typed(k, v) for k, v in args.items()}
 
 
 def run_worker(spec: dict[str, Any]) -> Iterator[EpisodeResult]:

@@ -21,12 +21,13 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from sim.worker_io import EpisodeResult, env_kwargs
 from vla import protocol
 from vla.data.schema import Episode, closest
 from vla.policy.specs import check_spec, policy_label, wrapper_spec
@@ -194,39 +195,9 @@ class EvalConfig:
                 except ValueError as e:
                     raise ValueError(f"instruction_vocab={OWN}: {e}") from None
         if self.intervener_args:
-            from sim.eval_worker import intervener_args
+            from sim.intervener import intervener_args
 
             intervener_args({"intervener_args": self.intervener_args})  # unknown keys fail here, not in a worker
-
-
-@dataclass
-class EpisodeResult:
-    seed: int
-    success: bool
-    length: int
-    reward: float
-    subtasks: list[str] = field(default_factory=list)  # sub-tasks in the order they became current
-    subtasks_done: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-    video: str = ""
-    intervention_steps: int = 0
-    recovery_steps: int = 0
-    takeovers: int = 0
-    # why and when the intervener took over, one "reason@step" per takeover (sim/intervener.py's reasons:
-    # regressed, timeout, off_plan, disagreement, release, crooked_grasp, requested)
-    takeover_reasons: list[str] = field(default_factory=list)
-    # steps whose chunk was sampled under guidance (a guided policy's `last_guided`, e.g. ReGuide)
-    guided_steps: list[int] = field(default_factory=list)
-    # with instruction_vocab: the training phrasing the episode's instruction was replaced by ("" = none)
-    grounded_to: str = ""
-    control_hz: float = 20.0  # the env's control rate: length / control_hz is the episode's robot time
-
-    @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> EpisodeResult:
-        """A worker's result; fields this process does not know are dropped (a worker started after an
-        upgrade during a long run may report more), on either backend."""
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in values.items() if k in known})
 
 
 def time_to_success(results: list[EpisodeResult]) -> dict[str, float | None]:
@@ -489,17 +460,6 @@ def _open_record_store(config: EvalConfig) -> Any:
         return EpisodeStore.create(path, schema)
     finally:
         env.close()
-
-
-def env_kwargs(config: EvalConfig | dict[str, Any]) -> dict[str, Any]:
-    c = asdict(config) if isinstance(config, EvalConfig) else config
-    # "" is resolved by run_evaluation before any worker; image is the tasks' own default
-    kwargs: dict[str, Any] = {"image_size": c["image_size"], "obs_mode": c["obs_mode"] or "image"}
-    if c["cameras"] is not None:
-        kwargs["cameras"] = tuple(c["cameras"])
-    if c["horizon"] is not None:
-        kwargs["horizon"] = c["horizon"]
-    return kwargs
 
 
 def _record(store: Any, episode_dir: Path, results: list[EpisodeResult], config: EvalConfig) -> None:

@@ -364,3 +364,19 @@ class ExpertIntervener:
         # Keep a held object (do not add a drop to the failure); otherwise open, as on approach.
         gripper = 1.0 if task_view(self.env)[2] else -1.0
         return rewind_step(self._waypoints, self.env.eef_pos(), self._eef_mat(), gripper)
+
+
+def intervener_args(spec: dict[str, Any]) -> dict[str, Any]:
+    """The spec's ExpertIntervener keywords (JSON numbers; the counts among them as int, the switches
+    as bool: a typed config may hand `release_guard: true` over as 1.0)."""
+    valid = inspect.signature(ExpertIntervener).parameters
+    args = dict(spec.get("intervener_args") or {})
+    unknown = sorted(set(args) - set(valid) - {"env", "expert", "mode"})
+    if unknown:
+        raise ValueError(f"unknown intervener_args {unknown} (valid: {sorted(set(valid) - {'env', 'expert', 'mode'})})")
+    def typed(k: str, v: Any) -> Any:
+        if isinstance(valid[k].default, bool):
+            return bool(v)
+        return int(v) if isinstance(valid[k].default, int) and float(v).is_integer() else v
+
+    return {k: typed(k, v) for k, v in args.items()}

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from sim.evaluate import EpisodeResult
+from sim.worker_io import EpisodeResult
 from vla.progress import progress as tqdm
 
 # One thread per task: a task holds one CPU of the cluster's accounting, the same rule as the

@@ -1,5 +1,6 @@
-"""The one `vla` command. Subcommands live next to what they drive; packages outside vla/ (sim/,
-real/) contribute theirs through `PLUGIN_MODULES`, so vla/ never depends on them."""
+"""The one `vla` command. Subcommands live next to what they drive; packages above vla/ (sim/, real/,
+worldmodel/) contribute theirs and their config kinds through the `vla.plugins` entry point
+(vla/plugins.py), so vla/ never names them."""
 
 from __future__ import annotations
 
@@ -20,12 +21,15 @@ app = typer.Typer(help="VLA stack: collect demos, pretrain, refine, evaluate, ex
 config_app = typer.Typer(help="Inspect config presets.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
 
-# Modules that define `register(app)` to add their subcommands, imported when present.
-PLUGIN_MODULES = ("vla.data.cli", "vla.job", "vla.policy.cli", "vla.train.cli", "vla.refine.cli", "sim.cli", "real.cli",
-                  "real.session.cli", "worldmodel.cli")
-CONFIG_KINDS = {"job": "vla.job:JobConfig", "eval": "sim.evaluate:EvalConfig",
-                "refine": "vla.refine.config:RefineConfig", "session": "real.session.runner:SessionConfig",
-                "worldmodel": "worldmodel.config:WMJobConfig"}
+# vla/'s modules that define `register(app)` to add their subcommands (the plugins add theirs)
+CLI_MODULES = ("vla.data.cli", "vla.job", "vla.policy.cli", "vla.train.cli", "vla.refine.cli")
+CONFIG_KINDS = {"job": "vla.job:JobConfig", "refine": "vla.refine.config:RefineConfig"}
+
+
+def config_kinds() -> dict[str, str]:
+    from vla.plugins import provided_configs
+
+    return {**CONFIG_KINDS, **provided_configs()}
 
 
 @config_app.command("list")
@@ -45,15 +49,18 @@ def config_show(kind: str = typer.Argument(..., help="config kind, e.g. job"),
     from vla.config import load_config, to_yaml
     from vla.data.schema import closest
 
-    if kind not in CONFIG_KINDS:
-        raise ConfigError(f"unknown config kind '{kind}'" + closest(kind, sorted(CONFIG_KINDS)))
-    module, name = CONFIG_KINDS[kind].split(":")
+    kinds = config_kinds()
+    if kind not in kinds:
+        raise ConfigError(f"unknown config kind '{kind}'" + closest(kind, sorted(kinds)))
+    module, name = kinds[kind].split(":")
     cls = getattr(importlib.import_module(module), name)
     typer.echo(to_yaml(load_config(cls, kind, preset, overrides or [])))
 
 
 def _register_plugins() -> None:
-    for module_name in PLUGIN_MODULES:
+    from vla.plugins import provided
+
+    for module_name in (*CLI_MODULES, *provided("cli")):
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as e:

@@ -1,5 +1,6 @@
-"""Name -> factory registries, so that the CLI and configs refer to tasks and algorithms by name
-while vla/ never imports sim/, real/ or worldmodel/ (they register themselves on import)."""
+"""Name -> factory registries, so that the CLI and configs refer to tasks and methods by name while
+vla/ never imports sim/, real/ or worldmodel/: a registry imports vla/'s own providers and those the
+installed plugins list for its kind (vla/plugins.py), which register themselves on import."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ T = TypeVar("T")
 
 
 class Registry(Generic[T]):
-    """A named registry; `modules` are imported lazily the first time a name is looked up."""
+    """A named registry; `modules` (vla/'s own) and the plugins' modules for `kind` are imported lazily
+    the first time a name is looked up."""
 
     def __init__(self, kind: str, modules: tuple[str, ...] = ()) -> None:
         self.kind = kind
@@ -33,7 +35,9 @@ class Registry(Generic[T]):
     def _load(self) -> None:
         if not self._loaded:
             self._loaded = True
-            for module in self._modules:
+            from vla.plugins import provided
+
+            for module in (*self._modules, *provided(self.kind)):
                 try:
                     importlib.import_module(module)
                 except ModuleNotFoundError as e:
@@ -49,55 +53,27 @@ class Registry(Generic[T]):
     def get(self, name: str) -> Callable[..., T]:
         self._load()
         if name not in self._entries:
-            raise KeyError(f"unknown {self.kind} '{name}'" + closest(name, self.names()))
+            from vla.plugins import plugins
+
+            hint = "" if plugins() else (" (no package registered through the vla.plugins entry point: reinstall "
+                                         "the project, `make install`, or remove a stale vla_stack.egg-info)")
+            raise KeyError(f"unknown {self.kind} '{name}'" + closest(name, self.names()) + hint)
         return self._entries[name]
 
     def make(self, name: str, **kwargs: Any) -> T:
         return self.get(name)(**kwargs)
 
 
-# Tasks: factories returning a gymnasium.Env. sim/ registers them in sim/tasks/__init__.py.
-TASKS: Registry[Any] = Registry("task", modules=("sim.tasks",))
+# Tasks: factories returning a gymnasium.Env (sim/ registers them).
+TASKS: Registry[Any] = Registry("task")
 # Stages of the main job (`vla run`): vla/job.py registers the core ones, sim/ and real/ theirs.
-STAGES: Registry[Any] = Registry("stage", modules=("vla.job", "sim.stages", "real.stages"))
+STAGES: Registry[Any] = Registry("stage", modules=("vla.job",))
 # Periodic evaluators for training (`evaluator(model, step) -> metrics`): sim/ registers "sim".
-EVALUATORS: Registry[Any] = Registry("evaluator", modules=("sim.evaluate",))
+EVALUATORS: Registry[Any] = Registry("evaluator")
 # Refinement methods (vla/refine/method.py), each a unit the one loop drives: vla/refine/methods/
 # registers the built-in ones, worldmodel/ "imagination", "reguide_ft" and "reguide_fs".
-REFINE_METHODS: Registry[Any] = Registry("refinement method",
-                                         modules=("vla.refine.methods", "worldmodel.imagination",
-                                                  "worldmodel.reguide_refine"))
+REFINE_METHODS: Registry[Any] = Registry("refinement method", modules=("vla.refine.methods",))
 # Policy specs with a prefix ("NAME:ARGS") that wrap a policy, e.g. worldmodel's test-time chunk
 # selection "wm-select:...", ReGuide's guided policy "reguide:..." and DSRL's steered one "dsrl:..."
 # (vla.policy.specs.load_spec looks them up).
-POLICY_SPECS: Registry[Any] = Registry("policy spec", modules=("worldmodel.select", "worldmodel.reguide",
-                                                                "real.selection", "vla.refine.dsrl_policy"))
-
-
-def spec_args(name: str, args: str, valid: tuple[str, ...], required: tuple[str, ...], example: str
-              ) -> dict[str, str]:
-    """The key=value arguments of a "NAME:ARGS" policy spec, checked: one-line errors name the part
-    that is not key=value, an unknown key (with the close match) or a missing one."""
-    out = {}
-    for part in filter(None, args.split(",")):
-        key, sep, value = part.partition("=")
-        if not sep:
-            raise ValueError(f"{name}: '{part}' is not key=value (spec: {example})")
-        out[key.strip()] = value.strip()
-    unknown = sorted(set(out) - set(valid))
-    if unknown:
-        raise ValueError(f"{name}: unknown key '{unknown[0]}'{closest(unknown[0], valid)}")
-    for need in required:
-        if need not in out:
-            raise ValueError(f"{name}: missing {need}= (spec: {example})")
-    return out
-
-
-def spec_loader(load: Callable[[str], Any] | None, seed: int = 0) -> Callable[[str], Any]:
-    """How a "NAME:ARGS" spec loads the policy it wraps: the caller's `load` (`vla.policy.specs.load_spec`
-    passes one; the evaluator's also knows the simulator's built-ins), else any spec seeded with `seed`."""
-    if load is not None:
-        return load
-    from vla.policy.specs import load_spec
-
-    return lambda spec: load_spec(spec, seed=seed)
+POLICY_SPECS: Registry[Any] = Registry("policy spec", modules=("vla.refine.dsrl_policy",))

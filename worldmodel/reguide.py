@@ -38,7 +38,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from vla.registry import POLICY_SPECS, spec_args, spec_loader
+from vla.policy.specs import spec_args, spec_loader
+from vla.registry import POLICY_SPECS
 from worldmodel import reguide_math as rm
 from worldmodel.model import WorldModel
 

@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from vla.policy.config import check_sampling_noise
-from vla.registry import POLICY_SPECS, spec_args, spec_loader
+from vla.policy.specs import spec_args, spec_loader
+from vla.registry import POLICY_SPECS
 from worldmodel.data import observation_arrays
 from worldmodel.imagination_math import best_of, rollout_scores
 from worldmodel.imagine import ImaginedEnv, StartStates, check_policy

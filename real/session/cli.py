@@ -1,4 +1,4 @@
-"""`vla session`: the command line over `run_session` (registered through vla.cli.PLUGIN_MODULES)."""
+"""`vla session`: the command line over `run_session` (added through real/plugin.py, an entry point)."""
 
 from __future__ import annotations
 

@@ -11,8 +11,8 @@ from sim.tasks import native  # noqa: F401
 # fails to import says so when its task is asked for (and under VLA_REQUIRE_ALL=1, as in CI, the tests
 # that need it fail instead of skipping: tests/conftest.py).
 if importlib.util.find_spec("robosuite") is not None:
+    from sim.tasks.robosuite_lazy import lazy_factory as _lazy_factory
     from sim.tasks.robosuite_specs import SPECS as _ROBOSUITE_SPECS
-    from sim.tasks.robosuite_specs import lazy_factory as _lazy_factory
     from vla.registry import TASKS as _TASKS
 
     for _name in _ROBOSUITE_SPECS:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,19 +60,3 @@ def quiet_robosuite_import() -> Iterator[None]:
     finally:
         logging.disable(previous)
         logging.getLogger("robosuite_logs").setLevel(logging.ERROR)
-
-
-def lazy_factory(task: str) -> Callable[..., Any]:
-    """`task`'s registry entry: imports robosuite when the task is first made; an installed robosuite that
-    does not import fails here with one line naming the task and the import error."""
-
-    def make(**kwargs: Any) -> Any:
-        try:
-            from sim.tasks import robosuite_tasks
-        except ImportError as e:
-            raise RuntimeError(f"task '{task}' needs robosuite, which is installed but does not import: {e}") from None
-        return robosuite_tasks._factory(task)(**kwargs)
-
-    make.__name__ = f"make_{task}"
-    make.__doc__ = f"robosuite {SPECS[task].env_name}, robomimic's settings (robosuite_tasks.RobosuiteTask)."
-    return make

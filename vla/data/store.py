@@ -83,6 +83,7 @@ from vla.data.store_files import (
     read_chunk_trailer,
     unlock,
 )
+from vla.data.store_stats import store_stats
 
 FORMAT_VERSION = 1
 META_KEYS = tuple(META_DTYPES)
@@ -577,8 +578,6 @@ class EpisodeStore:
         return index
 
     def stats(self, keys: Iterable[str] | None = None, episodes: np.ndarray | None = None) -> dict[str, Any]:
-        from vla.data.normalize import store_stats
-
         return store_stats(self, keys=keys, episodes=episodes)
 
 

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vla.data.schema import closest
+
 if TYPE_CHECKING:
     from vla.policy.config import PolicyConfig
 
@@ -79,3 +81,30 @@ def check_spec(spec: str) -> PolicyConfig | None:
     from vla.policy.checkpoint import validate_checkpoint
 
     return validate_checkpoint(path)
+
+
+def spec_args(name: str, args: str, valid: tuple[str, ...], required: tuple[str, ...], example: str
+              ) -> dict[str, str]:
+    """The key=value arguments of a "NAME:ARGS" policy spec, checked: one-line errors name the part
+    that is not key=value, an unknown key (with the close match) or a missing one."""
+    out = {}
+    for part in filter(None, args.split(",")):
+        key, sep, value = part.partition("=")
+        if not sep:
+            raise ValueError(f"{name}: '{part}' is not key=value (spec: {example})")
+        out[key.strip()] = value.strip()
+    unknown = sorted(set(out) - set(valid))
+    if unknown:
+        raise ValueError(f"{name}: unknown key '{unknown[0]}'{closest(unknown[0], valid)}")
+    for need in required:
+        if need not in out:
+            raise ValueError(f"{name}: missing {need}= (spec: {example})")
+    return out
+
+
+def spec_loader(load: Callable[[str], Any] | None, seed: int = 0) -> Callable[[str], Any]:
+    """How a "NAME:ARGS" spec loads the policy it wraps: the caller's `load` (`vla.policy.specs.load_spec`
+    passes one; the evaluator's also knows the simulator's built-ins), else any spec seeded with `seed`."""
+    if load is not None:
+        return load
+    return lambda spec: load_spec(spec, seed=seed)

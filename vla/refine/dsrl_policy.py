@@ -18,8 +18,9 @@ import numpy as np
 import torch
 
 from vla.interfaces import GuidanceFn, Observation
+from vla.policy.specs import spec_args, spec_loader
 from vla.refine.dsrl import DSRLAgent, load_actor
-from vla.registry import POLICY_SPECS, spec_args, spec_loader
+from vla.registry import POLICY_SPECS
 
 MODES = ("mean", "sample", "base", "zero")
 STEER = ("shared", "full")  # one noise vector for the whole chunk, or one per step

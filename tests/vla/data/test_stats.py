@@ -5,9 +5,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vla.data.normalize import CACHE_FILE, Normalizer
+from vla.data.normalize import Normalizer
 from vla.data.stats import ByteHistogramStats, RunningStats
 from vla.data.store import EpisodeStore
+from vla.data.store_stats import CACHE_FILE
 from vla.data.synthetic import default_schema, synthetic_episode
 
 SCHEMA = default_schema(image_size=16)

@@ -1,0 +1,9 @@
+"""What sim/ adds to the stack (the `vla.plugins` entry point; see vla/plugins.py)."""
+
+PROVIDES = {
+    "task": ("sim.tasks",),
+    "stage": ("sim.stages",),
+    "evaluator": ("sim.evaluate",),
+    "cli": ("sim.cli",),
+    "config": {"eval": "sim.evaluate:EvalConfig"},
+}
