@@ -30,6 +30,7 @@ import numpy as np
 from sim.worker_io import EpisodeResult, env_kwargs
 from vla import protocol
 from vla.data.schema import Episode, closest
+from vla.evaluation import OBS_MODES, Execution
 from vla.policy.specs import check_spec, policy_label, wrapper_spec
 from vla.progress import progress as tqdm
 from vla.registry import EVALUATORS
@@ -38,8 +39,6 @@ if TYPE_CHECKING:
     from vla.policy.config import PolicyConfig
 
 INTERVENERS = ("", "rac", "hg_dagger")
-OBS_MODES = ("image", "state")  # what every task takes (sim/tasks): cameras + proprio, or + object poses
-BACKENDS = ("local", "ray")
 LABELS = ("noisy", "clean", "expert")
 
 
@@ -57,8 +56,14 @@ def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float,
 
 
 @dataclass
-class EvalConfig:
-    task: str = "pick_place"
+class EvalConfig(Execution):
+    """An evaluation (or collection): the shared execution settings (vla.evaluation: task, cameras,
+    image_size, horizon, obs_mode, n_action_steps, temporal_ensemble(_every), workers, backend,
+    ray_address) and what only an evaluation has."""
+
+    # image (cameras + proprioception) or state (+ the objects' poses); "": a checkpoint's own, found from
+    # the state size it was trained on (image for the built-in policies)
+    obs_mode: str = ""
     policy: str = "expert"  # zero | random | expert | path to a checkpoint folder
     episodes: int = 10
     # the seeds: offsets seed_offset .. seed_offset + episodes - 1 of a named range (vla.protocol): collect
@@ -68,15 +73,6 @@ class EvalConfig:
     seed_offset: int = 0
     # an explicit seed list instead (absolute seeds, each inside seed_range; e.g. a resumed run's missing ones)
     seeds: list[int] | None = None
-    workers: int = 2
-    n_action_steps: int = 8  # actions executed from each chunk before the next inference
-    # None: a checkpoint's own cameras (the task's default cameras for the built-in policies); []: state only
-    cameras: list[str] | None = None
-    image_size: int = 84
-    horizon: int | None = None  # None: the task's default
-    # image (cameras + proprioception) or state (+ the objects' poses); "": a checkpoint's own, found from
-    # the state size it was trained on (image for the built-in policies)
-    obs_mode: str = ""
     record: str = ""  # EpisodeStore path to append every episode to ("" = do not record)
     source: str = "rollout"  # source of recorded episodes (demo for `vla sim collect`)
     videos: int = 2  # MP4 of the first N seeds
@@ -101,13 +97,6 @@ class EvalConfig:
     # checkpoints only: the scale of the flow's initial noise instead of the checkpoint's
     # policy.noise_scale (0: every chunk from the prior's mean); None keeps the checkpoint's
     noise_scale: float | None = None
-    # checkpoints: query the policy at every step and execute the weighted mean of every chunk's
-    # prediction for it, weight exp(-rate * age) (vla.policy.ensemble; ACT's temporal ensemble with
-    # recent predictions weighted most); None executes n_action_steps of each chunk instead
-    temporal_ensemble: float | None = None
-    # with temporal_ensemble: a new chunk every this many steps (1: every step, ACT's); between queries
-    # the ensemble's mean of the chunks already predicted runs, at 1/N of the policy calls
-    temporal_ensemble_every: int = 1
     out_dir: str = "runs/eval"
     policy_version: int = 0
     intervener: str = ""  # "" (none), "rac" (rewind + correct, episode ends) or "hg_dagger"
@@ -124,8 +113,6 @@ class EvalConfig:
     # otherwise (vla.policy.grounding)
     instruction_vocab: str = ""
     instruction_vocab_margin: float = 0.05
-    backend: str = "local"  # local: worker subprocesses here | ray: Ray tasks (sim/ray_backend.py)
-    ray_address: str = ""  # ray: HOST:PORT of a cluster's head, "auto", or "" for a private one-machine cluster
 
     RENAMED: ClassVar[dict[str, str]] = {
         "seed_start": "seeds come from a named range now: seed_range=collect|tune|report and seed_offset=N "
@@ -141,20 +128,17 @@ class EvalConfig:
         if self.episodes < 1 or self.workers < 1 or self.n_action_steps < 1:
             raise ValueError("episodes, workers and n_action_steps must be >= 1, got "
                              f"{self.episodes}, {self.workers}, {self.n_action_steps}")
+        self.check_execution()
         seeds = self.seed_list()
         if not seeds or len(set(seeds)) != len(seeds):
             raise ValueError(f"the seed list must be non-empty and without repeats, got {seeds}")
         protocol.check_in_range(self.seed_range, seeds, "seeds" if self.seeds is not None else "seed_offset")
         if self.label not in LABELS:
             raise ValueError(f"unknown label '{self.label}'" + closest(self.label, LABELS))
-        if self.obs_mode not in ("", *OBS_MODES):
-            raise ValueError(f"unknown obs_mode '{self.obs_mode}'" + closest(self.obs_mode, OBS_MODES))
         if self.label == "clean" and self.policy != "expert":
             raise ValueError(f"label=clean labels the expert's steps; policy is '{self.policy}'")
         if self.label == "expert" and not self.intervener:
             raise ValueError("label=expert asks the intervener's expert for every step's label; set intervener")
-        if self.backend not in BACKENDS:
-            raise ValueError(f"unknown backend '{self.backend}'" + closest(self.backend, BACKENDS))
         if self.intervener not in INTERVENERS:
             raise ValueError(f"unknown intervener '{self.intervener}'" + closest(self.intervener, INTERVENERS))
         # imported here: vla.policy imports torch, which the evaluator's parent does not need
@@ -162,12 +146,6 @@ class EvalConfig:
 
         if self.noise_scale is not None and not valid_noise_scale(self.noise_scale):
             raise ValueError(f"noise_scale must be finite and >= 0 (or null: the checkpoint's), got {self.noise_scale}")
-        from vla.policy.ensemble import valid_every, valid_rate
-
-        if self.temporal_ensemble is not None and not valid_rate(self.temporal_ensemble):
-            raise ValueError(f"temporal_ensemble must be a finite rate (or null: off), got {self.temporal_ensemble}")
-        if not valid_every(self.temporal_ensemble_every):
-            raise ValueError(f"temporal_ensemble_every must be an integer >= 1, got {self.temporal_ensemble_every!r}")
         if self.expert_rot_speed is not None and not 0.0 < self.expert_rot_speed <= 1.0:
             raise ValueError(f"expert_rot_speed must be in (0, 1] (or null: no cap), got {self.expert_rot_speed}")
         if not 0.0 <= self.expert_drop <= 1.0:

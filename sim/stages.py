@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vla.evaluation import ChunkSettings, Execution, settings
 from vla.job import JobContext, stage
 from vla.metrics import paired_difference
 
@@ -171,12 +173,11 @@ def _refine_round(ctx: JobContext, stage_name: str, method: str, iterations: int
     evaluated = ctx.out_dir / "eval_torch" / "summary.json"
     if "eval" in ctx.results and evaluated.exists():
         done = json.loads(evaluated.read_text())
-        keys = ("n_action_steps", "temporal_ensemble", "temporal_ensemble_every", "task", "obs_mode")
-        default = {"temporal_ensemble_every": 1, "obs_mode": "image"}
-        same = done["seeds"] == run.cfg.eval_seeds() and {k: done["config"].get(k, default.get(k)) for k in keys} == {
-            "n_action_steps": run.cfg.n_action_steps, "temporal_ensemble": run.cfg.temporal_ensemble,
-            "temporal_ensemble_every": run.cfg.temporal_ensemble_every, "task": task,
-            "obs_mode": run.cfg.obs_mode}
+        # how the chunks run, the task and the observations: what makes the two evaluations the same
+        keys = (*settings(run.cfg, ChunkSettings), "task", "obs_mode")
+        default = {f.name: f.default for f in fields(Execution)}  # a summary written before a key existed
+        same = done["seeds"] == run.cfg.eval_seeds() and all(
+            done["config"].get(k, default[k]) == getattr(run.cfg, k) for k in keys)
         target = run.out / "iter_00" / "eval" / "summary.json"
         if same and not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,7 @@ each other."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 
@@ -42,7 +42,9 @@ class EpisodeResult:
 
 def env_kwargs(config: Any) -> dict[str, Any]:
     """The task factory's keywords of an evaluation config (`sim.evaluate.EvalConfig`) or a worker's spec."""
-    c = config if isinstance(config, dict) else asdict(config)
+    if not isinstance(config, dict):
+        return config.env_kwargs()  # a config deriving from vla.evaluation.EnvSettings
+    c = config
     # "" is resolved by run_evaluation before any worker; image is the tasks' own default
     kwargs: dict[str, Any] = {"image_size": c["image_size"], "obs_mode": c["obs_mode"] or "image"}
     if c["cameras"] is not None:

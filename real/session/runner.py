@@ -18,6 +18,7 @@ from real.session.episode import EpisodeRecord, StepStatus, deferred_interrupt, 
 from real.session.human import HumanIntervener
 from real.teleop import KEYBOARD_HELP, TeleopDevice
 from vla.data.schema import StoreSchema, closest
+from vla.evaluation import EnvSettings
 
 DEVICES = ("keyboard", "gamepad", "spacemouse", "scripted")
 MODES = ("rac", "hg_dagger")
@@ -25,19 +26,17 @@ SESSION_SOURCES = ("rollout", "intervention")
 
 
 @dataclass
-class SessionConfig:
+class SessionConfig(EnvSettings):
+    """A correction session: its env (vla.evaluation.EnvSettings: task, cameras, image_size, horizon,
+    obs_mode) and what a supervised session needs."""
+
     ckpt: str = ""  # checkpoint folder, ONNX export folder, or zero | random (tests, dry runs)
-    task: str = "pick_place"
     device: str = "keyboard"  # keyboard | gamepad | spacemouse | scripted
     mode: str = "rac"  # rac: the episode ends after the intervention; hg_dagger: hand back to the policy
     store: str = ""  # EpisodeStore path (created if missing, else appended to)
     episodes: int = 10
     seed_start: int = 0  # first seed of a new store; later sessions continue after the stored ones
     n_action_steps: int = 8  # actions executed from each chunk before the next inference
-    cameras: list[str] | None = None  # None: the task's default cameras
-    image_size: int = 84
-    horizon: int | None = None  # None: the task's default
-    obs_mode: str = "image"
     policy_version: int = 0
     policy_seed: int = 0
     control_hz: float | None = None  # None: 20 Hz with a person, unpaced with the scripted intervener
@@ -60,6 +59,7 @@ class SessionConfig:
             raise ValueError(f"unknown device '{self.device}'" + closest(self.device, DEVICES))
         if self.mode not in MODES:
             raise ValueError(f"unknown mode '{self.mode}'" + closest(self.mode, MODES))
+        self.check_env()
         if self.episodes < 1 or self.n_action_steps < 1:
             raise ValueError(f"episodes and n_action_steps must be >= 1, got {self.episodes}, {self.n_action_steps}")
         if self.robot and self.device == "scripted":
@@ -151,15 +151,6 @@ def make_intervener(cfg: SessionConfig, env: Any, device: TeleopDevice | None = 
     return HumanIntervener(device or make_device(cfg), env, mode=cfg.mode, max_rewind_steps=cfg.max_rewind_steps)
 
 
-def env_kwargs(cfg: SessionConfig) -> dict[str, Any]:
-    kwargs: dict[str, Any] = {"image_size": cfg.image_size, "obs_mode": cfg.obs_mode}
-    if cfg.cameras is not None:
-        kwargs["cameras"] = tuple(cfg.cameras)
-    if cfg.horizon is not None:
-        kwargs["horizon"] = cfg.horizon
-    return kwargs
-
-
 def open_store(path: str | Path, env: Any, seed: int) -> Any:
     """Append to the store at `path` (or create it with the env's real observation shapes);
     an existing store must match them."""
@@ -211,7 +202,7 @@ def run_session(cfg: SessionConfig, *, intervener_factory: Callable[[Any], Any] 
         env = make_robot_env(cfg)
     else:
         TASKS.get(cfg.task)  # an unknown task fails here, naming the valid ones
-        env = TASKS.make(cfg.task, **env_kwargs(cfg))
+        env = TASKS.make(cfg.task, **cfg.env_kwargs())
     store = intervener = None
     try:
         policy = session_policy(cfg.ckpt, env, seed=cfg.policy_seed)

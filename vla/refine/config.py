@@ -8,16 +8,21 @@ from typing import Any, ClassVar
 
 from vla import protocol
 from vla.data.schema import closest
+from vla.evaluation import Execution
 from vla.refine.critics import CriticConfig
 from vla.train.config import TrainConfig
 
 
 @dataclass
-class RefineConfig:
+class RefineConfig(Execution):
+    """A refinement run: how its evaluations and rollouts run (vla.evaluation.Execution: task, cameras,
+    image_size, horizon, obs_mode, n_action_steps, temporal_ensemble(_every), workers, backend,
+    ray_address; the same in rollouts and evaluations) and what the loop and its method need."""
+
+    obs_mode: str = "image"  # image | state (state: object poses in the state vector)
     # a registered refinement method (`vla refine --help` lists them): habc, rac, hg_dagger, dagger, sft,
     # filtered_bc, awr, pa_rl, dsrl, imagination, reguide_ft, reguide_fs
     method: str = "habc"
-    task: str = "pick_place"
     ckpt: str = ""  # the pretrained checkpoint folder (policy version 0)
     demos: str = ""  # EpisodeStore of demonstrations, copied into the run's own store
     out_dir: str = "runs/refine"
@@ -30,20 +35,10 @@ class RefineConfig:
     eval_seed_offset: int = 0
     # iteration k collects the collect range's seeds offset + k * episodes_per_iteration + i
     collect_seed_offset: int = 200_000
-    workers: int = 2
-    backend: str = "local"  # evaluation and collection workers: local processes | ray (sim/ray_backend.py)
-    ray_address: str = ""  # backend=ray: HOST:PORT of the cluster's head; "" = a private one-machine cluster
-    n_action_steps: int = 8
-    temporal_ensemble: float | None = None  # sim.evaluate.EvalConfig.temporal_ensemble, in rollouts and evaluations
-    # the rollouts' own rate when it differs from the evaluations' (None: temporal_ensemble's): with
+    # the rollouts' own temporal ensemble rate when it differs from the evaluations' (None: temporal_ensemble's): with
     # filtered_bc and intervener='' the policy imitates its own ensembled successes, which it is then
     # evaluated without (benchmarks/refine_budget.py `fbc100_te`)
     collect_temporal_ensemble: float | None = None
-    temporal_ensemble_every: int = 1  # sim.evaluate.EvalConfig.temporal_ensemble_every, rollouts and evaluations
-    obs_mode: str = "image"  # image | state (state: object poses in the state vector, no cameras)
-    cameras: list[str] | None = None  # None: the task's default cameras; []: none
-    image_size: int = 84
-    horizon: int | None = None
     intervener_args: dict[str, float] = field(default_factory=dict)  # when the simulated person steps in
     # the collection intervener instead of the method's own (rac | hg_dagger | "" none: HABC's
     # autonomous setting, rollouts with only their sparse outcome)
@@ -102,11 +97,9 @@ class RefineConfig:
         self.collect_seeds(self.iterations - 1)
         if self.intervener not in (None, "", "rac", "hg_dagger"):
             raise ValueError(f"intervener must be rac, hg_dagger or '' (none), got '{self.intervener}'")
-        from vla.policy.ensemble import valid_every, valid_rate
+        self.check_execution()
+        from vla.policy.ensemble import valid_rate
 
-        for key in ("temporal_ensemble", "collect_temporal_ensemble"):
-            rate = getattr(self, key)
-            if rate is not None and not valid_rate(rate):
-                raise ValueError(f"{key} must be a finite rate (or null: off), got {rate}")
-        if not valid_every(self.temporal_ensemble_every):
-            raise ValueError(f"temporal_ensemble_every must be an integer >= 1, got {self.temporal_ensemble_every!r}")
+        rate = self.collect_temporal_ensemble
+        if rate is not None and not valid_rate(rate):
+            raise ValueError(f"collect_temporal_ensemble must be a finite rate (or null: off), got {rate}")

@@ -32,6 +32,7 @@ import numpy as np
 
 from vla.data.schema import EXECUTED
 from vla.data.store import EpisodeStore
+from vla.evaluation import settings
 from vla.refine import weights as rw
 from vla.refine.config import RefineConfig
 from vla.refine.method import Added, RefineMethod, Rollouts
@@ -68,12 +69,7 @@ class RefineRun:
         return self.method.version_policy(self, version)
 
     def _eval_kwargs(self) -> dict[str, Any]:
-        c = self.cfg
-        return {"task": c.task, "workers": c.workers, "n_action_steps": c.n_action_steps,
-                "temporal_ensemble": c.temporal_ensemble, "temporal_ensemble_every": c.temporal_ensemble_every,
-                "cameras": c.cameras,
-                "image_size": c.image_size, "horizon": c.horizon, "obs_mode": c.obs_mode, "backend": c.backend,
-                "ray_address": c.ray_address}
+        return settings(self.cfg)  # the evaluator takes the run's execution settings as they are
 
     def _collect_kwargs(self) -> dict[str, Any]:
         kw = self._eval_kwargs()

@@ -29,7 +29,6 @@ CONTROL_DT = 0.05
 WORKSPACE_LO = np.array([-0.35, -0.45, 0.005])
 WORKSPACE_HI = np.array([0.40, 0.45, 0.55])
 PROPRIO_DIM = 9
-OBS_MODES = ("image", "state")
 _DAMPING = (0.03**2) * np.eye(6)
 _EYE7 = np.eye(7)
 

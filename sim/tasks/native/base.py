@@ -22,12 +22,12 @@ import mujoco
 import numpy as np
 
 from sim.render import MultiCameraRenderer, make_fast
+from vla.evaluation import OBS_MODES
 from vla.robot.arm import (
     ARM_JOINTS,
     CONTROL_DT,
     FINGER_MAX,
     HOME_QPOS,
-    OBS_MODES,
     POS_SCALE,
     PROPRIO_DIM,
     ROT_SCALE,

@@ -1,0 +1,96 @@
+"""The contract every place that runs a policy in episodes shares: which env (task, cameras, image
+size, horizon, observation mode), how the policy's chunks are executed (actions per chunk, temporal
+ensemble) and where the episodes run (workers, backend). `sim.evaluate.EvalConfig`, the refinement
+run's config (`vla.refine.config.RefineConfig`) and a correction session's (`real.session`) contain
+these settings by deriving from them, so a field, its default and its check are written once, and
+`settings(cfg, Kind)` hands exactly them on (to the evaluator, to an env factory)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+from vla.data.schema import closest
+
+OBS_MODES = ("image", "state")  # what every task takes: cameras + proprio, or + object poses
+BACKENDS = ("local", "ray")
+
+
+@dataclass
+class EnvSettings:
+    """Which env the episodes run in."""
+
+    task: str = "pick_place"
+    # None: a checkpoint's own cameras (the task's default cameras for the built-in policies); []: state only
+    cameras: list[str] | None = None
+    image_size: int = 84
+    horizon: int | None = None  # None: the task's default
+    # image (cameras + proprioception) or state (+ the objects' poses); "": a checkpoint's own (evaluation)
+    obs_mode: str = "image"
+
+    def env_kwargs(self) -> dict[str, Any]:
+        """The task factory's keywords ("" obs_mode is resolved before an env is made: image by default)."""
+        kwargs: dict[str, Any] = {"image_size": self.image_size, "obs_mode": self.obs_mode or "image"}
+        if self.cameras is not None:
+            kwargs["cameras"] = tuple(self.cameras)
+        if self.horizon is not None:
+            kwargs["horizon"] = self.horizon
+        return kwargs
+
+    def check_env(self) -> None:
+        if self.obs_mode not in ("", *OBS_MODES):
+            raise ValueError(f"unknown obs_mode '{self.obs_mode}'" + closest(self.obs_mode, OBS_MODES))
+
+
+@dataclass
+class ChunkSettings:
+    """How the policy's chunks become actions."""
+
+    n_action_steps: int = 8  # actions executed from each chunk before the next inference
+    # checkpoints: query the policy at every step and execute the weighted mean of every chunk's
+    # prediction for it, weight exp(-rate * age) (vla.policy.ensemble; ACT's temporal ensemble with
+    # recent predictions weighted most); None executes n_action_steps of each chunk instead
+    temporal_ensemble: float | None = None
+    # with temporal_ensemble: a new chunk every this many steps (1: every step, ACT's); between queries
+    # the ensemble's mean of the chunks already predicted runs, at 1/N of the policy calls
+    temporal_ensemble_every: int = 1
+
+    def check_chunks(self) -> None:
+        from vla.policy.ensemble import valid_every, valid_rate
+
+        if self.n_action_steps < 1:
+            raise ValueError(f"n_action_steps must be >= 1, got {self.n_action_steps}")
+        if self.temporal_ensemble is not None and not valid_rate(self.temporal_ensemble):
+            raise ValueError(f"temporal_ensemble must be a finite rate (or null: off), got {self.temporal_ensemble}")
+        if not valid_every(self.temporal_ensemble_every):
+            raise ValueError(f"temporal_ensemble_every must be an integer >= 1, got {self.temporal_ensemble_every!r}")
+
+
+@dataclass
+class WorkerSettings:
+    """Where the episodes run."""
+
+    workers: int = 2
+    backend: str = "local"  # local: worker subprocesses here | ray: Ray tasks (sim/ray_backend.py)
+    ray_address: str = ""  # ray: HOST:PORT of a cluster's head, "auto", or "" for a private one-machine cluster
+
+    def check_workers(self) -> None:
+        if self.workers < 1:
+            raise ValueError(f"workers must be >= 1, got {self.workers}")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"unknown backend '{self.backend}'" + closest(self.backend, BACKENDS))
+
+
+@dataclass
+class Execution(EnvSettings, ChunkSettings, WorkerSettings):
+    """Everything about running a policy in episodes except which policy and which seeds."""
+
+    def check_execution(self) -> None:
+        self.check_env()
+        self.check_chunks()
+        self.check_workers()
+
+
+def settings(cfg: Any, kind: type = Execution) -> dict[str, Any]:
+    """The values of `kind`'s fields in `cfg` (a config that derives from it), by name."""
+    return {f.name: getattr(cfg, f.name) for f in fields(kind)}
