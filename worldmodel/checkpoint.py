@@ -4,7 +4,11 @@
     model.safetensors      weights and the state normalisation
     optimizer.safetensors  (training) AdamW moments; train_state.json the step and the param groups
 
-Written under a temporary name and renamed, as the policy's checkpoints are.
+Written under a temporary name and renamed, as the policy's checkpoints are. Why not the policy's
+checkpoint code (vla/policy/checkpoint.py): that one is a deployment artefact - normalisation
+statistics, EMA weights, the instruction table, a manifest of digests that the robot path verifies
+before loading - while a world model is a training-time tool read back only by this package, with its
+own config format and an optional optimiser state (a copied pretrained model has none).
 """
 
 from __future__ import annotations
@@ -73,7 +77,7 @@ def save_checkpoint(path: str | Path, model: WorldModel, job: WMJobConfig, meta:
     return final
 
 
-def latest_checkpoint(out_dir: str | Path) -> Path | None:
+def latest_wm_checkpoint(out_dir: str | Path) -> Path | None:
     found = sorted(p for p in (Path(out_dir) / "checkpoints").glob("step_*") if p.is_dir())
     return found[-1] if found else None
 
@@ -83,7 +87,7 @@ def resolve(path: str | Path) -> Path:
     p = Path(path)
     if (p / "config.json").is_file():
         return p
-    latest = latest_checkpoint(p)
+    latest = latest_wm_checkpoint(p)
     if latest is None:
         raise CheckpointError(f"{p}: neither a world-model checkpoint (no config.json) nor a run with checkpoints/")
     return latest

@@ -50,20 +50,20 @@ def train_cmd(args: list[str] = typer.Argument(..., help="EpisodeStores (demos, 
               resume: bool = typer.Option(False, help="continue the run in --out exactly where it stopped")) -> None:
     """Train an action-conditioned latent world model on EpisodeStores."""
     from vla.config import ConfigError
-    from worldmodel.checkpoint import latest_checkpoint
+    from worldmodel.checkpoint import latest_wm_checkpoint
     from worldmodel.train import train_world_model
 
     stores = [a for a in args if "=" not in a]
     job = _job(preset, [a for a in args if "=" in a])
     if not stores:
         raise ConfigError("no EpisodeStore given (vla wm train STORE... --out DIR)")
-    if latest_checkpoint(out) is not None and not resume:
+    if latest_wm_checkpoint(out) is not None and not resume:
         raise ConfigError(f"{out} already holds a world-model run: pass --resume to continue it, "
                           "or choose another --out")
     result = train_world_model(stores, out, job, task=task, resume=resume)
     typer.echo(json.dumps({"steps": result["steps"], "seconds": round(result["seconds"], 1),
                            "val": {k: round(v, 4) for k, v in result["val"].items()},
-                           "checkpoint": str(latest_checkpoint(out))}))
+                           "checkpoint": str(latest_wm_checkpoint(out))}))
 
 
 @wm_app.command("eval")

@@ -242,7 +242,7 @@ def fit_run_world_model(run: Run, out: Path, wm: str, preset: str, overrides: li
     from the given model `wm` (its architecture and step count) or from scratch for `wm_steps`;
     it trains up to `total_steps(base step)` steps."""
     from vla.config import load_config
-    from worldmodel.checkpoint import latest_checkpoint, load_checkpoint, resolve
+    from worldmodel.checkpoint import latest_wm_checkpoint, load_checkpoint, resolve
     from worldmodel.config import WMJobConfig
     from worldmodel.train import train_world_model
 
@@ -251,7 +251,7 @@ def fit_run_world_model(run: Run, out: Path, wm: str, preset: str, overrides: li
         src = resolve(wm)
         _, given, _, _, state = load_checkpoint(src)
         base = int(state["step"])
-        if latest_checkpoint(out) is None:
+        if latest_wm_checkpoint(out) is None:
             (out / "checkpoints").mkdir(parents=True, exist_ok=True)
             shutil.copytree(src, out / "checkpoints" / f"step_{base:08d}")
     job = load_config(WMJobConfig, "worldmodel", preset,

@@ -2,7 +2,11 @@
 
 Exact resume: the batch of step k is drawn from a generator seeded by (seed, k), and the weights,
 the optimiser state and the step are saved together, so a run stopped and resumed takes the same
-batches and reaches the same weights as one that never stopped.
+batches and reaches the same weights as one that never stopped. Why not the policy's `Trainer`
+(vla/train/trainer.py): its step is the flow-matching loss over windows of a `WindowDataset` with
+EMA, data parallelism and a periodic simulator evaluation; the world model trains multi-step
+rollouts of its latent dynamics (`compute_loss`: state, success, value and consistency terms) on
+whole in-memory episodes, which shares the resume rule but none of the step.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from worldmodel.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from worldmodel.checkpoint import latest_wm_checkpoint, load_checkpoint, save_checkpoint
 from worldmodel.config import WMJobConfig, WMTrainConfig
 from worldmodel.data import EpisodeData, sample_batch, split_episodes, step_weights, subset
 from worldmodel.losses import bce_loss, consistency_loss, disagreement, state_loss
@@ -70,7 +74,7 @@ class WMTrainer:
         self.step = 0
 
     def resume(self, path: Path | None = None) -> int:
-        path = path or latest_checkpoint(self.out_dir)
+        path = path or latest_wm_checkpoint(self.out_dir)
         if path is None:
             return 0
         model, _, _, opt_state, train_state = load_checkpoint(path, with_optimizer=True)

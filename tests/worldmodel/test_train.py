@@ -8,14 +8,14 @@ import torch
 
 from tests.worldmodel.helpers import tiny_job
 from vla.policy.checkpoint import CheckpointError
-from worldmodel.checkpoint import latest_checkpoint, load_checkpoint
+from worldmodel.checkpoint import latest_wm_checkpoint, load_checkpoint
 from worldmodel.train import train_world_model
 
 pytestmark = pytest.mark.slow
 
 
 def test_training_writes_checkpoints_tensorboard_and_a_summary(trained_wm: Path) -> None:
-    ck = latest_checkpoint(trained_wm)
+    ck = latest_wm_checkpoint(trained_wm)
     assert ck is not None and ck.name == "step_00000006"
     assert (ck / "model.safetensors").is_file() and (ck / "optimizer.safetensors").is_file()
     assert list((trained_wm / "tb").glob("events.out.tfevents.*"))
@@ -47,7 +47,7 @@ def test_corrupt_or_foreign_checkpoints_are_named(trained_wm: Path, tmp_path: Pa
     import shutil
 
     bad = tmp_path / "bad"
-    shutil.copytree(latest_checkpoint(trained_wm), bad)
+    shutil.copytree(latest_wm_checkpoint(trained_wm), bad)
     (bad / "model.safetensors").write_bytes(b"not safetensors")
     with pytest.raises(CheckpointError, match=r"model\.safetensors"):
         load_checkpoint(bad)
