@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import math
 import os
 import platform
 import random
@@ -38,18 +37,9 @@ os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")  # before rc
 from real.config import load_deploy_config, make_policy
 from real.executor import MODES, action_changes
 from real.stages import BRIDGE_CONFIG, Watcher, ros_env, stop_process, wait_until, write_node_config
+from vla.metrics import wilson_interval
 
 HORIZON = 200  # ticks per episode (10 s), as the evaluator's pick_place horizon
-
-
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    if n == 0:
-        return 0.0, 1.0
-    p = k / n
-    den = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / den
-    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return max(0.0, c - h), min(1.0, c + h)
 
 
 def run_episode(watcher: Watcher, node_yaml: Path, context: Any, timeout_s: float) -> dict[str, Any]:
@@ -240,7 +230,7 @@ def main() -> None:
     for mode in args.modes:
         rs = blocks[(mode, args.success_delay_ms)]
         k, n = sum(r["success"] for r in rs), len(rs)
-        lo, hi = wilson(k, n)
+        lo, hi = wilson_interval(k, n)
         done = [r["steps"] / 20 for r in rs if r["success"]]
         lines.append(f"| {mode} | {k}/{n} | [{lo:.0%}, {hi:.0%}] | "
                      f"{np.mean(done):.2f} |" if done else f"| {mode} | {k}/{n} | [{lo:.0%}, {hi:.0%}] | n/a |")

@@ -43,9 +43,9 @@ from real.config import load_deploy_config
 from real.joint_vla import JointSpaceVLA
 from real.selection import ChunkSelection, fit_cfn, save_cfn, store_features
 from real.stages import NODE_CONFIG
-from sim.evaluate import seed_outcomes, wilson_interval
+from sim.evaluate import seed_outcomes
 from sim.policies import load_policy
-from vla.metrics import format_paired, paired_difference
+from vla.metrics import format_paired, paired_difference, wilson_interval
 from vla.registry import TASKS
 
 ROOT = Path(__file__).resolve().parents[1]

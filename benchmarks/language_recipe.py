@@ -60,8 +60,8 @@ import numpy as np
 from bench_language import SAME_SCENE_KEYS, SORT_ABLATIONS, eval_sort, sort_aliases
 from wm_candidates import ROOT, sh, vla
 
-from sim.evaluate import read_seed_outcomes, wilson_interval
-from vla.metrics import format_paired, paired_difference, t_interval
+from sim.evaluate import read_seed_outcomes
+from vla.metrics import format_paired, paired_difference, t_interval, wilson_interval
 
 RESULTS = ROOT / "benchmarks" / "results"
 # how an evaluation executes the policy (tools/device/job_sort.py names them the same)

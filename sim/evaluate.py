@@ -14,7 +14,6 @@ success, a summary JSON and a PNG plot. Videos of chosen seeds are MP4 files wri
 from __future__ import annotations
 
 import json
-import math
 import os
 import subprocess
 import sys
@@ -31,6 +30,7 @@ from sim.worker_io import EpisodeResult, env_kwargs
 from vla import protocol
 from vla.data.schema import Episode, closest
 from vla.evaluation import OBS_MODES, Execution
+from vla.metrics import wilson_interval
 from vla.policy.specs import check_spec, policy_label, wrapper_spec
 from vla.progress import progress as tqdm
 from vla.registry import EVALUATORS
@@ -40,19 +40,6 @@ if TYPE_CHECKING:
 
 INTERVENERS = ("", "rac", "hg_dagger")
 LABELS = ("noisy", "clean", "expert")
-
-
-def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """Wilson score interval for a binomial proportion (95% by default)."""
-    if n <= 0:
-        return (0.0, 1.0)
-    if not 0 <= successes <= n:
-        raise ValueError(f"successes must be in [0, {n}], got {successes}")
-    p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
 
 
 @dataclass

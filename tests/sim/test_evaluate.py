@@ -12,22 +12,10 @@ from sim.evaluate import (
     run_evaluation,
     seed_completions,
     seed_outcomes,
-    wilson_interval,
 )
 from vla.data.store import EpisodeStore
 from vla.policy.policy import load_torch_policy
 from vla.registry import TASKS
-
-
-def test_wilson_interval_known_values() -> None:
-    lo, hi = wilson_interval(8, 10)
-    assert lo == pytest.approx(0.4902, abs=1e-4) and hi == pytest.approx(0.9433, abs=1e-4)
-    assert wilson_interval(0, 10)[0] == 0.0 and wilson_interval(10, 10)[1] == pytest.approx(1.0)
-    lo, hi = wilson_interval(50, 100)
-    assert lo < 0.5 < hi and hi - lo == pytest.approx(0.1921, abs=1e-3)
-    assert wilson_interval(0, 0) == (0.0, 1.0)
-    with pytest.raises(ValueError, match="successes"):
-        wilson_interval(11, 10)
 
 
 def test_trivial_policy_evaluation_records_rollouts(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from vla.metrics import (
     paired_difference,
     shared_success_length_ratio,
     t_interval,
+    wilson_interval,
 )
 
 
@@ -59,3 +60,14 @@ def test_format_paired_writes_the_mean_interval_and_counts() -> None:
     assert format_paired({"mean": 0.06, "lo": -0.008, "hi": 0.128, "better": 30, "worse": 18}, digits=2) \
         == "+0.06 [-0.01, +0.13] (30 / 18)"
     assert format_paired(None) == "-"
+
+
+def test_wilson_interval_known_values() -> None:
+    lo, hi = wilson_interval(8, 10)
+    assert lo == pytest.approx(0.4902, abs=1e-4) and hi == pytest.approx(0.9433, abs=1e-4)
+    assert wilson_interval(0, 10)[0] == 0.0 and wilson_interval(10, 10)[1] == pytest.approx(1.0)
+    lo, hi = wilson_interval(50, 100)
+    assert lo < 0.5 < hi and hi - lo == pytest.approx(0.1921, abs=1e-3)
+    assert wilson_interval(0, 0) == (0.0, 1.0)
+    with pytest.raises(ValueError, match="successes"):
+        wilson_interval(11, 10)

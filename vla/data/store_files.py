@@ -176,10 +176,6 @@ def _rename(src: Path, dst: Path) -> None:
         raise StoreError(f"{dst}: another process created something here meanwhile ({e.strerror})") from None
 
 
-def chunk_file(folder: Path, name: str, encoded_key: str) -> Path:
-    return folder / name / encoded_key
-
-
 def read_chunk_bytes(file: Path) -> bytes | None:
     with contextlib.suppress(FileNotFoundError):
         return file.read_bytes()

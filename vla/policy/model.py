@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -344,7 +343,3 @@ def check_prefix(shape: tuple[int, ...], b: int, h: int, a: int) -> int:
 
 def count_parameters(model: nn.Module, trainable_only: bool = True) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad or not trainable_only)
-
-
-def as_numpy(x: torch.Tensor) -> np.ndarray:
-    return x.detach().cpu().float().numpy()
