@@ -1,4 +1,4 @@
-"""Test-time selection of action chunks (issue 16 item 4): sample N chunks in one batched call and
+"""Test-time selection of action chunks: sample N chunks in one batched call and
 execute the one chosen by
 - coherence with the plan being replaced: bidirectional decoding's backward coherence (Liu et al.,
   arXiv 2408.17355): the candidate's actions after the committed prefix against the previous

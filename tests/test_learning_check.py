@@ -129,7 +129,7 @@ CUBE_AND_ZONE = [9, 10, 11, 19, 20, 21]
 
 def test_a_millimetre_on_a_feature_constant_in_the_demos_does_not_blow_up_the_policy(
         trained: tuple[Path, Path]) -> None:
-    """Issue 61's table, last row: 1 mm of noise on the cube's and the zone's poses took the main job's
+    """The robustness table's last row: 1 mm of noise on the cube's and the zone's poses took the main job's
     policy from 81% to 0%, because the zone's height is the same in every demo and normalisation divided
     its error by 1e-6. With the state floor (and clip) the same noise costs little; the same checkpoint
     with the old normalisation put back falls as it did."""

@@ -71,7 +71,7 @@ class NativePickPlaceExpert:
         r = 0.96, and turned 30+ degrees off they slip half the time). On sort the policy then grasps
         centred, and four trainings average 0.885 at 15,000 steps against the recipe's 0.823 over the same
         four seeds at 20,000 (seed by seed -0.02 to +0.17, +0.06 [-0.07, +0.19]: language_recipe_turn_late.md);
-        on the main job's pick_place it did worse (0.715: main_job_notes.md, stop 48)."""
+        on the main job's pick_place it did worse (0.715: main_job_notes.md)."""
         if not 0.0 <= skill <= 1.0:
             raise ValueError(f"skill must be in [0, 1], got {skill}")
         if noise < 0.0:

@@ -1,4 +1,4 @@
-"""Hostile inputs for the data / checkpoint / config area (issue 18) and one verdict for each.
+"""Hostile inputs for the data / checkpoint / config area and one verdict for each.
 
 A case damages a copy of a valid artefact (store, checkpoint, ONNX export folder) or builds a
 malformed input (episode, config, override, `vla refine` demos that do not fit the policy), runs what

@@ -1,5 +1,5 @@
-"""Property-based hostile configs, overrides and checkpoints, and the `vla` command on broken files
-(issue 18, item 6): each is one clear `error:` line naming the thing, exit code 2."""
+"""Property-based hostile configs, overrides and checkpoints, and the `vla` command on broken files:
+each is one clear `error:` line naming the thing, exit code 2."""
 
 import dataclasses
 import json
@@ -76,7 +76,7 @@ def checkpoint() -> Iterator[tuple[Path, dict]]:
         yield path, load_checkpoint_all(path)
 
 
-# Issue 59 (2, 3, 7, 8): values no checkpoint may hold, in intact files with a manifest that matches them
+# Values no checkpoint may hold, in intact files with a manifest that matches them
 VALUE_DAMAGE = CHECKPOINT_DAMAGE[5:]
 
 
@@ -117,7 +117,7 @@ def export(checkpoint: tuple[Path, dict], tmp_path_factory: pytest.TempPathFacto
 @example(kind="nan_scale", seed=0)
 def test_damaged_export_is_a_clear_error_in_the_eval_parent(export: tuple[Path, object], kind: str,
                                                             seed: int) -> None:
-    """Issue 59 (2): a truncated or garbage .onnx (or its weights), a broken runtime.json or a NaN action scale
+    """A truncated or garbage .onnx (or its weights), a broken runtime.json or a NaN action scale
     is one line naming the file from the check `vla eval` runs before any worker (sim.evaluate.check_policy_spec).
     Only runtime.json edits may be harmless (e.g. a dropped 'fp16', whose default is what was exported)."""
     src, reference = export
@@ -131,7 +131,7 @@ def test_damaged_export_is_a_clear_error_in_the_eval_parent(export: tuple[Path, 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1))
 def test_refine_demos_that_do_not_fit_the_policy_are_a_clear_error(checkpoint: tuple[Path, dict], seed: int) -> None:
-    """Issue 59 (6): demos of another action or state size, or without a camera the policy reads, are refused
+    """Demos of another action or state size, or without a camera the policy reads, are refused
     by `vla refine` before any work, naming the store, the key and both sizes; the run folder is not made."""
     from vla.policy.checkpoint import load_config as checkpoint_config
 

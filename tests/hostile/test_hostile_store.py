@@ -1,4 +1,4 @@
-"""Property-based hostile inputs for the EpisodeStore (issue 18): damaged stores and malformed
+"""Property-based hostile inputs for the EpisodeStore: damaged stores and malformed
 episodes end in one clear error naming the key / file, never a traceback or silent wrong data."""
 
 import random
@@ -55,7 +55,7 @@ def test_damaged_store_is_a_clear_error_or_unchanged(template: tuple[Path, dict]
 @example(seed=0).via("a swap of two chunk files of one array")
 @example(seed=1).via("a swap across two arrays of one layout")
 def test_swapped_chunk_files_are_named_by_verify_and_by_every_read(template: tuple[Path, dict], seed: int) -> None:
-    """Issue 59 (1): two chunk files swapped (of one array, or of two arrays of one layout) each pass their own
+    """Two chunk files swapped (of one array, or of two arrays of one layout) each pass their own
     checksum; `vla data verify` and the reads must both name the key and a chunk file, never read them."""
     src, reference = template
     with tempfile.TemporaryDirectory(prefix="case_") as tmp:

@@ -1,4 +1,4 @@
-"""Holds that recover (issue 18, item 2) and hostile executor inputs, without ROS.
+"""Holds that recover and hostile executor inputs, without ROS.
 
 One bad observation used to make inference fail `max_consecutive_failures` times; the hold then
 stopped every new request, so it never cleared (and was reported as a dead worker). Now the failing

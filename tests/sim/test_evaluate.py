@@ -167,7 +167,7 @@ def test_periodic_sim_evaluation_during_training(tmp_path: Path) -> None:
 
 
 def test_damaged_checkpoint_fails_in_the_parent_before_any_worker(tmp_path: Path) -> None:
-    """Issue 18.6: a truncated model.safetensors was 'evaluation worker 0 failed' plus a traceback
+    """A truncated model.safetensors was 'evaluation worker 0 failed' plus a traceback
     (or, with EMA weights present, silently evaluated the EMA weights)."""
     import subprocess
     import sys

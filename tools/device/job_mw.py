@@ -1,5 +1,5 @@
 """Device job (`JOB=job_mw.py bash tools/device/run.sh`, carrying .whl with metaworld's wheel, .gl and
-.dev): issue 19's Meta-World MT10 recipe with a third camera, trained on the GPU and evaluated on the
+.dev): the Meta-World MT10 recipe with a third camera, trained on the GPU and evaluated on the
 machine's CPUs. 100 expert demos a task recorded from corner2 + behindGripper + topview (EGL), the
 tiny VLA with FiLM and centred instruction embeddings on the successful demos, 10,000 steps at batch
 64 (as on the CPU; bf16 autocast there), then 30 held-out seeds (1000-1029) a task with the true

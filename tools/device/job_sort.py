@@ -1,4 +1,4 @@
-"""Device job (`tools/device/run.sh`): the GPU tests, then issue 19's `sort` camera recipe (instruction
+"""Device job (`tools/device/run.sh`): the GPU tests, then the `sort` camera recipe (instruction
 aliases, FiLM) trained on the GPU: 1,000 noisy-expert demos collected there (EGL), a 150-step probe
 of the training rate, as many steps as fit the deadline, then the four instruction ablations on the
 usual 50 held-out seeds.
@@ -106,7 +106,7 @@ def main() -> None:
     ck = ckpts[-1]
     ablations = {"true": "", "wrong": "@wrong", "heldout": "@heldout", "neutral": "do the task"}
     # JOB_EVALS: NAME:ABLATION:SETTING,... where SETTING is one of EVAL_SETTINGS (default: the four
-    # ablations executed 4 steps a chunk at the checkpoint's noise, as in stop 31)
+    # ablations executed 4 steps a chunk at the checkpoint's noise)
     default = ",".join(f"{a}:{a}:plain" for a in ablations)
     specs = [e.split(":") for e in os.environ.get("JOB_EVALS", default).split(",")]
     per = max(1, WORKERS // len(specs))

@@ -36,7 +36,7 @@ class Stats:
 # A state feature whose spread in the statistics is under this (in the state's own units: metres, radians,
 # unit-free rotation features) is "near-constant": a table height, a fixed camera's pose, a joint the expert
 # never moved. Dividing by its spread would turn a millimetre of sensor error into a thousand standard
-# deviations (issue 61: the main job's policy fell from 81% to 0% with 1 mm noise on the zone's pose),
+# deviations (the main job's policy fell from 81% to 0% with 1 mm noise on the zone's pose),
 # so normalisation floors the scale here instead.
 STATE_SCALE_FLOOR = 0.01
 

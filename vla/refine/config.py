@@ -48,7 +48,7 @@ class RefineConfig(Execution):
     own_chunk_only: bool = False
     # the fine-tune keeps the camera encoders (backbone, token projection) as pretrained and trains the
     # rest: a few hundred correction frames then move the policy over features the demos fixed, as a
-    # state policy's corrections move it over coordinates it already reads (main_job_notes.md, stop 55)
+    # state policy's corrections move it over coordinates it already reads (main_job_notes.md)
     freeze_vision: bool = False
     seed: int = 0
     videos: int = 1  # MP4s per evaluation

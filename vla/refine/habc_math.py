@@ -27,7 +27,7 @@ or the losses. Ours (to be ablated: no gate, single critic, no intervention mask
   the policy's own mistakes took it from 51% to 32% in three rounds, where the same data without
   the policy's steps (HG-DAgger) reached 76%. `scale_by_viability=False` is the unscaled form.
 - Intervention steps are demonstrations: weight `demo_weight` regardless of the critics.
-- Critic targets that vary inside a segment (issue 15; the per-segment label alone was memorised,
+- Critic targets that vary inside a segment (the per-segment label alone was memorised,
   loss 0.000, one-step advantages ~0): TD(lambda) over each labelled run of steps,
   G_t = gamma * ((1 - lam) * V(s_{t+1}) + lam * G_{t+1}), ending in the run's own target (its
   outcome label for viability, gamma = 1; 1 at the success for efficiency). lam = 1 gives back the

@@ -25,7 +25,7 @@ def make_optimizer(model: nn.Module, lr: float, weight_decay: float, betas: tupl
     groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
     # The fused kernel (CPU and CUDA) instead of torch's default on CPU, a Python loop over ~100 small
     # tensors: with the multi-tensor EMA, the tiny policy's step alone 14-30% faster on 2 cores, the
-    # job's pretraining 2% (benchmarks/bench_train_step.py, main_job_notes.md, stop 55)
+    # job's pretraining 2% (benchmarks/bench_train_step.py, main_job_notes.md)
     return torch.optim.AdamW(groups, lr=lr, betas=betas, fused=True)
 
 

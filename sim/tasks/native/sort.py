@@ -1,4 +1,4 @@
-"""`sort`: one scene, six goals, and only the instruction says which (issue 19's same-scene task).
+"""`sort`: one scene, six goals, and only the instruction says which (a same-scene language task).
 
 Three cubes (red, green, blue) and two zones (white, black) on the table, all randomised per seed
 (centres >= 13 cm apart, yaws); the goal - which cube goes to which zone - is drawn per seed

@@ -52,7 +52,7 @@ def record_case(area: str, case: object, outcome: str) -> None:
 
 class Picky(SyntheticPolicy):
     """The synthetic stand-in, failing like a language-conditioned VLA on a blank instruction or
-    on a state that is not finite as float32 (what made the node hold for good before issue 18's
+    on a state that is not finite as float32 (what made the node hold for good before the hardening's
     fix)."""
 
     def sample_chunk(self, obs_batch, prefix=None, guidance=None):

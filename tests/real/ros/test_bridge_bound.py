@@ -1,4 +1,4 @@
-"""The bridge's per-tick bound (issue 18, item 1), driven in-process: the bridge node is built on a
+"""The bridge's per-tick bound, driven in-process: the bridge node is built on a
 private ROS context but its threads are not started, so the test calls the command callbacks and the
 physics tick itself with its own clock and records every target handed to the motors.
 

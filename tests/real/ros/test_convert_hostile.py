@@ -35,7 +35,7 @@ NAMES = ("a", "b", "c")
 
 
 def test_joint_value_past_float32_range_is_rejected() -> None:
-    """1e39 is finite in float64 but inf once cast to the observation's float32 (issue 18, item 2)."""
+    """1e39 is finite in float64 but inf once cast to the observation's float32."""
     with pytest.raises(MessageError, match="float32"):
         joint_positions(msgs.JointState(name=list(NAMES), position=[0.0, 1e39, 0.0]), NAMES)
     with pytest.raises(MessageError, match="float32"):

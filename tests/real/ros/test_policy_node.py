@@ -230,7 +230,7 @@ def stop_node(proc: subprocess.Popen) -> str:
 
 
 def test_bad_messages_are_rejected_at_the_boundary_and_never_hold_for_good(tmp_path, domain_id):
-    """Issue 18, items 2 and 7, over DDS: a blank instruction, a joint position past float32's range,
+    """Over DDS: a blank instruction, a joint position past float32's range,
     replayed / future / unstamped joint states and images are dropped and counted; the node keeps
     running (before, the blank instruction failed inference three times and held until a restart).
     The latched e-stop cannot be cleared over ROS unless the config allows it."""

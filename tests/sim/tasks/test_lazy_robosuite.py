@@ -1,5 +1,5 @@
 """sim.tasks registers the robosuite task names without importing robosuite: a native task's command neither
-waits for robosuite's import nor prints its warnings (issue 59); a robosuite task imports it when made."""
+waits for robosuite's import nor prints its warnings; a robosuite task imports it when made."""
 
 from __future__ import annotations
 

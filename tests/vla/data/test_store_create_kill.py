@@ -1,5 +1,5 @@
 """SIGKILL inside `EpisodeStore.create` (fresh and overwrite) and create(overwrite=True) racing a
-writer (issue 18, items 3 and 5): the path is always openable or replaceable, and a writer's
+writer: the path is always openable or replaceable, and a writer's
 committed episodes are never lost or corrupted."""
 
 import os

@@ -1,4 +1,4 @@
-"""Issue 18, items 3-5: the writer lock covers create(overwrite=True), episode metadata is checked,
+"""The writer lock covers create(overwrite=True), episode metadata is checked,
 corruption is an error naming the key, the episode and the file, half-created stores are replaced."""
 
 import json
@@ -135,7 +135,7 @@ def test_old_store_without_checksums_still_opens(tmp_path: Path) -> None:
     with EpisodeStore.create(path, SCHEMA, lowdim_chunk=16) as s:
         for seed in range(2):
             s.append_episode(synthetic_episode(SCHEMA, seed, length=5))
-    # Rewrite it as the code before issue 18 did: no crc32c codec, no integrity / digest attributes.
+    # Rewrite it as the code before the integrity checks did: no crc32c codec, no integrity / digest attributes.
     old = zarr.open_group(path, mode="r")
     legacy = tmp_path / "legacy.zarr"
     root = zarr.open_group(legacy, mode="w")

@@ -1,4 +1,4 @@
-"""Damaged checkpoint files are errors naming the file; no fallback between weight files (issue 18.6)."""
+"""Damaged checkpoint files are errors naming the file; no fallback between weight files."""
 
 import json
 from pathlib import Path

@@ -1,5 +1,5 @@
 """vla/policy/normalization.py: a feature constant in the statistics cannot blow up its inputs (the state
-floor), and normalised state inputs are clipped (issue 61's first item)."""
+floor), and normalised state inputs are clipped."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`vla refine pa-rl`: Policy-Agnostic RL (PA-RL, Mark et al., arXiv 2412.06685) as the critic-based
-baseline for an expressive policy, on HABC's critic (issue 15).
+baseline for an expressive policy, on HABC's critic.
 
 PA-RL improves any policy class with a critic: for dataset states it samples K actions from the
 current policy, re-ranks them by Q, and distils the best into the policy by supervised learning.
