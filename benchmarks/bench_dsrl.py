@@ -9,7 +9,7 @@ from its own episodes' sparse outcomes alone, by learning which initial noise to
 Protocol (HABC's, benchmarks/bench_habc.py): the base is `d15_s3000` of
 `python benchmarks/wm_candidates.py --out runs/bench_wm/inputs --runs d15` (pick_place, 15 demos, state
 mode); seed s collects from the seeds 500000 + 10000 s on (the same collection seeds as every HABC
-method) and is evaluated on 50 seeds of the `report` range (`--eval-range`; before issue 58 the collect
+method) and is evaluated on 50 seeds of the `report` range (`--eval-range`; before the seed protocol the collect
 seeds 100000+) at each milestone (episodes collected so far, the
 first at HABC's 60 = 3 rounds x 20), with the actor's mean noise. Controls on the same evaluation
 seeds, once: the base as it samples (N(0, I) noise), and the base from x0 = 0 (the actor's starting
@@ -31,7 +31,6 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 DEFAULT_CKPT = "runs/bench_wm/inputs/pretrain/d15/checkpoints/step_00003000"
 SPEC = {"task": "pick_place", "source": "rollout", "video_size": 0, "n_action_steps": 8, "label": "executed",
@@ -46,11 +45,11 @@ def make_env(task: str) -> Any:
 
 
 def episodes(env: Any, policy: Any, seeds: list[int], task: str) -> list[dict[str, Any]]:
-    from sim.eval_worker import run_episode
+    from sim.eval_worker import run_eval_episode
 
     out = []
     for s in seeds:
-        r, _, _ = run_episode(env, policy, s, {**SPEC, "task": task}, record=False, video=False)
+        r, _, _ = run_eval_episode(env, policy, s, {**SPEC, "task": task}, record=False, video=False)
         out.append({"seed": s, "success": bool(r.success), "length": int(r.length)})
     return out
 
@@ -292,7 +291,7 @@ def report(args: argparse.Namespace, out: Path) -> None:
     res["final_minus_zero_noise"] = {"mean": z["mean"], "lo": z["low"], "hi": z["high"], "episodes": milestones[-1]}
     res["final_success"] = last["success"]
     Path(args.results).mkdir(parents=True, exist_ok=True)
-    from results_io import write_result  # benchmarks/ is this script's folder
+    from results_io import write_result
 
     write_result(args.name, res, seed_range=args.eval_range, results=Path(args.results),
                  key_figures=["final_minus_zero_noise", "final_success", "zero_noise_success", "base_success"])
@@ -346,7 +345,7 @@ def main() -> None:
     ap.add_argument("--eval-episodes", type=int, default=50)
     ap.add_argument("--eval-range", default="report", choices=("collect", "tune", "report"),
                     help="the protocol range (vla.protocol) of the evaluation seeds: report for a figure, tune to "
-                    "choose a setting; the figures before issue 58 used collect from 100000")
+                    "choose a setting; the figures before the seed protocol used collect from 100000")
     ap.add_argument("--eval-offset", type=int, default=0, help="the first evaluation seed within --eval-range")
     ap.add_argument("--collect-seed-start", type=int, default=500_000)
     ap.add_argument("--steer", choices=("shared", "full"), default="shared",

@@ -27,12 +27,9 @@ then abstained.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # results_io, a sibling
 from results_io import write_result
 
 from vla.policy.grounding import DEFAULT_MARGIN, DEFAULT_MIN_COS, DEFAULT_SHRINKAGE, phrasing_groups, scores
@@ -155,7 +152,7 @@ def table(sets: dict, margins: tuple[float, ...], unit: str) -> list[str]:
 def render(res: dict) -> str:
     total = lambda sets, m: sum(c[f"{m:g}"]["wrong"] for c in sets.values())  # noqa: E731
     return "\n".join([
-        "# Instruction grounding: right, abstained, wrong (issue 19)", "",
+        "# Instruction grounding: right, abstained, wrong", "",
         "Command: `python benchmarks/bench_grounding.py` (what each set is: its docstring). Each cell: right / "
         "abstained / **wrong** of n; a vague probe names no single goal, so any choice is wrong. Minimum cosine "
         f"{res['min_cos']} throughout.", "",

@@ -1,4 +1,4 @@
-"""HABC benchmark with the issue-15 protocol: HABC against SFT paired by seed, with interventions
+"""HABC benchmark with its paired protocol: HABC against SFT paired by seed, with interventions
 and in the autonomous setting (no intervener, only the sparse episode outcome), every method at
 the same fixed sample shares per group, efficiency (steps and seconds to success) per version,
 the critic's held-out AUROC per iteration, and the protocol's minimum detectable difference.
@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 
 # benchmarks/ is this script's folder
-from wm_candidates import ROOT, STATE_OBS, evaluate, prep_base, read_runs, refine_run
+from harness import ROOT, STATE_OBS, evaluate, prep_base, read_runs, refine_run
 
 from sim.evaluate import read_seed_outcomes, seed_completions
 from vla.metrics import paired_difference, shared_success_length_ratio, t_interval
@@ -96,7 +96,7 @@ def share_overrides(name: str, setting: str, shares: tuple[float, float, float])
     return f"method_args.group_shares={{demo: {d}, correction: {c}, policy: {p}}}"
 
 
-# habc.json names the settings as issue 15 does
+# habc.json names the settings as the benchmark's protocol does
 JSON_SETTING = {"interventions": "with_interventions"}
 AUTONOMOUS_ONLY = ("demos_only",)  # with a person it would be HG-DAgger
 # nothing to learn from without a person: every variant of the methods that learn from the person's actions
@@ -368,7 +368,7 @@ def report(args: argparse.Namespace) -> None:
     entry_key = args.json_task or args.task  # the task's entry in the JSON
     args.shares = shares_used(out) or args.shares
     base = base_name(args)
-    lines = ["# HABC with the issue-15 protocol", "",
+    lines = ["# HABC with its paired protocol", "",
              f"Base `{args.base_ckpt or base}` ({args.task}, "
              f"{f'demos {args.demo_store}' if args.demo_store else f'{n_demos(base)} demos'}, "
              f"{'cameras' if args.cameras else 'state mode'}{(', ' + args.run_args) if args.run_args else ''}); "

@@ -1,4 +1,4 @@
-"""Imagination-refinement benchmark (issue 13): real simulator success per iteration, several seeds,
+"""Imagination-refinement benchmark: real simulator success per iteration, several seeds,
 paired by seed against the equal-compute control.
 
   python benchmarks/bench_imagination.py run --inputs runs/bench_wm/inputs --wm runs/bench_wm/run/wm_pick_place_state \
@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from harness import ROOT, evaluate, read_runs, refine_run
 from results_io import write_result  # benchmarks/ is this script's folder
-from wm_candidates import ROOT, evaluate, read_runs, refine_run
 
 from vla.metrics import t_interval
 
@@ -44,7 +44,7 @@ METHODS = {"imagination": {"refit_steps": 100, "starts": 32, "samples": 8, "chun
 
 
 # With cameras (obs_mode=image): the image policy's K chunks are sampled at real recorded frames and
-# scored one chunk ahead by a world model that sees the agentview camera (worldmodel/imagination.py).
+# scored one chunk ahead by a world model that sees the agentview camera (worldmodel/imagination_refine.py).
 CAMERA_METHODS = {"imagination_cam": {"wm_steps": 600, "refit_steps": 150, "starts": 64, "samples": 8, "chunks": 1,
                                       "train_chunks": 1, "keyframes": [0.0, 0.15, 0.3, 0.45, 0.6, 0.75]},
                   "control_cam": {"imagine": False, "real_weight": 1.0}}
@@ -134,9 +134,9 @@ def chunk_spread(out: Path) -> dict[str, Any]:
         return {}
     from vla.data.store import EpisodeStore
     from worldmodel.checkpoint import load_checkpoint
-    from worldmodel.imagination import ImaginationArgs
     from worldmodel.imagination_math import rollout_scores
-    from worldmodel.imagine import ImaginedEnv, StartStates, policy_observations, rollout, start_states
+    from worldmodel.imagination_refine import ImaginationArgs
+    from worldmodel.imagined_env import ImaginedEnv, StartStates, policy_observations, rollout, start_states
     from worldmodel.rank import load_candidate
 
     run = runs[0].parent
@@ -245,7 +245,7 @@ def imagined_vs_real(out: Path, runs: dict[int, list[dict[str, Any]]], wm: Path,
     cache = out / "imagined_vs_real.json"
     done = json.loads(cache.read_text()) if cache.exists() else {}
     from worldmodel.checkpoint import load_checkpoint
-    from worldmodel.imagine import start_states
+    from worldmodel.imagined_env import start_states
     from worldmodel.rank import imagined_score, load_candidate
 
     model = None
@@ -277,7 +277,7 @@ def report(args: argparse.Namespace) -> None:
     seeds = sorted(set.intersection(*(set(v) for v in final.values()))) if final else []
     res: dict[str, Any] = {"seeds": sorted(final.get("imagination", {})), "base": base.get("name"),
                            "base_success": rows[next(iter(rows))][seeds[0]][0]["success_rate"] if seeds else None}
-    lines = ["# Imagination refinement (issue 13)", "",
+    lines = ["# Imagination refinement", "",
              f"Base policy `{base.get('name')}` (pick_place, state mode). Command: see the docstring of "
              "`benchmarks/bench_imagination.py`.", "",
              "| method | seed | success per version | real episodes used | imagined episodes |",
@@ -384,7 +384,7 @@ def main() -> None:
     ap.add_argument("--train-steps", type=int, default=500)
     ap.add_argument("--eval-range", default="report", choices=("collect", "tune", "report"),
                     help="the protocol range (vla.protocol) of the evaluation seeds: report for a figure, tune to "
-                    "choose a variant; the runs before issue 58 used collect from 100000")
+                    "choose a variant; the runs before the seed protocol used collect from 100000")
     ap.add_argument("--eval-offset", type=int, default=0, help="the first evaluation seed within --eval-range")
     args = ap.parse_args()
     if args.phase == "run":

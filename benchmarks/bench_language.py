@@ -1,4 +1,4 @@
-"""Language benchmark (issue 19): does the VLA use the instruction? One multi-goal tiny VLA on the
+"""Language benchmark: does the VLA use the instruction? One multi-goal tiny VLA on the
 same-scene task `sort` (six goals in one scene, only the instruction tells them) and one multi-task
 tiny VLA on a Meta-World set, cameras + proprio, on this CPU.
 
@@ -49,8 +49,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness import ROOT, sh, vla
 from language_mw_report import mw_report, mw_tasks
-from wm_candidates import ROOT, sh, vla
 
 SORT_ABLATIONS = {"true": "", "wrong": "@wrong", "neutral": "do the task", "heldout": "@heldout"}
 # the issue's same-scene figures in language.json (language_recipe.py owns them once it has reported)
@@ -321,7 +321,7 @@ def gpu(args: argparse.Namespace) -> None:
     r = {k: None if v is None else sum(v.values()) / len(v) for k, v in o.items()}
     res: dict[str, Any] = {"steps": train_state.get("step"), "batch_size": args.gpu_batch, **r,
                            "paraphrase_gap": None if None in (r["true"], r["heldout"]) else r["true"] - r["heldout"]}
-    lines = ["# `sort` trained on a lent GPU (issue 19)", "",
+    lines = ["# `sort` trained on a lent GPU", "",
              f"The alias + FiLM recipe of `language.md` (1,000 noisy-expert demos collected on the GPU machine with "
              f"EGL rendering, agentview + wrist at 84x84), trained on one H200 at batch {args.gpu_batch}, lr 3e-4, "
              f"for {res['steps']} steps (cosine over the run): the steps that fit about four minutes at the "
@@ -403,7 +403,7 @@ def report(args: argparse.Namespace) -> None:
         return json.loads(f.read_text()) if f.exists() else None
 
     res: dict[str, Any] = {}
-    lines = ["# Language benchmark (issue 19)", "", "Commands: the docstring of `benchmarks/bench_language.py`.", ""]
+    lines = ["# Language benchmark", "", "Commands: the docstring of `benchmarks/bench_language.py`.", ""]
     sort = {k: rate(out / "sort" / "eval" / k) for k in SORT_ABLATIONS}
     if sort["true"]:
         res.update(same_scene_true=sort["true"]["success_rate"],

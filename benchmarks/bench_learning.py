@@ -33,7 +33,7 @@ def main() -> None:
     from sim.evaluate import EvalConfig, run_evaluation
     from vla.data.store import EpisodeStore
     from vla.policy.model import VLAModel, count_parameters
-    from vla.train.job import build
+    from vla.train.pretrain import build
     from vla.train.trainer import Trainer, latest_checkpoint
 
     tasks = args.tasks.split(",")

@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))  # results_io, a sibling
 RESULTS = ROOT / "benchmarks" / "results"
 
 

@@ -25,10 +25,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sim.evaluate import EvalConfig, run_evaluation
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # results_io, a sibling
 from results_io import write_result
+
+from sim.evaluate import EvalConfig, run_evaluation
 
 RESULTS = Path(__file__).parent / "results"
 SETTINGS = (("local_2", "local", 2), ("ray_1", "ray", 1), ("ray_2", "ray", 2))

@@ -1,4 +1,4 @@
-"""Does recording delay the control loop? (issue 16, item 1: `recorder_max_tick_delay_ms`)
+"""Does recording delay the control loop? (`recorder_max_tick_delay_ms`)
 
 The real chunk executor on its wall-clock thread (50 Hz, a synthetic policy on the inference thread),
 two 96x96 cameras with a new frame every tick, joint states at 100 Hz from a driver thread, an
@@ -28,15 +28,15 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from real.executor import ChunkExecutor, ExecutorConfig, TickRecord
+from real.recorder import EpisodeRecorder, RecorderConfig
+from real.safety import JointLimits, SafetyFilter
+from real.testing import SyntheticPolicy
+from real.worker import MonotonicClock, ThreadWorker
+from vla.data.schema import StoreSchema
 
-from real.executor import ChunkExecutor, ExecutorConfig, TickRecord  # noqa: E402
-from real.recorder import EpisodeRecorder, RecorderConfig  # noqa: E402
-from real.safety import JointLimits, SafetyFilter  # noqa: E402
-from real.testing import SyntheticPolicy  # noqa: E402
-from real.worker import MonotonicClock, ThreadWorker  # noqa: E402
-from vla.data.schema import StoreSchema  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
+
 
 A, RATE, SIZE = 6, 50.0, 96
 CAMERAS = ("front", "wrist")
@@ -174,7 +174,7 @@ def main() -> None:
     res["tick_late_max_ms_without_recording"] = next((r["late_ms_max"] for r in rows if r["condition"] == "off"), None)
     res["recorder_conditions"] = rows
     path.write_text(json.dumps(res, indent=1))
-    lines = ["# Deployment recorder: control-tick delay (issue 16, item 1)", "",
+    lines = ["# Deployment recorder: control-tick delay", "",
              "Command: `python benchmarks/bench_recorder.py` (50 Hz executor, two 96x96 cameras, joint states at "
              "100 Hz, an episode labelled every 5 s; 30 s per condition).", "",
              "| condition | ticks | late p50 / p99 / max (ms) | overruns | hand-over p99 / max (ms) | stored | failed "

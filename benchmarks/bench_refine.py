@@ -1,4 +1,4 @@
-"""Refinement benchmark (issue 6): HABC, RaC, HG-DAgger and the SFT / filtered-BC / AWR baselines,
+"""Refinement benchmark: HABC, RaC, HG-DAgger and the SFT / filtered-BC / AWR baselines,
 several seeds, success vs env episodes and vs intervention steps.
 
 Three phases, so the heavy one can run on a bigger machine:
@@ -74,7 +74,7 @@ def _pretrain(args: argparse.Namespace) -> None:
     """One pretraining (subprocess of `run`): preloads the instruction table so no encoder is needed."""
     from vla.policy.checkpoint import load_instruction_table
     from vla.policy.language import shared_encoder
-    from vla.train.job import run_training
+    from vla.train.pretrain import run_training
 
     shared_encoder().preload(load_instruction_table(Path(args.inputs)))
     run_training(args.store, args.out, "tiny", "default",

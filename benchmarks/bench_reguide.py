@@ -1,4 +1,4 @@
-"""ReGuide benchmark (issue 14): phase-conditioned guidance at test time and ReGuide-FT / -FS in
+"""ReGuide benchmark: phase-conditioned guidance at test time and ReGuide-FT / -FS in
 the refinement loop, paired by seed against the matched-data ablation.
 
   python benchmarks/bench_reguide.py sweep [--space state] [--dims 0:3]   # guidance scale, on other seeds
@@ -6,7 +6,7 @@ the refinement loop, paired by seed against the matched-data ablation.
   python benchmarks/bench_reguide.py report [--space state] [--dims 0:3]
   python benchmarks/bench_reguide.py prep --task can --demos 20  # then sweep/run/report --task can
   python benchmarks/bench_reguide.py prep --task square --demos 40  # likewise
-  # Can's headline (issue 58: the scale swept on tune, the figures on report):
+  # Can's headline (the scale swept on tune, the figures on report):
   python benchmarks/bench_reguide.py prep --task can --demos 10 --inputs runs/bench_reguide_can58/inputs \
       --wm runs/bench_reguide_can58/wm
   python benchmarks/bench_reguide.py sweep|run|report --task can --space state --dims 0:3 \
@@ -47,8 +47,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from harness import ROOT, STATE, evaluate, prep_base, refine_run, sh, vla
 from results_io import write_result  # benchmarks/ is this script's folder
-from wm_candidates import ROOT, STATE, evaluate, prep_base, refine_run, sh, vla
 
 from vla.metrics import t_interval
 
@@ -269,7 +269,7 @@ def sweep_table(out: Path, inputs: Path, wm: Path, task: str) -> tuple[dict[str,
 
 
 def sweep_seeds(sw: dict[str, Any]) -> str:
-    """Where a sweep's episodes came from: a protocol range, or (sweeps before issue 58) a first seed."""
+    """Where a sweep's episodes came from: a protocol range, or (sweeps before the seed protocol) a first seed."""
     if "seed_range" in sw:
         return f"{sw['seed_range']} range from offset {sw['seed_offset']}"
     return f"{sw.get('seed_start', 120_000)}+, collect range"
@@ -285,7 +285,7 @@ def report_sweeps(args: argparse.Namespace) -> None:
     entry: dict[str, Any] = {"task": task, "obs_mode": "state", "base": name, "seeds": [],
                              "base_checkpoints_real_success": {k: v["real_success"] for k, v in cands.items()
                                                                if isinstance(v, dict)}}
-    lines = [f"# ReGuide (issue 14): {task}, test-time guidance only", "",
+    lines = [f"# ReGuide: {task}, test-time guidance only", "",
              f"Base policy `{name}` ({name.split('_')[0][1:]} demos, {name.split('_s')[-1]} steps; {task}, state "
              "mode); its checkpoints' real success on 50 episodes from seed 100000: "
              + ", ".join(f"{k} {v['real_success']:.2f}" for k, v in cands.items() if isinstance(v, dict))
@@ -364,7 +364,7 @@ def report(args: argparse.Namespace) -> None:
                            "matched_fs_success": mean(first("matched_fs")), "guidance_scale": base_info.get("scale"),
                            "iterations": args.iterations, "rollouts_per_iteration": args.episodes,
                            "eval_episodes": args.eval_episodes, "eval_seed_range": eval_range}
-    lines = [f"# ReGuide (issue 14): {task}"
+    lines = [f"# ReGuide: {task}"
              + (f", distances on task-frame features ({STATE_FEATURES[task]})" if args.space == "state" else "")
              + (f", guidance on the action dims {args.dims} only" if args.dims else ""), "",
              f"Base policy `{name}` ({name.split('_')[0][1:]} demos, {name.split('_s')[-1]} steps; {task}, "
@@ -517,10 +517,11 @@ def main() -> None:
     ap.add_argument("--sweep-episodes", type=int, default=200)
     ap.add_argument("--sweep-range", default="tune", choices=("collect", "tune", "report"),
                     help="the protocol range of the sweep's episodes (the scale is a choice: tune); the sweeps "
-                    "before issue 58 ran on collect from 130000")
+                    "before the seed protocol ran on collect from 130000")
     ap.add_argument("--sweep-offset", type=int, default=0, help="the sweep's first seed within --sweep-range")
     ap.add_argument("--eval-range", default="report", choices=("collect", "tune", "report"),
-                    help="the protocol range of the figures' evaluation seeds; before issue 58: collect from 100000")
+                    help="the protocol range of the figures' evaluation seeds; before the seed protocol: collect "
+                    "from 100000")
     ap.add_argument("--eval-offset", type=int, default=0, help="the first evaluation seed within --eval-range")
     ap.add_argument("--scales", default=",".join(map(str, SWEEP_SCALES)))
     ap.add_argument("--seeds", default="0,1,2")

@@ -1,4 +1,4 @@
-"""Smooth chunk switches by test-time selection (issue 16, item 4): best of N chunks sampled in one
+"""Smooth chunk switches by test-time selection: best of N chunks sampled in one
 batched call, executed by the asynchronous executor, against `sync` on the same seeds.
 
 The executor drives the simulator's arm in simulated time (`executor_sim.run_episode`: each chunk
@@ -94,7 +94,7 @@ def sim_eval(folders: list[Path], out: Path) -> None:
     some = next(iter(seeds.values()))
     rec: dict[str, Any] = {"episodes": len(some), "seeds": [min(some), max(some)], "variants": {}}
 
-    lines = ["# Test-time chunk selection in plain simulator evaluation (issue 16, item 4)", "",
+    lines = ["# Test-time chunk selection in plain simulator evaluation", "",
              "Command: `python benchmarks/bench_selection.py --sim-eval " + " ".join(map(str, folders)) + "` "
              "(the `vla eval` runs it reads are in the docstring of `benchmarks/bench_selection.py`)", "",
              f"pick_place, {len(some)} seeds {min(some)}..{max(some)}, the evaluator (no executor, no delay), "
@@ -179,7 +179,7 @@ def main() -> None:
     res["selection_setup"] = {"by": args.by, "delay_ticks": args.delay_ticks, "seeds": [seeds[0], seeds[-1]],
                               "checkpoint": args.checkpoint, "seconds": time.time() - t0}
     Path(args.out).write_text(json.dumps(res, indent=1))
-    lines = ["# Test-time chunk selection in the executor (issue 16, item 4)", "",
+    lines = ["# Test-time chunk selection in the executor", "",
              f"Command: `python benchmarks/bench_selection.py --checkpoint {args.checkpoint} --episodes "
              f"{args.episodes} --ns {args.ns} --by {args.by}"
              + (f" --blend {args.blend}" if args.blend else "") + (f" --tag {args.tag}" if args.tag else "")

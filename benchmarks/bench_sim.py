@@ -308,7 +308,7 @@ def main() -> None:
     tasks = [t for t in args.tasks.split(",") if t]
     RESULTS.mkdir(parents=True, exist_ok=True)
 
-    lines = ["# robosuite task speed (issue 3)", "",
+    lines = ["# robosuite task speed", "",
              f"Command: `{' '.join(['python', 'benchmarks/bench_sim.py', *sys.argv[1:]])}`  ",
              f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, load average "
              f"{' '.join(f'{x:.1f}' for x in os.getloadavg())} at start, MUJOCO_GL={os.environ['MUJOCO_GL']}, "

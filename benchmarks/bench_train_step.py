@@ -1,5 +1,5 @@
 """The training step of the main job's policy (tiny preset, two 84x84 cameras, batch 32) on this
-machine, with the optimiser and EMA as they are, as they were before stop 55 (torch's per-tensor loops
+machine, with the optimiser and EMA as they are, as they were before the fused optimiser (torch's per-tensor loops
 on CPU), or compiled (`train.compile`):
 
     python benchmarks/bench_train_step.py --variants old,current,old,current --steps 100
@@ -12,15 +12,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_policy import _stats
 
 from vla.policy.config import load_policy_config
@@ -32,7 +28,7 @@ CAMERAS = ["agentview", "robot0_eye_in_hand"]
 
 
 def as_before(trainer: Trainer, model: VLAModel) -> None:
-    """The optimiser and EMA update of before stop 55: AdamW without fused or multi-tensor kernels, and
+    """The optimiser and EMA update of before the fused optimiser: AdamW without fused or multi-tensor kernels, and
     the EMA tensor by tensor."""
     groups = [{**{k: v for k, v in g.items() if k not in ("fused", "foreach")}, "params": g["params"]}
               for g in trainer.opt.param_groups]

@@ -1,4 +1,4 @@
-"""World-model benchmark (issue 12): validation, policy ranking without the simulator, speed.
+"""World-model benchmark: validation, policy ranking without the simulator, speed.
 
   python benchmarks/wm_candidates.py --out runs/bench_wm/inputs          # policies + real success
   python benchmarks/bench_worldmodel.py variants --out runs/bench_wm/run  # pick_place cameras, lift
@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from wm_candidates import sh, vla  # benchmarks/ is this script's folder
+from harness import sh, vla
 
 
 def collect(store: Path, task: str, episodes: int, seed: int, log: Path, *extra: str) -> None:
@@ -100,7 +100,7 @@ def speed(wm: Path, policy_ckpt: Path, sim_steps: int = 300, batch: int = 256, c
     import sim.tasks  # noqa: F401  (registers the tasks)
     from vla.registry import TASKS
     from worldmodel.checkpoint import load_checkpoint
-    from worldmodel.imagine import ImaginedEnv, rollout, start_states
+    from worldmodel.imagined_env import ImaginedEnv, rollout, start_states
     from worldmodel.rank import load_candidate
 
     torch.set_num_threads(1)

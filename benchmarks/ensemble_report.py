@@ -16,17 +16,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from results_io import write_result
 
 from vla.metrics import paired_difference, t_interval
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))  # results_io, a sibling
-from results_io import write_result  # noqa: E402
 
 
 def plain_of(job: Path) -> dict[str, Any]:

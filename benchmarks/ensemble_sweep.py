@@ -19,15 +19,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
+
+from results_io import write_result
 
 from vla.metrics import format_paired, paired_difference
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))  # results_io, a sibling
-from results_io import write_result  # noqa: E402
 
 RATES = (-0.01, 0.1, 0.3, 0.5, 1.0)
 EVERY = (1, 2, 4)

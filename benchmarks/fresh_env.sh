@@ -71,4 +71,5 @@ chroot "$ROOTFS" /root/go.sh || true
 cat "$ROOTFS/root/times.txt"
 # the figures, by code: benchmarks/results/fresh_env.json (with the host's python: the chroot's venv is gone
 # at the next run)
-python3 "$SRC/benchmarks/fresh_env_result.py" "$ROOTFS"
+PY=python3; [ -x "$SRC/.venv/bin/python" ] && PY="$SRC/.venv/bin/python"  # results_io reads vla.protocol
+"$PY" "$SRC/benchmarks/fresh_env_result.py" "$ROOTFS"

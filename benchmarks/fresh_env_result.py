@@ -14,8 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]  # results_io; vla
-from results_io import write_result  # noqa: E402
+from results_io import write_result
 
 STEP = re.compile(r"^(\w+) rc=(-?\d+) (\d+) s$")
 PYTEST = re.compile(r"=+ (.*\d+ (?:passed|failed).*) in [\d.:]+s? .*=+$")

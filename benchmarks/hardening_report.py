@@ -2,8 +2,8 @@
 
     python benchmarks/hardening_report.py     # -> benchmarks/results/hardening.json
 
-Sources: `hardening_store.json` (python benchmarks/hardening_store.py: hostile stores, episodes, overrides,
-presets, checkpoints, and killed store writes) and `hardening_ros.json` (python benchmarks/hardening_soak.py:
+Sources: `hardening_store.json` (python -m tests.hostile.store_soak: hostile stores, episodes, overrides,
+presets, checkpoints, and killed store writes) and `hardening_ros.json` (python -m tests.real.ros.soak:
 hostile ROS input and the 50 Hz soak). Counts are sums over both; the soak's figures are the ROS file's, with
 its first_instruction_max_gap_ms and inference_watchdog_ms when it measured them.
 """
@@ -11,11 +11,8 @@ its first_instruction_max_gap_ms and inference_watchdog_ms when it measured them
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # results_io, a sibling
 from results_io import RESULTS, write_result
 
 SOURCES = {"store_cli": "hardening_store.json", "ros": "hardening_ros.json"}
@@ -35,7 +32,7 @@ def merge(store: dict[str, Any], ros: dict[str, Any]) -> dict[str, Any]:
             "committed_lost": int(store.get("committed_lost", 0)), "soak_minutes": ros.get("soak_minutes"),
             "soak_missed_deadlines_5ms": ros.get("soak_missed_deadlines_5ms"),
             "soak_control_ticks": ros.get("control_ticks"), "soak_rss_growth_mb": ros.get("soak_rss_growth_mb"),
-            "sources": {k: f"{v} (python benchmarks/{'hardening_store' if k == 'store_cli' else 'hardening_soak'}.py)"
+            "sources": {k: f"{v} (python -m tests.{'hostile.store_soak' if k == 'store_cli' else 'real.ros.soak'})"
                         for k, v in SOURCES.items()}}
     # the soak's unseen-instruction figure and the watchdog it is held against, when the soak measured them
     figures.update({k: ros[k] for k in ROS_CARRIED if ros.get(k) is not None})

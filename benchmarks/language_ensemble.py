@@ -1,4 +1,4 @@
-"""`sort` (issue 19's same-scene task) executed with the temporal ensemble, against the job's 4 steps a
+"""`sort` (the language benchmark's same-scene task) executed with the temporal ensemble, against the job's 4 steps a
 chunk, on the same seeds: does the test-time gain on pick_place (`ensemble.md`) carry over to the
 language benchmark, and does it change how the instruction is used?
 
@@ -19,7 +19,7 @@ import argparse
 import json
 
 from bench_language import SORT_ABLATIONS, eval_sort
-from wm_candidates import ROOT
+from harness import ROOT
 
 from sim.evaluate import read_seed_outcomes
 from vla.metrics import format_paired, paired_difference
@@ -50,7 +50,7 @@ def main() -> None:
                   (f"temporal_ensemble={args.rate}", f"temporal_ensemble_every={args.every}"))
     res: dict = {"checkpoint": str(ck.relative_to(ROOT)), "episodes": args.episodes, "rate": args.rate,
                  "every": args.every}
-    lines = ["# `sort` with the temporal ensemble (issue 19)", "",
+    lines = ["# `sort` with the temporal ensemble", "",
              f"Commands: the docstring of `benchmarks/language_ensemble.py`. Checkpoint `{res['checkpoint']}` "
              f"(a second training of `language.md`'s recipe), {args.episodes} held-out seeds (1000+), every "
              f"instruction ablation executed {args.n_action_steps} steps a chunk and with the temporal ensemble "

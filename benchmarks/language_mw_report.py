@@ -46,7 +46,7 @@ def mw_report(args: argparse.Namespace, out: Path, rate: Any) -> tuple[list[str]
     main = out / "mw" / "eval"
     if main not in evals:
         return [], {}
-    lines = ["# Language benchmark (issue 19): Meta-World MT10", "",
+    lines = ["# Language benchmark: Meta-World MT10", "",
              "Commands: the docstring of `benchmarks/bench_language.py` (collect/train/eval/report with "
              f"`--family mw --out {args.out}`).", "",
              f"One multi-task tiny VLA (FiLM, centred instruction embeddings) by behaviour cloning of {args.mw_demos} "

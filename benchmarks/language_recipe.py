@@ -1,4 +1,4 @@
-"""`sort` (issue 19's same-scene task) trained and executed with the main job's recipe: does what lifted
+"""`sort` (the language benchmark's same-scene task) trained and executed with the main job's recipe: does what lifted
 the job's pick_place policy lift the language benchmark to its 85%?
 
 The main job's camera policy gained from three settings none of the language runs used
@@ -18,7 +18,7 @@ as every earlier language figure) and `job` (the job's execution):
   python benchmarks/language_recipe.py eval --episodes 100 --train-seed 1
   python benchmarks/language_recipe.py report --device-run runs/device_sort2
 
-Training runs one thread per process unless OMP_NUM_THREADS is set (`wm_candidates.ENV`): alone on this
+Training runs one thread per process unless OMP_NUM_THREADS is set (`harness.ENV`): alone on this
 2-core machine, `OMP_NUM_THREADS=2 python benchmarks/language_recipe.py train ...` takes ~95 min for the
 20,000 steps instead of ~160.
 
@@ -58,7 +58,7 @@ from typing import Any
 
 import numpy as np
 from bench_language import SAME_SCENE_KEYS, SORT_ABLATIONS, eval_sort, sort_aliases
-from wm_candidates import ROOT, sh, vla
+from harness import ROOT, sh, vla
 
 from sim.evaluate import read_seed_outcomes
 from vla.metrics import format_paired, paired_difference, t_interval, wilson_interval
@@ -169,7 +169,7 @@ def over_trainings(res: dict[str, Any], step: int, setting: str = "job") -> dict
 
 
 def target_line(final: dict[str, Any]) -> str:
-    """over_trainings()'s figures against issue 19's targets, as one sentence."""
+    """over_trainings()'s figures against the language benchmark's targets, as one sentence."""
     have = final["seeds_per_figure"]
 
     def target(k: str, name: str, ok: bool, fmt: str = ".3f") -> str:
@@ -192,7 +192,7 @@ def target_line(final: dict[str, Any]) -> str:
 
 
 def set_headline(table: dict[str, Any], final: dict[str, Any], source: str) -> None:
-    """language.json's issue-19 headline keys from over_trainings()'s figures."""
+    """language.json's headline keys from over_trainings()'s figures."""
     table.update({f"same_scene_{k}": final[k] for k in ("true", "wrong", "neutral") if k in final})
     table.update({k: final[k] for k in ("paraphrase_gap", "paraphrase_gap_grounded") if k in final})
     table["same_scene_source"] = source
@@ -207,7 +207,7 @@ def report(args: argparse.Namespace, out: Path) -> None:
     measure(args, out, res)
     if args.device_run:
         device_measure(Path(args.device_run), res)
-    lines = ["# `sort` with the main job's recipe (issue 19)", "",
+    lines = ["# `sort` with the main job's recipe", "",
              "Commands and what the recipe is: the docstring of `benchmarks/language_recipe.py`. Evaluated on "
              f"{args.episodes} held-out seeds (1000+); `plain`: 4 steps a chunk at the checkpoint's noise (every "
              "earlier language figure); `job`: every chunk from the prior's mean, the temporal ensemble (0.3, a "
@@ -245,7 +245,7 @@ def report(args: argparse.Namespace, out: Path) -> None:
     final = over_trainings(res, args.steps)
     if final is not None:
         res["mean_over_training_seeds"] = final
-        lines += ["", f"Targets (issue 19), the job's execution at step {args.steps}, " + target_line(final)]
+        lines += ["", f"Targets, the job's execution at step {args.steps}, " + target_line(final)]
     (RESULTS / "language_recipe.md").write_text("\n".join(lines) + "\n")
     table["sort_job_recipe"] = res
     if final is not None and not table.get("same_scene_variant"):
@@ -278,7 +278,7 @@ def report_variant(args: argparse.Namespace, out: Path) -> None:
     outcomes = measure(args, out, res)
     base = (ROOT / "runs" / "bench_language" / "sort").resolve()
     recipe = table.get("sort_job_recipe", {})
-    lines = [f"# `sort`, the job's recipe with {args.variant} (issue 19)", "", res["note"], "",
+    lines = [f"# `sort`, the job's recipe with {args.variant}", "", res["note"], "",
              f"Runs: `{res['out']}`; the recipe's own (`language_recipe.md`): `runs/bench_language/sort`. The job's "
              f"execution, {args.episodes} held-out seeds (1000+); a goal-blind policy is right 1 time in 6.", "",
              "| training seed | checkpoint | true | Wilson 95% | wrong | neutral | held-out | held-out, grounded "
@@ -358,12 +358,12 @@ def report_variant(args: argparse.Namespace, out: Path) -> None:
 
 
 def failure_lines(files: str) -> list[str]:
-    """How the checkpoints fail and whether they turn the hand to the cube (benchmarks/failure_modes.py's
+    """How the checkpoints fail and whether they turn the hand to the cube (experiments/failure_modes.py's
     JSON files, comma-separated), as a table."""
     rows = []
     for f in (x for x in files.split(",") if x):
         if not (ROOT / f).is_file():
-            raise SystemExit(f"--failures: {f} does not exist (benchmarks/failure_modes.py --out writes it)")
+            raise SystemExit(f"--failures: {f} does not exist (experiments/failure_modes.py --out writes it)")
         d = json.loads((ROOT / f).read_text())
         o, t = d["outcomes"], d["turn"]
         g = d["grasp_by_outcome"]
@@ -376,7 +376,7 @@ def failure_lines(files: str) -> list[str]:
                     + f" | {g.get('success', {}).get('x_mm', '-')} / {g.get('slipped', {}).get('x_mm', '-')} |")
     if not rows:
         return []
-    return ["", "How they fail (`benchmarks/failure_modes.py --task sort --ensemble 0.3 --every 2 --noise-scale 0`, "
+    return ["", "How they fail (`experiments/failure_modes.py --task sort --ensemble 0.3 --every 2 --noise-scale 0`, "
             "the true instruction, seeds 1000-1099; files written before stop 50, with its own loop and two threads, "
             "can differ from the evaluator by one success; since, the same episodes). `r`: "
             "correlation between how far the goal cube starts turned from the hand and how "

@@ -1,4 +1,4 @@
-"""The main job's refine stage against its demos-only control, over training seeds (issue 17, item 3).
+"""The main job's refine stage against its demos-only control, over training seeds.
 
     python benchmarks/main_job_control.py --jobs runs/main56 runs/main56s1 [--name main_job_control]
 
@@ -27,18 +27,16 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from results_io import write_result
 
 from vla.metrics import format_paired, paired_difference, t_interval
 from vla.protocol import range_of_seeds
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))  # results_io, a sibling
-from results_io import write_result  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 
@@ -112,7 +110,7 @@ def report(rows: list[dict[str, Any]], name: str) -> None:
                  key_figures=["refined_minus_control", "refined_minus_control_pooled", "trainings"],
                  command=f"python benchmarks/main_job_control.py --jobs {' '.join(r['job'] for r in rows)} "
                          f"--name {name}")
-    lines = ["# The main job's refine stage against its demos-only control (issue 17, item 3)", "",
+    lines = ["# The main job's refine stage against its demos-only control", "",
              f"Command: `python benchmarks/main_job_control.py --jobs {' '.join(r['job'] for r in rows)} "
              f"--name {name}`. "
              "Each job is one training seed of the default preset (pretraining and refinement). The control "

@@ -152,7 +152,7 @@ def report(args: argparse.Namespace) -> None:
     """One section per results file: each is its own pretraining, so their seeds are not pooled."""
     png_dir = Path(args.png_dir)
     png_dir.mkdir(parents=True, exist_ok=True)
-    lines = ["# Refinement benchmark (issue 6)", "",
+    lines = ["# Refinement benchmark", "",
              f"Commands: {args.command or '`python benchmarks/bench_refine.py run ...`'}, then "
              f"`python benchmarks/bench_refine.py report --results {' '.join(args.results)}`  ",
              f"Report written: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", ""]

@@ -58,6 +58,10 @@ def commit() -> str:
 
 def command_line() -> str:
     """This process's command as a person would type it from the repository root."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and spec.name:  # `python -m tests.hostile.store_soak`: a module under tests/
+        return " ".join(["python", "-m", spec.name, *sys.argv[1:]])
     script = Path(sys.argv[0])
     with contextlib.suppress(ValueError):  # a script outside the repository keeps its own path
         script = script.resolve().relative_to(ROOT)
@@ -151,7 +155,33 @@ def index_text(results: Path = RESULTS) -> str:
         cells = [name, figs.replace("|", "/"), meta.get("seed_range", "not recorded"), cmd.replace("|", "\\|"),
                  meta.get("date", "not recorded"), meta.get("commit", "not recorded")]
         lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "## The scripts", "",
+              f"Every script in `{results.parent.name}/` (one-off investigations are in `experiments/`), its purpose",
+              "and the results that name it (in their recorded command or their page).", "",
+              "| script | what it measures | results |", "|---|---|---|"]
+    pages = {p.stem: p.read_text(errors="replace") for p in sorted(results.glob("*.md")) if p.name != INDEX.name}
+    metas = {p.stem: json.dumps(json.loads(p.read_text()).get(META, {})) for p in sorted(results.glob("*.json"))
+             if p.name != PROTOCOL.name and isinstance(json.loads(p.read_text()), dict)}
+    for script in sorted([*results.parent.glob("*.py"), *results.parent.glob("*.sh")]):
+        named = sorted({stem for stem, text in [*pages.items(), *metas.items()] if script.name in text})
+        links = ", ".join(f"[{s}]({s}.md)" if s in pages else s for s in named) or "-"
+        lines.append(f"| `{script.name}` | {script_purpose(script).replace('|', '/')} | {links} |")
     return "\n".join(lines) + "\n"
+
+
+def script_purpose(script: Path) -> str:
+    """The first sentence of a script's docstring (a shell script's first comment line after the shebang)."""
+    text = script.read_text(errors="replace")
+    if script.suffix == ".py":
+        import ast
+
+        doc = ast.get_docstring(ast.parse(text)) or ""
+    else:
+        comments = [ln.lstrip("# ").rstrip() for ln in text.splitlines()[1:] if ln.startswith("#")]
+        doc = " ".join(comments[:3])
+    first = " ".join(doc.split("\n\n")[0].split())
+    end = first.find(". ")
+    return (first[:end + 1] if 0 < end < 240 else first[:240]) or "(no docstring)"
 
 
 def _dotted(data: Any, key: str) -> Any:

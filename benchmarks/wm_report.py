@@ -25,7 +25,7 @@ def _f(x: Any, nd: int = 3) -> str:
 def report(run: Path, inputs: Path) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     figures: dict[str, Any] = {}
-    lines = ["# World model (issue 12)", "",
+    lines = ["# World model", "",
              f"2 CPUs, no GPU. Run folder `{os.path.relpath(run, ROOT)}`. Commands:", "",
              "```", "python benchmarks/wm_candidates.py --out runs/bench_wm/inputs",
              "python benchmarks/bench_worldmodel.py variants --out runs/bench_wm/run",

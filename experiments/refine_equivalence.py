@@ -9,6 +9,9 @@ the code before the redesign and with today's, and the two must agree bit for bi
 Each case writes digest.json: records and train_info (no timings), the sha256 of the fine-tuned
 checkpoint's files and, for DSRL, of the actor's tensors and metadata. `--new` spells the settings
 as today's config does (method_args.*, critic.*). Result: experiments/refine_equivalence.txt.
+OMP_NUM_THREADS=1 is part of the comparison, not a speed setting: torch's matrix products split their
+sums by thread, so the instruction encoder's embeddings (and every weight trained after them) differ in
+the last bits between one thread and two. Both sides must run with the same count.
 """
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ Modes (`ExecutorConfig.mode`):
   a high percentile of recently measured inference delays in ticks; hand the policy as `prefix` the
   queued actions that will run while it computes; on arrival drop the chunk's actions whose tick
   has passed, keep the committed prefix, continue with the new chunk (needs a policy trained with
-  random clean action prefixes, i.e. training-time real-time chunking; see DESIGN.md).
+  random clean action prefixes, i.e. training-time real-time chunking: `policy.prefix_prob`).
 - `ensemble`: infer whenever the worker is free (no prefix); every arrived chunk keeps its aligned
   predictions and the action for a tick is their mean weighted exp(-`ensemble_rate` x age)
   (`chunk_queue.TickEnsemble`: ACT's temporal ensemble, arXiv 2304.13705, as the simulator's

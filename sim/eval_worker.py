@@ -20,7 +20,7 @@ from vla.policy.ensemble import ChunkSchedule
 from vla.video import annotate, can_view, view_frame, write_mp4
 
 
-def run_episode(env: Any, policy: Any, seed: int, spec: dict[str, Any], record: bool, video: bool,
+def run_eval_episode(env: Any, policy: Any, seed: int, spec: dict[str, Any], record: bool, video: bool,
                 intervener: Any = None) -> tuple[EpisodeResult, EpisodeBuilder | None, list[np.ndarray]]:
     """One episode: the policy's chunks, `n_action_steps` at a time; an intervener, when given, may
     take over at any step (its steps are flagged), RaC episodes end after the intervention."""
@@ -140,7 +140,8 @@ def run_worker(spec: dict[str, Any]) -> Iterator[EpisodeResult]:
     try:
         for seed in spec["seeds"]:
             video = seed in spec["video_seeds"]
-            result, builder, frames = run_episode(env, policy, seed, spec, episode_dir is not None, video, intervener)
+            result, builder, frames = run_eval_episode(env, policy, seed, spec, episode_dir is not None, video,
+                                                       intervener)
             if hasattr(policy, "episode_done"):  # a learner's policy keeps what it decided (DSRL's steered one)
                 policy.episode_done(seed, result.success)
             if frames:

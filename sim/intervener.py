@@ -21,7 +21,7 @@ failure:
 - `crooked_grasp` (with `grasp_yaw_guard`, degrees): the policy closes the gripper at the object
   (within 3 cm in xy) with the hand turned more than that from the object's faces (modulo 90
   degrees: box-shaped objects). The main job's camera policy loses the cube in 42% of its grasps at
-  30 degrees or more against 8% below (benchmarks/failure_modes.py): the slip that follows is what a
+  30 degrees or more against 8% below (experiments/failure_modes.py): the slip that follows is what a
   person watching would prevent, by turning the hand before it closes;
 - `requested`: `request_takeover()` was called (a test, or a person's button in a UI).
 

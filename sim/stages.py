@@ -124,7 +124,7 @@ def refine_stage(ctx: JobContext) -> dict[str, Any]:
 
 @stage("imagine")
 def imagine_stage(ctx: JobContext) -> dict[str, Any]:
-    """One round of imagination refinement of the pretrained policy (worldmodel/imagination.py, found
+    """One round of imagination refinement of the pretrained policy (worldmodel/imagination_refine.py, found
     through the refinement registry): a few real rollouts without a person, a small world model
     trained on the job's demos and those rollouts, K chunks per real start state scored through the
     model, the better ones weighted into fine-tuning; real success before and after on the eval

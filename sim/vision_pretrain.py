@@ -4,7 +4,7 @@ scripted expert's episodes, before imitation starts (`train.init_weights` loads 
 
 Why: imitation gives the main job's camera policy a signal for the cube's yaw only in the 2-3 steps
 a demo turns the hand, and its encoder drops the yaw (ridge R^2 <= 0 on its features,
-`benchmarks/yaw_probe.py`) although the same encoder learns it from the pixels when asked (held-out
+`experiments/yaw_probe.py`) although the same encoder learns it from the pixels when asked (held-out
 R^2 0.83, `main_job_notes.md`). A grasp turned 30+ degrees off slips five times as often.
 
 Privileged information used only at training time, as in asymmetric actor-critic (Pinto et al.,

@@ -5,7 +5,7 @@ tiny recipe (20 scripted demos of pick_place with the object poses in the state,
 1,500 steps) must reach a success floor on 20 fixed seeds of the protocol's `tune` range, and one round of
 HG-DAgger (10 rollouts with the scripted person, 200 fine-tuning steps) must not fall behind its demos-only
 control (`method_args.group_shares={demo: 1.0}`: the same rollouts, steps and seed, every batch from the demos) on the
-same seeds. `python benchmarks/learning_check.py --runs 10` runs it repeatedly and writes every run's
+same seeds. `python -m tests.learning_check_repeat --runs 10` runs it repeatedly and writes every run's
 figures and seconds to benchmarks/results/learning_check.json: whether they were identical, and how far
 above the floors they stayed; the margins leave room for another CPU's float rounding.
 
@@ -58,7 +58,7 @@ def _refine(ckpt: Path, demos: Path, out: Path, control: bool) -> list[dict]:
 def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """The tiny recipe's demos and checkpoint, trained once for the module's tests."""
     from sim.evaluate import EvalConfig, run_evaluation
-    from vla.train.job import run_training
+    from vla.train.pretrain import run_training
     from vla.train.trainer import latest_checkpoint
 
     root = tmp_path_factory.mktemp("learning")
@@ -112,7 +112,7 @@ class NoisyPoses:
 
 
 def _success(policy: Any, seeds: list[int]) -> float:
-    from sim.eval_worker import run_episode
+    from sim.eval_worker import run_eval_episode
     from sim.evaluate import env_kwargs
     from vla.registry import TASKS
 
@@ -120,7 +120,7 @@ def _success(policy: Any, seeds: list[int]) -> float:
                                                  "horizon": None}))
     spec = {"task": "pick_place", "source": "rollout", "video_size": 0, "label": "executed", "policy_version": 0,
             **EXECUTION}
-    return float(np.mean([run_episode(env, policy, s, spec, record=False, video=False)[0].success for s in seeds]))
+    return float(np.mean([run_eval_episode(env, policy, s, spec, record=False, video=False)[0].success for s in seeds]))
 
 
 # pick_place's state: the cube's position is 9:12, the zone's 19:22; the zone's height never changes

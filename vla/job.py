@@ -116,7 +116,7 @@ class RefineStageConfig:
 
 @dataclass
 class ImagineStageConfig:
-    """Stage `imagine` (sim/stages.py): one round of imagination refinement (worldmodel/imagination.py)."""
+    """Stage `imagine` (sim/stages.py): one round of imagination refinement (worldmodel/imagination_refine.py)."""
 
     episodes_per_iteration: int = 10  # real rollouts without a person: start states, and the model's data
     eval_episodes: int = 50
@@ -301,7 +301,7 @@ def loader_stage(ctx: JobContext) -> dict[str, Any]:
 @stage("pretrain")
 def pretrain_stage(ctx: JobContext) -> dict[str, Any]:
     from vla.policy.model import count_parameters
-    from vla.train.job import run_training
+    from vla.train.pretrain import run_training
 
     cfg = ctx.config.pretrain
     t0 = time.perf_counter()

@@ -114,7 +114,7 @@ def rank_cmd(ckpts: list[Path] = typer.Argument(None, help="policy checkpoints t
     import numpy as np
 
     from worldmodel.checkpoint import load_checkpoint
-    from worldmodel.imagine import start_states
+    from worldmodel.imagined_env import start_states
     from worldmodel.rank import rank
 
     model, _, meta, _, _ = load_checkpoint(wm)
@@ -154,7 +154,7 @@ def imagine_cmd(policy: Path = typer.Argument(..., help="policy checkpoint (stat
     import numpy as np
 
     from worldmodel.checkpoint import load_checkpoint
-    from worldmodel.imagine import ImaginedEnv, rollout, start_states, write_imagined
+    from worldmodel.imagined_env import ImaginedEnv, rollout, start_states, write_imagined
     from worldmodel.rank import load_candidate
 
     model, job, meta, _, _ = load_checkpoint(wm)

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 
 from vla.data.store import EpisodeStore
 from worldmodel.config import WMTrainConfig, WorldModelConfig
+from worldmodel.losses import value_targets
 
 
 class WorldModelDataError(ValueError):
@@ -176,8 +177,7 @@ def make_batch(data: EpisodeData, episode: np.ndarray, t: np.ndarray, cfg: World
     ix = window_indices(data, episode, t, cfg.chunk, cfg.horizon)
     reward = data.reward[ix["act"]] * ix["act_valid"]
     length = data.lengths[episode][:, None]
-    value = np.where(data.success[episode][:, None],
-                     cfg.gamma ** np.maximum(length - 1 - ix["obs_local"], 0).astype(np.float64), 0.0)
+    value = value_targets(ix["obs_local"], length, data.success[episode][:, None], cfg.gamma)
     batch = {"state": torch.from_numpy(data.state[ix["obs"]]),
              "obs_valid": torch.from_numpy(ix["obs_valid"]),
              "action": torch.from_numpy(data.action[ix["act"]]),

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from worldmodel.data import EpisodeData
-from worldmodel.imagine import ImaginedEnv, StartStates, replay
+from worldmodel.imagined_env import ImaginedEnv, StartStates, replay
 from worldmodel.metrics import auroc, ece
 from worldmodel.model import WorldModel
 

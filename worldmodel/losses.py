@@ -10,6 +10,7 @@ their disagreement is an uncertainty (as in MBPO / RAVL's edge-of-reach penalty,
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -63,14 +64,15 @@ def disagreement(latents: torch.Tensor) -> torch.Tensor:
     return latents.std(0, unbiased=False).mean(-1)
 
 
-def value_targets(length: int, success: bool, gamma: float) -> torch.Tensor:
-    """Discounted success-to-go for each step t of an episode of `length` steps: gamma^(T-1-t) if
-    the episode succeeds (its last action reaches success), else 0. A progress / value target."""
-    if length < 1 or not 0 < gamma <= 1:
-        raise ValueError(f"need length >= 1 and 0 < gamma <= 1, got {length}, {gamma}")
-    if not success:
-        return torch.zeros(length)
-    return gamma ** torch.arange(length - 1, -1, -1, dtype=torch.float32)
+def value_targets(steps: np.ndarray, length: np.ndarray, success: np.ndarray, gamma: float) -> np.ndarray:
+    """Discounted success-to-go at step `steps` of episodes of `length` steps (broadcast together):
+    gamma^(T-1-t) where the episode succeeds (its last action reaches success), else 0; a step past
+    the end counts as the last. The value head's target (float64)."""
+    if not 0 < gamma <= 1:
+        raise ValueError(f"value_targets: gamma must be in (0, 1], got {gamma}")
+    if np.any(np.asarray(length) < 1):
+        raise ValueError(f"value_targets: episode lengths must be >= 1, got min {np.min(length)}")
+    return np.where(success, gamma ** np.maximum(length - 1 - steps, 0).astype(np.float64), 0.0)
 
 
 def simnorm(x: torch.Tensor, groups: int) -> torch.Tensor:

@@ -18,13 +18,13 @@ from typing import Any
 import numpy as np
 
 from vla.data.store import EpisodeStore
-from worldmodel.imagine import StartStates
+from worldmodel.imagined_env import StartStates
 
 
 def simulate(task: str, store_path: str | Path, starts: StartStates, samples: int, n_chunks: int, chunk: int,
              policy: Any, seed: int = 0) -> dict[str, np.ndarray]:
     """Roll `policy` in the simulator from every start, `samples` times each (rows ordered as
-    `starts.repeat(samples)`). Returns the keys of `worldmodel.imagine.rollout` (success_prob is 1
+    `starts.repeat(samples)`). Returns the keys of `worldmodel.imagined_env.rollout` (success_prob is 1
     from the chunk that succeeded on, value and disagreement are 0) plus `step_states`
     [B, n_chunks * chunk, D] (the state before each executed action), `lengths` [B] (actions
     executed) and `replay_error` [n_starts] (max |replayed - recorded| state at the start)."""

@@ -22,7 +22,7 @@ import torch
 
 from worldmodel.data import load_episodes
 from worldmodel.evaluate import one_step_success
-from worldmodel.imagine import ImaginedEnv, StartStates, rollout
+from worldmodel.imagined_env import ImaginedEnv, StartStates, rollout
 from worldmodel.metrics import rank_report
 from worldmodel.model import WorldModel
 

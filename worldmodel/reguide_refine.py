@@ -84,7 +84,7 @@ class ReGuide(RefineMethod):
 
     def prepare_guidance(self, run: Run) -> Path:
         """The world model and the phase targets, made once per run (resumable)."""
-        from worldmodel.imagination import fit_run_world_model
+        from worldmodel.imagination_refine import fit_run_world_model
         from worldmodel.reguide import fit_phase_targets
 
         folder = self.phases_dir(run)

@@ -21,7 +21,7 @@ from vla.policy.specs import spec_args, spec_loader
 from vla.registry import POLICY_SPECS
 from worldmodel.data import observation_arrays
 from worldmodel.imagination_math import best_of, rollout_scores
-from worldmodel.imagine import ImaginedEnv, StartStates, check_policy
+from worldmodel.imagined_env import ImaginedEnv, StartStates, check_policy
 from worldmodel.model import WorldModel
 
 

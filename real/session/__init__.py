@@ -22,7 +22,8 @@ from typing import Any
 # must not pay for the simulator, the experts and the policy stack.
 _EXPORTS = {
     "register": "cli",
-    **dict.fromkeys(("EpisodeRecord", "StepStatus", "deferred_interrupt", "mode_label", "run_episode"), "episode"),
+    **dict.fromkeys(("EpisodeRecord", "StepStatus", "deferred_interrupt", "mode_label", "run_supervised_episode"),
+                    "episode"),
     **dict.fromkeys(("HUMAN_MODES", "HumanIntervener"), "human"),
     **dict.fromkeys(("DEVICES", "MODES", "SessionConfig", "SessionResult", "make_device", "make_intervener",
                      "next_seed", "open_store", "run_session"), "runner"),

@@ -46,7 +46,7 @@ def _chunk(policy: Any, obs: dict[str, Any], n: int) -> list[np.ndarray]:
     return list(np.asarray(policy.sample_chunk([obs]), np.float32)[0][:n])
 
 
-def run_episode(env: Any, policy: Any, intervener: Any, seed: int, *, task: str, n_action_steps: int,
+def run_supervised_episode(env: Any, policy: Any, intervener: Any, seed: int, *, task: str, n_action_steps: int,
                 policy_version: int = 0, on_step: Callable[[StepStatus], None] | None = None,
                 frames: list[np.ndarray] | None = None, video_size: int = 256) -> tuple[Episode | None, EpisodeRecord]:
     """One supervised episode; returns (None, record) if the supervisor quit or it has no steps.

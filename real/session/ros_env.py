@@ -1,6 +1,6 @@
 """The arm over ROS 2 as the env of a correction session (`vla session robot=configs/deploy/native_arm.yaml`).
 
-`run_episode` drives this exactly as it drives a simulated task, so the supervisor, RaC rewind and
+`run_supervised_episode` drives this exactly as it drives a simulated task, so the supervisor, RaC rewind and
 the store are the same code for sim and real, and the episodes have the simulator's schema: the
 cameras of the deploy config, state = the VLA's proprio (end-effector pose and fingers, computed from
 the joint states by forward kinematics, as `real.joint_vla` does for the policy node), action = the

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from real.session.episode import EpisodeRecord, StepStatus, deferred_interrupt, run_episode
+from real.session.episode import EpisodeRecord, StepStatus, deferred_interrupt, run_supervised_episode
 from real.session.human import HumanIntervener
 from real.teleop import KEYBOARD_HELP, TeleopDevice
 from vla.data.schema import StoreSchema, closest
@@ -249,7 +249,7 @@ def _loop(cfg: SessionConfig, env: Any, policy: Any, intervener: Any, store: Any
             stored = False
             try:
                 state["next"] = time.perf_counter()
-                episode, record = run_episode(env, policy, intervener, seed, task=cfg.task,
+                episode, record = run_supervised_episode(env, policy, intervener, seed, task=cfg.task,
                                               n_action_steps=cfg.n_action_steps,
                                               policy_version=cfg.policy_version, on_step=on_step, frames=frames,
                                               video_size=cfg.video_size)

@@ -10,7 +10,7 @@ a user runs on it, and gets one verdict:
 - silent:    no error, and the result differs from the undamaged artefact's;
 - harmless:  no error and the exact same result (the damage did not touch anything read).
 
-The tests (tests/hostile/test_*.py) draw cases with hypothesis; benchmarks/hardening_store.py
+The tests (tests/hostile/test_*.py) draw cases with hypothesis; tests/hostile/store_soak.py
 draws many more with the same functions and writes the counts.
 """
 

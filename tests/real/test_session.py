@@ -16,7 +16,14 @@ import pytest
 from typer.testing import CliRunner
 
 import sim.render  # noqa: F401  (headless GL backend before mujoco loads)
-from real.session import HumanIntervener, SessionConfig, deferred_interrupt, next_seed, run_episode, run_session
+from real.session import (
+    HumanIntervener,
+    SessionConfig,
+    deferred_interrupt,
+    next_seed,
+    run_session,
+    run_supervised_episode,
+)
 from real.teleop import ReplayDevice, TeleopCommand
 from vla.data.store import EpisodeStore, StoreError
 
@@ -94,7 +101,7 @@ def test_loop_executes_n_action_steps_and_replans_after_hand_back() -> None:
     policy = CountingPolicy()
     idle, take = TeleopCommand(), TeleopCommand(toggle_control=True)
     person = HumanIntervener(ReplayDevice([idle] * 9 + [take] + [idle] * 3 + [take]), env, mode="hg_dagger")
-    episode, record = run_episode(env, policy, person, seed=0, task="pick_place", n_action_steps=4,
+    episode, record = run_supervised_episode(env, policy, person, seed=0, task="pick_place", n_action_steps=4,
                                   policy_version=2)
     env.close()
     assert episode is not None and len(episode) == 20 and record.source == episode.source == "intervention"

@@ -153,7 +153,7 @@ def test_intervened_rollouts_are_flagged(tmp_path: Path, mode: str) -> None:
 
 @pytest.mark.slow
 def test_periodic_sim_evaluation_during_training(tmp_path: Path) -> None:
-    from vla.train.job import run_training
+    from vla.train.pretrain import run_training
 
     run_evaluation(EvalConfig(task="pick_place", policy="expert", episodes=2, workers=1, videos=0, source="demo",
                               seed_range="collect", out_dir=str(tmp_path / "c"), record=str(tmp_path / "d.zarr")),

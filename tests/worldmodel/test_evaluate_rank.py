@@ -11,7 +11,7 @@ from tests.worldmodel.helpers import record, tiny_job
 from worldmodel.checkpoint import load_checkpoint
 from worldmodel.data import WorldModelDataError, load_episodes
 from worldmodel.evaluate import evaluate
-from worldmodel.imagine import start_states
+from worldmodel.imagined_env import start_states
 from worldmodel.rank import rank
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]

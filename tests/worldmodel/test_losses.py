@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 import torch
 
@@ -63,9 +64,12 @@ def test_disagreement_is_zero_when_members_agree_and_grows_with_spread() -> None
 
 
 def test_value_targets_discount_to_the_successful_end() -> None:
-    v = value_targets(3, True, 0.5)
-    assert torch.allclose(v, torch.tensor([0.25, 0.5, 1.0]))
-    assert torch.all(value_targets(4, False, 0.9) == 0)
+    steps = np.array([[0, 1, 2, 3]])  # the last window step lies past a 3-step episode's end
+    v = value_targets(steps, np.array([[3]]), np.array([[True]]), 0.5)
+    np.testing.assert_array_equal(v, [[0.25, 0.5, 1.0, 1.0]])
+    assert np.all(value_targets(steps, np.array([[4]]), np.array([[False]]), 0.9) == 0)
+    with pytest.raises(ValueError, match="gamma"):
+        value_targets(steps, np.array([[3]]), np.array([[True]]), 0.0)
 
 
 def test_simnorm_is_a_softmax_per_group() -> None:

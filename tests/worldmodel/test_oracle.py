@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from vla.data.store import EpisodeStore
-from worldmodel.imagine import StartStates
+from worldmodel.imagined_env import StartStates
 from worldmodel.oracle import simulate
 
 pytestmark = pytest.mark.slow
@@ -62,7 +62,7 @@ def test_replayed_starts_match_and_the_recorded_ending_succeeds_for_real(pick_pl
 
 def test_an_oracle_iteration_in_the_loop(tmp_path: Path, pick_place_store: Path) -> None:
     from tests.worldmodel.test_evaluate_rank import tiny_policy
-    from tests.worldmodel.test_imagination import config
+    from tests.worldmodel.test_imagination_refine import config
     from vla.refine.loop import RefineRun
 
     policy = tiny_policy(tmp_path, pick_place_store, 0)

@@ -7,7 +7,7 @@ import pytest
 
 from sim.policies import RandomPolicy
 from worldmodel.checkpoint import load_checkpoint
-from worldmodel.imagine import start_states
+from worldmodel.imagined_env import start_states
 from worldmodel.select import WorldModelSelection, make_selection, parse_spec
 
 pytestmark = pytest.mark.slow

@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
 from common import OUT, elapsed, log, main_logged, run, run_side_by_side, side_by_side, tail, vla  # not packages
-from wm_candidates import choose_base  # the benchmark's own rule for the base
+from harness import choose_base  # the benchmark's own rule for the base
 
 WORK = Path("/tmp/job_stack3")
 VARIANTS = [v.split(":") for v in os.environ.get(

@@ -91,7 +91,7 @@ class PolicyConfig:
     num_steps: int = 10  # K Euler steps at inference
     # x0 = noise_scale * N(0, I) at inference: 1 samples the learnt distribution, 0 starts every chunk
     # from the prior's mean (one chunk per observation, near the mode; +0.21 [+0.08, +0.34] success on
-    # the main job's camera pick_place policy, 100 paired seeds, benchmarks/results/noise_scale.md).
+    # the main job's camera pick_place policy, 100 paired seeds, experiments/results/noise_scale.md).
     # Training ignores it; `vla eval ... noise_scale=0` overrides a checkpoint's.
     noise_scale: float = 1.0
     tau_beta_alpha: float = 1.5  # tau = s * (1 - Beta(a, 1)): pi0's emphasis on noisy times
@@ -103,7 +103,7 @@ class PolicyConfig:
     # (`future_state`: step t + chunk_size), and its MSE joins the flow loss at this weight. Why: the
     # flow loss barely depends on how the demos turn the hand (a few steps per episode, ~1% of the
     # action loss), so a camera encoder trained on it drops the cube's yaw (R^2 <= 0 on its features,
-    # benchmarks/yaw_probe.py) although the same encoder learns it from the pixels (R^2 0.83) when asked;
+    # experiments/yaw_probe.py) although the same encoder learns it from the pixels (R^2 0.83) when asked;
     # the hand's yaw a chunk later is the cube's in every demo. Training only: no inference graph uses it.
     future_state_weight: float = 0.0
     # > 0: a linear perception head maps the camera tokens (every camera's, flattened in config order)

@@ -8,7 +8,7 @@ Where ours differs: ACT weights the *oldest* prediction most (w_i = exp(-m i), i
 0.01: rate = -0.01 here). On the main job's pick_place policy (a flow policy sampled at the prior's
 mean) recent predictions weighted most did better: rate 0.2-0.5 scored 0.905 against 0.87 with ACT's
 weights and 0.83 for chunks executed 4 steps at a time, while executing only each chunk's first
-action (one prediction, no mean) scored 0.51 (benchmarks/results/ensemble.md). So the mean of a few
+action (one prediction, no mean) scored 0.51 (experiments/results/ensemble.md). So the mean of a few
 recent predictions is what helps, not the re-planning itself.
 """
 
@@ -88,7 +88,7 @@ class ChunkSchedule:
     in turn, or (`rate` set) the temporal ensemble of the chunks predicted so far, with a new chunk every
     `every` steps (between queries the mean of the chunks already in play) or sooner when none predicts this
     step. One schedule for the evaluator's workers and the diagnostics that replay its episodes
-    (benchmarks/failure_modes.py, dagger_labels.py, mw_reach_misses.py), so all execute a checkpoint the same way.
+    (experiments/failure_modes.py, dagger_labels.py, mw_reach_misses.py), so all execute a checkpoint the same way.
 
     Per step: `action(policy, obs)` (it asks `policy.sample_chunk([obs])` only when a chunk is due), then, after the env
     stepped, `executed(by_policy)`; an action someone else chose (a person who took over) makes the

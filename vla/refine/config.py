@@ -37,7 +37,7 @@ class RefineConfig(Execution):
     collect_seed_offset: int = 200_000
     # the rollouts' own temporal ensemble rate when it differs from the evaluations' (None: temporal_ensemble's): with
     # filtered_bc and intervener='' the policy imitates its own ensembled successes, which it is then
-    # evaluated without (benchmarks/refine_budget.py `fbc100_te`)
+    # evaluated without (experiments/refine_budget.py `fbc100_te`)
     collect_temporal_ensemble: float | None = None
     intervener_args: dict[str, float] = field(default_factory=dict)  # when the simulated person steps in
     # the collection intervener instead of the method's own (rac | hg_dagger | "" none: HABC's

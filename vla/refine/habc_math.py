@@ -60,13 +60,6 @@ import torch.nn.functional as F
 from vla.refine.labels import StepLabels, mc_returns
 
 
-def efficiency_target(steps_to_go: torch.Tensor, gamma: float) -> torch.Tensor:
-    """gamma ** steps_to_go: 1 at the last step of a successful segment."""
-    if not 0.0 < gamma <= 1.0:
-        raise ValueError(f"gamma must be in (0, 1], got {gamma}")
-    return gamma ** steps_to_go.to(torch.float32)
-
-
 def run_ends(mask: np.ndarray, next_index: np.ndarray) -> np.ndarray:
     """True at the last step of each run of labelled steps: its next step is itself (the episode's
     last step) or is not labelled (a takeover begins, or the labels stop)."""
@@ -219,12 +212,6 @@ def bc_weights(advantage: torch.Tensor, is_intervention: torch.Tensor, beta: flo
     if viability_next is not None:
         w = w * viability_next.clamp(0.0, 1.0)
     return torch.where(is_intervention.bool(), torch.full_like(w, demo_weight), w)
-
-
-def weighted_bc_loss(per_step_loss: torch.Tensor, weights: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Weights are treated as constants (no gradient into the critics)."""
-    m = mask.to(per_step_loss.dtype)
-    return (per_step_loss * weights.detach() * m).sum() / m.sum().clamp_min(1.0)
 
 
 def habc_weights(v: torch.Tensor, eff: torch.Tensor, next_index: torch.Tensor, done_success: torch.Tensor,

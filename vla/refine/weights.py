@@ -128,7 +128,7 @@ def executed_chunk_ends(episode_starts: np.ndarray, episode_ends: np.ndarray, ow
     (`WindowDataset(supervise_until=)`): for the policy's own steps (`own`) the end of the chunk
     it executed, and the episode's end for every other step. A rollout re-plans every
     `n_action_steps` from the first step of each run of the policy's steps, and a takeover ends
-    the chunk (`sim.eval_worker.run_episode` empties the queue). Why: a window of the policy's own
+    the chunk (`sim.eval_worker.run_eval_episode` empties the queue). Why: a window of the policy's own
     steps that runs past its chunk imitates the seam between two independently sampled chunks; on
     pick_place rollouts the action changes 1.9x as much there as inside a chunk (1.14x in demos)."""
     if n_action_steps < 1:

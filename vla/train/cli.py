@@ -19,7 +19,7 @@ def register(app: typer.Typer) -> None:
                   overrides: list[str] = typer.Argument(None, help="policy.x=.. train.x=.. data.x=.. overrides"),
                   ) -> None:
         """Pretrain a policy on an EpisodeStore; checkpoints are safetensors folders."""
-        from vla.train.job import run_training
+        from vla.train.pretrain import run_training
 
         result = run_training(store, out, policy, train, overrides or [], resume=resume, eval_task=eval_task,
                               eval_episodes=eval_episodes)

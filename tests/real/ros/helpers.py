@@ -11,7 +11,7 @@ import numpy as np
 
 from real.testing import SyntheticPolicy
 
-# When set (benchmarks/hardening_soak.py --suite does), the hostile-input tests append one JSON line per
+# When set (tests/real/ros/soak.py --suite does), the hostile-input tests append one JSON line per
 # generated case: {"area", "case", "outcome"}; the soak's report counts the distinct cases from it.
 CASE_LOG_ENV = "VLA_HOSTILE_CASE_LOG"
 

@@ -9,12 +9,10 @@ from vla.refine.habc_math import (
     bc_weights,
     efficiency_advantage,
     efficiency_loss,
-    efficiency_target,
     gate,
     merged_advantage,
     viability_advantage,
     viability_loss,
-    weighted_bc_loss,
 )
 
 
@@ -27,7 +25,7 @@ def test_gate_favours_viability_when_uncertain_and_efficiency_when_high() -> Non
 
 def test_efficiency_advantage_is_zero_along_an_exact_on_time_success() -> None:
     gamma = 0.9
-    target = efficiency_target(torch.tensor([3, 2, 1, 0]), gamma)  # E along a 4-step success
+    target = gamma ** torch.tensor([3.0, 2.0, 1.0, 0.0])  # E = gamma^steps_to_go along a 4-step success
     torch.testing.assert_close(target, torch.tensor([0.729, 0.81, 0.9, 1.0]))
     e, e_next = target, torch.cat([target[1:], torch.zeros(1)])
     done = torch.tensor([0.0, 0.0, 0.0, 1.0])
@@ -35,8 +33,6 @@ def test_efficiency_advantage_is_zero_along_an_exact_on_time_success() -> None:
     torch.testing.assert_close(adv, torch.zeros(4), atol=1e-6, rtol=0)
     # A wasted step (no progress: s' as far from the goal as s) is negative.
     assert efficiency_advantage(torch.tensor([0.81]), torch.tensor([0.81]), torch.zeros(1), gamma) < 0
-    with pytest.raises(ValueError, match="gamma"):
-        efficiency_target(torch.tensor([1]), 0.0)
 
 
 def test_merged_advantage_follows_the_gate() -> None:
@@ -65,18 +61,12 @@ def test_weights_scale_with_the_viability_of_the_next_state() -> None:
     torch.testing.assert_close(w, torch.tensor([0.9, 0.05, 1.0, 1.0]))
 
 
-def test_losses_are_masked_and_weights_carry_no_gradient() -> None:
+def test_losses_are_masked() -> None:
     logits = torch.tensor([10.0, -10.0, 0.0], requires_grad=True)
     loss = viability_loss(logits, torch.tensor([1.0, 0.0, 1.0]), torch.tensor([True, True, False]))
     assert loss.item() < 1e-3  # the unlabelled step (mask False) does not count
     assert viability_loss(logits, torch.zeros(3), torch.zeros(3, dtype=torch.bool)).item() == 0.0
     assert efficiency_loss(torch.tensor([0.5, 9.0]), torch.tensor([0.5, 0.0]), torch.tensor([1, 0])).item() == 0.0
-    weights = torch.tensor([2.0, 0.5], requires_grad=True)
-    per_step = torch.tensor([1.0, 4.0], requires_grad=True)
-    out = weighted_bc_loss(per_step, weights, torch.tensor([True, True]))
-    out.backward()
-    assert out.item() == pytest.approx(2.0) and weights.grad is None
-    torch.testing.assert_close(per_step.grad, torch.tensor([1.0, 0.25]))
 
 
 def test_run_ends_and_lambda_targets() -> None:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.vla.train.test_job import quaternion_store
+from tests.vla.train.test_pretrain import quaternion_store
 from vla.train.perception import PerceptionFrames, frames_dim
 
 SMALL = ["policy.d_model=32", "policy.n_heads=2", "policy.trunk_layers=1", "policy.expert_layers=1",
@@ -45,7 +45,7 @@ def test_frames_are_checked_with_the_file_and_key_named(tmp_path: Path) -> None:
 
 def test_training_adds_the_perception_loss_and_sizes_the_head_from_the_file(tmp_path: Path) -> None:
     from vla.policy.checkpoint import load_config
-    from vla.train.job import build, run_training
+    from vla.train.pretrain import build, run_training
 
     store = quaternion_store(tmp_path / "s.zarr", cameras=("agentview",))
     frames = frames_file(tmp_path / "f.npz", k=4)
