@@ -35,8 +35,11 @@ from real.safety import SafetyFilter
 from real.stages import NODE_CONFIG
 from real.testing import SteppedWorker
 from real.worker import FakeClock
+from sim.perturb import CameraMount
 from sim.policies import load_policy
+from vla.perturb import Perturber, groups_of, parse_perturb
 from vla.registry import TASKS
+from vla.robot.arm import ARM_REACH_M, JOINT_UNIT_RAD
 
 VARIANTS = ("state", "rest")
 HORIZON = 200  # ticks, as the evaluator's and the bridge's pick_place episodes
@@ -56,11 +59,19 @@ class WithoutMotion:
         self.policy.reset()
 
 
+# main's perturbation, as the bridge would apply it (none unless --perturb)
+PERTURB: dict[str, Any] = {"perturber": Perturber({}), "mount": None}
+
+
 def run_episode(env: Any, cfg: DeployConfig, policy: JointSpaceVLA, variant: str, mode: str, seed: int,
                 delay_ticks: int, blend_ticks: int = 0, **executor: Any) -> dict[str, float]:
     """One episode; `executor`: further `ExecutorConfig` fields (e.g. ensemble_rate)."""
     u = env.unwrapped
     clock = FakeClock()
+    perturber, mount = PERTURB["perturber"], PERTURB["mount"]
+    perturber.reset(seed)  # the bridge's perturbations (vla.perturb), in joint space as the bridge applies them
+    if mount is not None:
+        mount.move(perturber)
     obs, info = env.reset(seed=seed)
     policy.reset()
     policy.vla.reset(seed=seed)  # the episode's noise from its own seed, as the evaluator does
@@ -70,12 +81,17 @@ def run_episode(env: Any, cfg: DeployConfig, policy: JointSpaceVLA, variant: str
     def observe():
         o = state["obs"]
         # clipped to the limits, as the bridge reports them (float32 open fingers round past 0.045)
-        q = np.clip(np.append(u.arm_qpos(), u.finger_qpos().mean()), lower, upper)
+        arm, finger = perturber.joint_state(u.arm_qpos(), u.finger_qpos().mean(), ARM_REACH_M)
+        q = np.clip(np.append(arm, finger), lower, upper)
         v = np.append(u.arm_qvel(), u.finger_qvel().mean())
-        return {"images": o["images"], "state": q.astype(np.float32), "velocity": v.astype(np.float32),
+        return {"images": perturber.images(o["images"]), "state": q.astype(np.float32),
+                "velocity": v.astype(np.float32),
                 "instruction": o["instruction"], "timestamp": clock.now()}
 
     def send(command: np.ndarray) -> None:
+        if perturber.kinds:
+            current = np.append(u.arm_qpos(), u.finger_qpos().mean())
+            command = np.clip(perturber.joint_target(command, current, JOINT_UNIT_RAD), lower, upper)
         state["obs"], _, _, _, state["info"] = env.step_joints(command[:7], float(command[7]))
 
     safety = SafetyFilter(cfg.limits, 1.0 / cfg.executor.rate_hz)
@@ -135,8 +151,15 @@ def main() -> None:
                     help="executor modes, and `simulator` (the policy's own setting, see run_reference)")
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--perturb", default="none", help="vla.perturb spec (a preset or NAME:SEVERITY,...): what the "
+                    "bridge would apply; pose perturbations do not apply (this policy reads the cameras)")
     args = ap.parse_args()
     env = TASKS.make("pick_place")  # reset per episode, as the evaluator's workers do
+    kinds = parse_perturb(args.perturb)
+    if "pose" in groups_of(kinds):
+        ap.error(f"--perturb {args.perturb}: pose perturbations need a state-mode policy; this one reads cameras")
+    PERTURB["perturber"] = Perturber(kinds)
+    PERTURB["mount"] = CameraMount(env.unwrapped, kinds, "pick_place") if "camera" in groups_of(kinds) else None
     cfg = load_deploy_config(NODE_CONFIG)
     policy = JointSpaceVLA(load_policy(args.checkpoint, env, seed=0, noise_scale=args.noise_scale))
     t0 = time.time()
@@ -154,7 +177,8 @@ def main() -> None:
             rows.append(row)
             print(row, flush=True)
     cmd = (f"python benchmarks/executor_sim.py --checkpoint {args.checkpoint} --episodes {args.episodes} "
-           f"--delay-ticks {args.delay_ticks} --modes {' '.join(args.modes)} --variants {' '.join(args.variants)}")
+           f"--delay-ticks {args.delay_ticks} --modes {' '.join(args.modes)} --variants {' '.join(args.variants)}"
+           + (f" --perturb {args.perturb}" if args.perturb != "none" else ""))
     text = "\n".join([
         "# Chunk executor against the simulator's arm, simulated time (no ROS)", "",
         f"Command: `{cmd}`", "",

@@ -17,7 +17,7 @@ checkpoints of the main job's pretraining recipe (400 demos, 7000 steps, noise s
         temporal_ensemble=0.3 \
         out_dir=runs/bl_mw/mw/eval_te03/$t/true     # train_seed1 -> eval_te03_seed1
   done
-  # a new chunk every 2 or 4 steps, the ensemble's mean between (temporal_ensemble_every; stop 33)
+  # a new chunk every 2 or 4 steps, the ensemble's mean between (temporal_ensemble_every)
   for n in 2 4; do
     vla eval $C $E seed_offset=1000 temporal_ensemble=0.3 temporal_ensemble_every=$n out_dir=runs/te/main28_te03_e$n
   done
@@ -25,7 +25,7 @@ checkpoints of the main job's pretraining recipe (400 demos, 7000 steps, noise s
     vla eval runs/$r/train/checkpoints/step_00007000 $E seed_offset=1000 temporal_ensemble=0.3 \
         temporal_ensemble_every=2 out_dir=runs/te/${r}_te03_e2
   done
-  # the executor of the deploy path (mode ensemble, stop 33): simulated time, the joint-space adapter,
+  # the executor of the deploy path (mode ensemble): simulated time, the joint-space adapter,
   # chunks delivered 1, 2 or 4 ticks (50-200 ms) after their trigger, against sync and aligned
   python benchmarks/bench_selection.py --checkpoint $C --episodes 200 --ns 1 --mode ensemble \
       --delay-ticks D --tag _ens_dD --out experiments/results/ensemble_executor_dD.json   # D = 1, 2, 4
@@ -53,7 +53,7 @@ RUNS = ROOT / "runs"
 PAIRS = {  # name -> (plain evaluation, temporal ensemble), each a folder with summary.json
     "main28, fresh seeds 3000-3199": ("te/main28_plain_3000", "te/main28_te03_3000"),
     "main28, the job's seeds 1000-1199": ("main28/eval_torch", "te/main28_te03"),
-    "pp_base (stop 30's rerun of the recipe)": ("pp_base/eval_torch", "te/pp_base_te03"),
+    "pp_base (an earlier session's rerun of the recipe)": ("pp_base/eval_torch", "te/pp_base_te03"),
     "main27 (before pretraining was seeded)": ("main27/eval_torch", "te/main27_te03"),
     "d2k (2000 demos)": ("d2k/eval_torch", "te/d2k_te03"),
     "drop30b (30% demos with drops)": ("drop30b/eval_torch", "te/drop30b_te03"),
@@ -214,11 +214,12 @@ def main() -> None:
         out["over_trainings"] = {"per_training": means, "mean": m, "lo": lo, "hi": hi,
                                  "note": "one pair per training (main28 on its fresh seeds)"}
         out["pooled_episodes"] = paired_difference(pooled_a, pooled_b)
-    lines = ["# Temporal ensembling of action chunks (stops 32-33)", "",
+    lines = ["# Temporal ensembling of action chunks", "",
              "Command and protocol: the docstring of `experiments/bench_ensemble.py`. pick_place, 200 seeds per row,",
              "the policy queried at every step and the executed action the weighted mean of every live chunk's",
              "prediction for that step, weight exp(-0.3 x age) (`temporal_ensemble=0.3`), against executing 4",
-             "steps of each chunk (`n_action_steps=4`, the job's setting until stop 33). Paired by seed, 95% t "
+             "steps of each chunk (`n_action_steps=4`, the job's setting before the ensemble). Paired by seed, "
+             "95% t "
              "interval (seeds better / worse).", "",
              "| checkpoint | 4 steps a chunk | temporal ensemble 0.3 | ensemble minus 4 steps |", "|---|---|---|---|",
              *rows, ""]

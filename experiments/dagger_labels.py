@@ -1,4 +1,4 @@
-"""Where a policy and its DAgger labels disagree (main_job_notes.md, stop 31): the policy acts on a
+"""Where a policy and its DAgger labels disagree (main_job_notes.md): the policy acts on a
 task's seeds, the scripted expert labels each step it takes (`ExpertIntervener.label`), nobody takes
 over; per action dimension, how far the labels are from the actions and how often the label turns the
 hand (|rotation| > 0.5) or rises (z > 0.5) where the policy goes down.

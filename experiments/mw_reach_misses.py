@@ -1,4 +1,4 @@
-"""How a Meta-World reach policy misses (language_metaworld.md, stop 31): per held-out seed, the goal, the
+"""How a Meta-World reach policy misses (language_metaworld.md): per held-out seed, the goal, the
 hand's closest approach to it and the error vector there (x, y, z in metres).
 
     python experiments/mw_reach_misses.py --ckpt runs/bl_mw/mw/train/checkpoints/step_00010000 --seeds 1000-1011

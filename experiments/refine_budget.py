@@ -2,7 +2,7 @@
 (`benchmarks/results/main_job_notes.md`).
 
 A round's paired gain on the job's seeds has two kinds of noise: which seeds a fine-tune happens to
-flip (about a quarter of them, in both directions, whatever the data: stop 21's demos-only control)
+flip (about a quarter of them, in both directions, whatever the data: an earlier session's demos-only control)
 and the number of evaluation seeds. An uncontended job takes about 12 of its 15 minutes, and an
 evaluation episode about half a second of one core at noise 0, so the job can afford more rollouts
 and more evaluation seeds than the 20 / 50 it used. Each variant below is one `vla refine` round from
@@ -15,11 +15,11 @@ by seed with the pretrained policy and with the demos-only control of the same t
         --losses hg100_nw999_s0,control_nw999_s0,hg100_nw999_share30_s0,hg100_s0,hg100_nw999_long_s0,\\
 control_nw999_long_s0   # window_losses
 
-The runs behind `refine_budget.md` (stop 26; `vla run out_dir=runs/main26` with the preset of that
+The runs behind `refine_budget.md` (`vla run out_dir=runs/main26` with the preset of that
 day, whose refine round was refine's defaults; every variant run with OMP_NUM_THREADS=1, two at a
 time, since two torch threads per trainer beside two evaluation workers on 2 cores made a fine-tuning
 step 3.9 s instead of 0.12 s): all variants of VARIANTS with seed 0, and control_s1, hg100_s1, control_nw999_s1,
-hg100_nw999_s1, hg20_nw999_s1; stop 27 added hg100_nw999_clip2, _guard, _yaw30 and _yaw30_share30, each with
+hg100_nw999_s1, hg20_nw999_s1; a later round added hg100_nw999_clip2, _guard, _yaw30 and _yaw30_share30, each with
 seeds 0 and 1 (why they were tried: `failure_modes.py` and main_job_notes.md). The job's own round today is
 `hg20_nw999`: for a fresh job,
 `refine_budget_main28.md` pairs it with its controls (the job's pretrained evaluation and refine
@@ -32,15 +32,15 @@ before its pretraining was seeded):
     python experiments/refine_budget.py --job runs/main28 --out runs/r28 \\
         --only control_nw999_s0,hg20_nw999_s1,control_nw999_s1 --name refine_budget_main28
 
-Stop 33 added self-imitation without a person (`fbc100_nw999`, `fbc100_nw999_te`: filtered BC on the
+Self-imitation was added without a person (`fbc100_nw999`, `fbc100_nw999_te`: filtered BC on the
 policy's own successful rollouts, executed plainly or with the temporal ensemble):
 
     python experiments/refine_budget.py --job runs/main28 --out runs/r28 \
         --only fbc100_nw999_s0,fbc100_nw999_s1,fbc100_nw999_te_s0,fbc100_nw999_te_s1
     python experiments/refine_budget.py --job runs/main28 --out runs/r28 --report --name refine_budget_main28
 
-Stop 54 ran the job's round on `pick_place_square` (the cube starts square to the hand), from two
-camera policies the job's recipe gives there (`main_job_notes.md`, "Stop 54"): the 2,000-step checkpoint
+The job's round was also run on `pick_place_square` (the cube starts square to the hand), from two
+camera policies the job's recipe gives there (`main_job_notes.md`): the 2,000-step checkpoint
 of a 4,000-step training on 400 demos, and a 3,000-step training on 100 demos:
 
     vla run out_dir=runs/sq4k demos.task=pick_place_square pretrain.steps=4000 \\
@@ -66,7 +66,7 @@ dag20_nw999_s0,control_nw999_s1,hg20_nw999_s1 \\
     # above) --name refine_budget_square_state_d20
     # (10 demos: the same with sqs10 / rsqs10 / episodes=10 / refine_budget_square_state_d10)
 
-Stop 55 froze the camera encoders in the fine-tune (`freeze_vision=true`, the `_fv` variants, each against
+A later variant froze the camera encoders in the fine-tune (`freeze_vision=true`, the `_fv` variants, each against
 the demos-only control frozen the same way) on a 100-demo `pick_place_square` camera base trained this
 stop (0.595), and tried random-shift augmentation in its pretraining (`policy.augment_shift=4`: 0.14):
 
@@ -163,7 +163,7 @@ VARIANTS: dict[str, tuple[str, int, tuple[str, ...]]] = {
                                                      "method_args.group_shares={demo: 0.7, correction: 0.3}")),
     # DAgger: every step the policy takes is labelled with the expert's action from its state (the
     # person still takes over on a failure, as above); the failures are grasps closing off centre, which
-    # no takeover flags before they slip (main_job_notes.md, stop 29), and which a label does
+    # no takeover flags before they slip (main_job_notes.md), and which a label does
     "dag20_nw999": ("dagger", 20, ("train.ema_decay=0.999", "train.ema_warmup=false")),
     "dag100_nw999": ("dagger", 100, ("train.ema_decay=0.999", "train.ema_warmup=false")),
     # ... the labels' rotation left as the policy's own: it cannot read the cube's yaw (yaw_probe.py), and the
@@ -180,12 +180,12 @@ VARIANTS: dict[str, tuple[str, int, tuple[str, ...]]] = {
     "hg100": ("hg-dagger", 100, ()),
     "hg100_ema999": ("hg-dagger", 100, ("train.ema_decay=0.999",)),
     "hg100_share10": ("hg-dagger", 100, ("method_args.group_shares={demo: 0.9, correction: 0.1}",)),
-    # stop 54, pick_place_square: a third of each batch from the corrections, from 20 or 40 rollouts
+    # pick_place_square: a third of each batch from the corrections, from 20 or 40 rollouts
     "hg20_nw999_share30": ("hg-dagger", 20, ("train.ema_decay=0.999", "train.ema_warmup=false",
                                              "method_args.group_shares={demo: 0.7, correction: 0.3}")),
     "hg40_nw999_share30": ("hg-dagger", 40, ("train.ema_decay=0.999", "train.ema_warmup=false",
                                              "method_args.group_shares={demo: 0.7, correction: 0.3}")),
-    # stop 55: the fine-tune leaves the camera encoders as pretrained (refine's freeze_vision), so that the
+    # the fine-tune leaves the camera encoders as pretrained (refine's freeze_vision), so that the
     # corrections move the policy over fixed features, as a state policy's do over its coordinates; the
     # demos-only control is frozen the same way
     "control_nw999_fv": ("hg-dagger", 20, ("method_args.group_shares={demo: 1.0}", "train.ema_decay=0.999",

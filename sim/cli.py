@@ -54,4 +54,9 @@ def register(app: typer.Typer) -> None:
         from sim.evaluate import EvalConfig, run_evaluation
 
         config = load_config(EvalConfig, "eval", preset, [*(overrides or []), f"policy={policy}"])
+        if config.perturb_sweep:
+            from sim.robustness import run_sweep
+
+            run_sweep(config)
+            return
         _print_summary(run_evaluation(config))

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from sim.intervener import intervener_args
+from sim.perturb import perturbed
 from sim.policies import ExpertPolicy, expert_options, load_policy
 from sim.worker_io import EpisodeResult, env_kwargs
 from vla.data.builder import EpisodeBuilder
@@ -119,7 +120,8 @@ def run_worker(spec: dict[str, Any]) -> Iterator[EpisodeResult]:
     (sim/ray_backend.py), so the same seeds give the same episodes on either."""
     from vla.registry import TASKS
 
-    env = TASKS.make(spec["task"], **env_kwargs(spec))
+    env = perturbed(TASKS.make(spec["task"], **env_kwargs(spec)), spec.get("perturb", "none"),
+                    env_kwargs(spec)["obs_mode"], spec["task"])
     policy = load_policy(spec["policy"], env, noise=spec["noise"], skill=spec["skill"],
                          seed=spec["seeds"][0] if spec["seeds"] else 0, noise_scale=spec.get("noise_scale"),
                          expert_options=expert_options(spec))

@@ -100,6 +100,9 @@ class EvalConfig(Execution):
     # otherwise (vla.policy.grounding)
     instruction_vocab: str = ""
     instruction_vocab_margin: float = 0.05
+    # success against severity (sim/robustness.py): the same seeds under `perturb` with every severity
+    # times each factor, e.g. perturb=realistic perturb_sweep=[0,0.5,1,2]; OUT/robustness.json + .png
+    perturb_sweep: list[float] | None = None
 
     RENAMED: ClassVar[dict[str, str]] = {
         "seed_start": "seeds come from a named range now: seed_range=collect|tune|report and seed_offset=N "
@@ -264,6 +267,14 @@ def run_evaluation(config: EvalConfig, progress: bool = True) -> dict[str, Any]:
     # so does a missing or damaged checkpoint or ONNX export (not "worker 0 failed"), and one whose
     # observations the env would not give as asked
     config = observation_contract(config, check_policy_spec(config.policy))
+    if config.perturb != "none":  # one that cannot apply to this task or observation fails here, not in a worker
+        from sim.perturb import perturbed
+
+        probe = TASKS.make(config.task, **env_kwargs(config))
+        try:
+            perturbed(probe, config.perturb, config.obs_mode, config.task)
+        finally:
+            probe.close()
     out_dir = Path(config.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     seeds = config.seed_list()

@@ -29,7 +29,7 @@ def sim_demos_stage(ctx: JobContext) -> dict[str, Any]:
                                         workers=cfg.workers, image_size=cfg.image_size, videos=1, source="demo",
                                         noise=cfg.noise, label=cfg.label, expert_rot_speed=cfg.rot_speed,
                                         expert_drop=cfg.drop, expert_turn_late=cfg.turn_late,
-                                        obs_mode=cfg.obs_mode, record=str(ctx.store_path),
+                                        obs_mode=cfg.obs_mode, perturb=cfg.perturb, record=str(ctx.store_path),
                                         out_dir=str(ctx.out_dir / "collect")))
     store = EpisodeStore.open(ctx.store_path)
     _attach_videos(ctx, "sim_demos", summary, "scripted expert")
@@ -40,6 +40,7 @@ def sim_demos_stage(ctx: JobContext) -> dict[str, Any]:
             "expert noise": f"{cfg.noise} (label: {cfg.label})" if cfg.noise else 0,
             **({"expert drops": f"{cfg.drop:.0%} of the demos may drop the object once"} if cfg.drop else {}),
             **({"expert turns": "over the object"} if cfg.turn_late else {}),
+            **({"recorded through": cfg.perturb} if cfg.perturb != "none" else {}),
             "expert success": f"{summary['success_rate']:.0%}",
             "MB on disk": round(store.nbytes_on_disk() / 1e6, 1), "seconds": round(time.perf_counter() - t0, 1)}
 
@@ -103,6 +104,40 @@ def eval_stage(ctx: JobContext) -> dict[str, Any]:
     out["videos"] = str(ctx.out_dir / "eval_torch" / "videos")
     out["seconds"] = round(time.perf_counter() - t0, 1)
     return out
+
+
+@stage("robustness")
+def robustness_stage(ctx: JobContext) -> dict[str, Any]:
+    """The job's policy under a real arm's sensor and actuator errors (sim/robustness.py): the eval stage's
+    seeds and execution, `robustness.perturb` with every severity times each of `robustness.factors`; the
+    curve goes into the report."""
+    from sim.evaluate import EvalConfig
+    from sim.robustness import run_sweep
+
+    cfg, ev = ctx.config.robustness, ctx.config.eval
+    ckpt, who = ctx.checkpoint, "pretrained"
+    if cfg.policy == "refined":
+        refined = ctx.results.get("refine", {})
+        if "checkpoint" not in refined:
+            raise ValueError(f"robustness.policy=refined: the refine stage made no checkpoint "
+                             f"({refined.get('policy', 'no refine result')}); set robustness.policy=pretrained")
+        ckpt, who = Path(refined["checkpoint"]), "refined"
+    t0 = time.perf_counter()
+    out_dir = ctx.out_dir / "robustness"
+    config = EvalConfig(task=ctx.config.demos.task, policy=str(ckpt), episodes=cfg.episodes, seed_range=ev.seed_range,
+                        workers=ev.workers, n_action_steps=ev.n_action_steps, temporal_ensemble=ev.temporal_ensemble,
+                        temporal_ensemble_every=ev.temporal_ensemble_every, image_size=ctx.config.demos.image_size,
+                        obs_mode=ctx.config.demos.obs_mode, videos=2, out_dir=str(out_dir), perturb=cfg.perturb,
+                        perturb_sweep=list(cfg.factors))
+    result = run_sweep(config, progress=True)
+    ctx.attach("robustness", "plot", out_dir / "robustness.png",
+               f"{who} policy: success against the severity of '{cfg.perturb}' (x1 is the preset)")
+    row: dict[str, Any] = {"policy": who, "perturb": cfg.perturb, "seeds": f"{ev.seed_range} range, {cfg.episodes}"}
+    for p in result["points"]:
+        lo, hi = p["wilson95"]
+        row[f"x{p['factor']:g}"] = f"{p['successes']}/{p['episodes']} [{lo:.0%}, {hi:.0%}]"
+    row["seconds"] = round(time.perf_counter() - t0, 1)
+    return row
 
 
 def _attach_videos(ctx: JobContext, stage_name: str, summary: dict[str, Any], who: str) -> None:

@@ -27,6 +27,9 @@ class EnvSettings:
     horizon: int | None = None  # None: the task's default
     # image (cameras + proprioception) or state (+ the objects' poses); "": a checkpoint's own (evaluation)
     obs_mode: str = "image"
+    # what a real arm's sensors and actuators do to the episodes (vla.perturb): none, a preset (realistic)
+    # or NAME:SEVERITY,... in physical units (pose_noise:2 = 2 mm); the task itself stays the truth
+    perturb: str = "none"
 
     def env_kwargs(self) -> dict[str, Any]:
         """The task factory's keywords ("" obs_mode is resolved before an env is made: image by default)."""
@@ -38,8 +41,11 @@ class EnvSettings:
         return kwargs
 
     def check_env(self) -> None:
+        from vla.perturb import parse_perturb
+
         if self.obs_mode not in ("", *OBS_MODES):
             raise ValueError(f"unknown obs_mode '{self.obs_mode}'" + closest(self.obs_mode, OBS_MODES))
+        parse_perturb(self.perturb)
 
 
 @dataclass

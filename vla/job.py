@@ -48,6 +48,11 @@ class DemoStageConfig:
     # the observation of a robot with a pose estimator. Every stage that makes the task uses it (eval,
     # refine, imagine), and deploy has the bridge publish the poses and the policy node read them.
     obs_mode: str = "image"
+    # the demos recorded through a real arm's sensor errors (vla.perturb; e.g. realistic): the expert acts
+    # on the truth, the store keeps what the robot would have sensed, so the policy learns to act from
+    # noisy, late, re-lit and shifted inputs (domain randomisation in collection). Action kinds delay or
+    # disturb the expert's commands; the recorded action stays its command
+    perturb: str = "none"
 
 
 @dataclass
@@ -131,6 +136,17 @@ class ImagineStageConfig:
 
 
 @dataclass
+class RobustnessStageConfig:
+    """Stage `robustness` (sim/stages.py): success of the job's policy against the severity of a real arm's
+    sensor and actuator errors (vla.perturb), on the eval stage's seeds and execution."""
+
+    policy: str = "refined"  # refined (the refine stage's last checkpoint) | pretrained
+    perturb: str = "realistic"  # a preset or NAME:SEVERITY,... (vla.perturb)
+    factors: list[float] = field(default_factory=lambda: [0.0, 0.5, 1.0, 2.0])  # every severity times these
+    episodes: int = 100
+
+
+@dataclass
 class DeployStageConfig:
     episodes: int = 1  # episodes run over ROS 2 against the MuJoCo robot bridge
     policy: str = "pretrained"  # pretrained | refined (the refine stage's last policy, exported to ONNX here)
@@ -157,6 +173,7 @@ class JobConfig:
     eval: EvalStageConfig = field(default_factory=EvalStageConfig)
     refine: RefineStageConfig = field(default_factory=RefineStageConfig)
     imagine: ImagineStageConfig = field(default_factory=ImagineStageConfig)
+    robustness: RobustnessStageConfig = field(default_factory=RobustnessStageConfig)
     deploy: DeployStageConfig = field(default_factory=DeployStageConfig)
 
     def validate(self) -> None:
@@ -182,6 +199,22 @@ class JobConfig:
         if self.eval.onnx_episodes < 0:
             raise ConfigError(f"eval.onnx_episodes must be >= 0 (0 = all of eval.episodes), "
                               f"got {self.eval.onnx_episodes}")
+        from vla.perturb import parse_perturb
+
+        for key, spec in (("demos.perturb", self.demos.perturb), ("robustness.perturb", self.robustness.perturb)):
+            try:
+                parse_perturb(spec)
+            except ValueError as e:
+                raise ConfigError(f"{key}: {e}") from None
+        if self.robustness.policy not in ("pretrained", "refined"):
+            raise ConfigError(f"robustness.policy must be pretrained or refined, got '{self.robustness.policy}'")
+        if self.robustness.episodes < 1 or not self.robustness.factors:
+            raise ConfigError("robustness needs episodes >= 1 and at least one factor, got "
+                              f"{self.robustness.episodes} and {self.robustness.factors}")
+        if "robustness" in self.stages and self.robustness.policy == "refined" and (
+                "refine" not in self.stages or self.stages.index("refine") > self.stages.index("robustness")):
+            raise ConfigError("robustness.policy=refined needs the refine stage before robustness in stages "
+                              "(or robustness.policy=pretrained)")
         if "deploy" in self.stages and self.deploy.policy == "refined" and (
                 "refine" not in self.stages or self.stages.index("refine") > self.stages.index("deploy")):
             raise ConfigError("deploy.policy=refined needs the refine stage before deploy in stages "

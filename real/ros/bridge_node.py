@@ -70,6 +70,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from real.joint_vla import JOINT_NAMES, N_JOINTS
 from real.ros.spinner import init_ros, run_node_until_stopped
+from vla.robot.arm import ARM_REACH_M, JOINT_UNIT_RAD
 
 log = logging.getLogger(__name__)
 
@@ -94,8 +95,15 @@ class BridgeConfig:
     max_step: float = 0.5  # rad (arm): the most the applied target moves in one control tick
     ros_domain_id: int | None = None  # None: ROS_DOMAIN_ID from the environment
     result_file: str | None = None  # JSON lines, one per finished episode
+    # a real arm's sensor and actuator errors on what the bridge publishes and executes (vla.perturb): the
+    # names mean what they mean in `vla eval`; in joint space proprio_noise is its millimetres over the
+    # arm's reach in radians per joint and action_noise its share of one action unit's joint motion
+    perturb: str = "none"
 
     def __post_init__(self) -> None:
+        from vla.perturb import parse_perturb
+
+        parse_perturb(self.perturb)
         if self.command_interface not in COMMAND_INTERFACES:
             raise ValueError(f"command_interface must be one of {COMMAND_INTERFACES}, got {self.command_interface!r}")
         if not 0 < self.rate_hz <= 1000:
@@ -227,6 +235,7 @@ class BridgeNode:
         self.episode = -1
         self.n_overruns = 0
         self.sensor_dropout = False  # fault injection: joint states and images stop (physics goes on)
+        self.perturber, self.mount = self._perturbation(cfg)
         self._reset_env()
 
         self.node = rclpy.create_node("mujoco_bridge", context=context)
@@ -251,10 +260,30 @@ class BridgeNode:
         self._threads = [threading.Thread(target=self._spin, name="ros-spin", daemon=True),
                          threading.Thread(target=self._loop, name="physics", daemon=True)]
 
+    def _perturbation(self, cfg: BridgeConfig) -> tuple[Any, Any]:
+        from vla.perturb import Perturber, groups_of, parse_perturb
+
+        kinds = parse_perturb(cfg.perturb)
+        groups = groups_of(kinds)
+        if "pose" in groups and not (cfg.objects_topic and type(self.env).OBJECT_POSES):
+            raise ValueError(f"perturb={cfg.perturb}: pose perturbations need published object poses "
+                             f"(objects_topic set, a task with poses); task {cfg.task!r} publishes none")
+        if groups & {"image", "camera"} and not cfg.cameras:
+            raise ValueError(f"perturb={cfg.perturb}: image and camera perturbations need cameras (cameras: [])")
+        mount = None
+        if "camera" in groups:
+            from sim.perturb import CameraMount  # the bridge runs the simulator anyway
+
+            mount = CameraMount(self.env, kinds, cfg.task)
+        return Perturber(kinds), mount
+
     # ---- episode state (call with the lock held, or before the threads start) --------------------
     def _reset_env(self) -> None:
         self.episode += 1
         self.seed = self.cfg.seed + self.episode
+        self.perturber.reset(self.seed)
+        if self.mount is not None:
+            self.mount.move(self.perturber)
         self.obs, self.info = self.env.reset(seed=self.seed)
         self.target = np.append(self.env.arm_qpos(), self.env.finger_qpos().mean())  # commanded
         self.applied = self.target.copy()  # what the motors got last tick (the per-tick bound's origin)
@@ -345,7 +374,11 @@ class BridgeNode:
     # ---- loop -------------------------------------------------------------------------------------
     def _tick(self, now: float) -> None:
         with self._lock:
-            self.applied, limited = self.validator.step_towards(self._current_target(now), self.applied)
+            target = self._current_target(now)
+            if self.perturber.active("action") or self.perturber.active("timing"):
+                target = self.perturber.joint_target(target, self.applied, JOINT_UNIT_RAD)
+                target = np.clip(target, self.lower, self.upper)
+            self.applied, limited = self.validator.step_towards(target, self.applied)
             self.counts["limited_ticks"] += limited
             self.obs, _, _, _, self.info = self.env.step_joints(self.applied[:7], self.applied[7])
             if self.t_first_command is not None and not self.done:
@@ -364,6 +397,11 @@ class BridgeNode:
             finger_vel = float(self.env.finger_qvel().mean())
             obs, info, status = self.obs, self.info, self._status()
             poses = self.env.object_poses() if self.pub_objects is not None else None
+            if self.perturber.kinds:  # what a real arm's driver, cameras and pose estimator would report
+                if poses is not None:
+                    poses = self.perturber.poses(poses)
+                q, finger = self.perturber.joint_state(q, finger, ARM_REACH_M)
+                obs = {**obs, "images": self.perturber.images(obs["images"])}
             send_instruction = self._publish_instruction_now or self.step % round(self.cfg.rate_hz) == 0
             self._publish_instruction_now = False
         stamp = self.node.get_clock().now().to_msg()

@@ -199,10 +199,17 @@ def run_session(cfg: SessionConfig, *, intervener_factory: Callable[[Any], Any] 
 
     cfg.check_runnable()
     if cfg.robot:
+        if cfg.perturb != "none":
+            raise ValueError(f"perturb={cfg.perturb}: perturbations apply to simulated sessions; a real arm "
+                             "(robot=...) brings its own sensors' errors")
         env = make_robot_env(cfg)
     else:
         TASKS.get(cfg.task)  # an unknown task fails here, naming the valid ones
         env = TASKS.make(cfg.task, **cfg.env_kwargs())
+        if cfg.perturb != "none":  # a simulated session under a real arm's sensor errors
+            from sim.perturb import perturbed
+
+            env = perturbed(env, cfg.perturb, cfg.env_kwargs()["obs_mode"], cfg.task)
     store = intervener = None
     try:
         policy = session_policy(cfg.ckpt, env, seed=cfg.policy_seed)

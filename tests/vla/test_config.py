@@ -68,3 +68,9 @@ def test_shipped_job_presets_load() -> None:
         load_config(JobConfig, "job", "default", ["eval.onnx_episodes=-1"])
     with pytest.raises(ConfigError, match=r"demos\.obs_mode must be image or state, got 'pixels'"):
         load_config(JobConfig, "job", "default", ["demos.obs_mode=pixels"])
+    # the robustness stage's perturbation is checked at load, by name, with the close match
+    with pytest.raises(ConfigError, match=r"robustness\.perturb: .*unknown perturbation or preset 'realistc'.*"
+                                          r"did you mean 'realistic'"):
+        load_config(JobConfig, "job", "default", ["robustness.perturb=realistc"])
+    with pytest.raises(ConfigError, match=r"robustness\.policy=refined needs the refine stage before robustness"):
+        load_config(JobConfig, "job", "default", ["stages=[sim_demos,pretrain,robustness]"])

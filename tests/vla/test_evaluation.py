@@ -11,8 +11,8 @@ from vla.refine.config import RefineConfig
 def test_a_run_hands_the_evaluator_exactly_the_shared_settings() -> None:
     cfg = RefineConfig(n_action_steps=4, temporal_ensemble=0.3, cameras=[], obs_mode="state", workers=1)
     kw = settings(cfg)
-    assert set(kw) == {f.name for f in fields(Execution)} and len(kw) == 11
-    assert (kw["n_action_steps"], kw["temporal_ensemble"], kw["obs_mode"]) == (4, 0.3, "state")
+    assert set(kw) == {f.name for f in fields(Execution)} and len(kw) == 12
+    assert (kw["n_action_steps"], kw["temporal_ensemble"], kw["obs_mode"], kw["perturb"]) == (4, 0.3, "state", "none")
     assert settings(cfg, ChunkSettings) == {"n_action_steps": 4, "temporal_ensemble": 0.3, "temporal_ensemble_every": 1}
     assert EnvSettings(obs_mode="", cameras=["agentview"], horizon=30).env_kwargs() == {
         "image_size": 84, "obs_mode": "image", "cameras": ("agentview",), "horizon": 30}
@@ -24,6 +24,7 @@ def test_the_checks_are_the_same_everywhere() -> None:
                        ({"temporal_ensemble_every": 0}, "temporal_ensemble_every must be an integer"),
                        ({"backend": "rayy"}, r"unknown backend 'rayy'.*ray"),
                        ({"obs_mode": "pixels"}, "unknown obs_mode 'pixels'"),
+                       ({"perturb": "realistc"}, "unknown perturbation or preset 'realistc'.*did you mean 'realistic'"),
                        ({"workers": 0}, "workers must be >= 1")):
         with pytest.raises(ValueError, match=match):
             Execution(**bad).check_execution()

@@ -23,6 +23,10 @@ ARM_JOINTS = ("j1", "j2", "j3", "j4", "j5", "j6", "j7")
 # Elbow up, gripper pointing down over the table centre.
 HOME_QPOS = np.array([0.0, 0.1, 0.0, 1.9, 0.0, np.pi - 2.0, 0.0])
 POS_SCALE, ROT_SCALE = 0.05, 0.5
+# the arm's reach: a hand error of x metres is about x / ARM_REACH_M radians at its joints (how vla.perturb's
+# millimetre severities map to joint space on a position-controlled arm)
+ARM_REACH_M = 0.8
+JOINT_UNIT_RAD = POS_SCALE / ARM_REACH_M  # the joint motion one unit of the hand's position action makes
 FINGER_MAX = 0.045
 CONTROL_DT = 0.05
 # End-effector goals are clamped to this box (world frame, table top at z = 0).

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -119,3 +120,34 @@ class LanguageConditioned(SyntheticPolicy):
 def language_policy(dt: float, action_dim: int, **kw):
     """Policy factory for policy-node configs (`factory: tests.real.ros.helpers:language_policy`)."""
     return LanguageConditioned(action_dim=action_dim, dt=dt, **kw)
+
+
+@contextmanager
+def in_process_bridge(**config: object) -> Iterator[object]:
+    """A BridgeNode on a private ROS context, its threads not started (a test calls its tick and callbacks),
+    on a random domain of this machine; everything restored afterwards."""
+    import random
+
+    import rclpy
+
+    from real.ros.bridge_node import BridgeConfig, BridgeNode
+
+    saved = {k: os.environ.get(k) for k in ("ROS_AUTOMATIC_DISCOVERY_RANGE", "ROS_DOMAIN_ID")}
+    os.environ.update(ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
+                      ROS_DOMAIN_ID=str(random.SystemRandom().randint(201, 230)))
+    ctx = rclpy.context.Context()
+    rclpy.init(context=ctx)
+    b = None
+    try:
+        b = BridgeNode(BridgeConfig(**config), context=ctx)
+        yield b
+    finally:
+        if b is not None:
+            b.node.destroy_node()
+            b.env.close()
+        rclpy.shutdown(context=ctx)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

@@ -10,8 +10,6 @@ with any `time_from_start`), every motor target is finite, inside the joint rang
 from __future__ import annotations
 
 import math
-import os
-import random
 import time
 
 import numpy as np
@@ -25,8 +23,8 @@ from std_msgs.msg import Float64MultiArray  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
 from real.joint_vla import JOINT_NAMES  # noqa: E402
-from real.ros.bridge_node import BridgeConfig, BridgeNode  # noqa: E402
-from tests.real.ros.helpers import record_case  # noqa: E402
+from real.ros.bridge_node import BridgeNode  # noqa: E402
+from tests.real.ros.helpers import in_process_bridge, record_case  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(300)]
 
@@ -49,24 +47,9 @@ class Motors:
 
 @pytest.fixture(scope="module")
 def bridge():
-    saved = {k: os.environ.get(k) for k in ("ROS_AUTOMATIC_DISCOVERY_RANGE", "ROS_DOMAIN_ID")}
-    os.environ.update(ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST",
-                      ROS_DOMAIN_ID=str(random.SystemRandom().randint(201, 230)))
-    ctx = rclpy.context.Context()
-    rclpy.init(context=ctx)
-    b = BridgeNode(BridgeConfig(cameras=[], image_size=16, max_step=MAX_STEP), context=ctx)
-    b.motors = Motors(b)
-    try:
+    with in_process_bridge(cameras=[], image_size=16, max_step=MAX_STEP) as b:
+        b.motors = Motors(b)
         yield b
-    finally:
-        b.node.destroy_node()
-        b.env.close()
-        rclpy.shutdown(context=ctx)
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 class Driver:

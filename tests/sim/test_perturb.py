@@ -1,0 +1,106 @@
+"""sim.perturb: the perturbations around a real task env (MuJoCo, the native arm)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sim.perturb import PROPRIO, perturbed
+from vla.registry import TASKS
+
+
+def make(obs_mode: str = "state", cameras: tuple[str, ...] = (), task: str = "pick_place", **kw) -> object:
+    return TASKS.make(task, obs_mode=obs_mode, cameras=cameras, image_size=48, **kw)
+
+
+def test_none_leaves_the_env_as_it_is() -> None:
+    env = make()
+    assert perturbed(env, "none") is env and perturbed(env, "") is env
+
+
+def test_a_pose_offset_reaches_the_object_features_and_the_truth_stays() -> None:
+    clean, biased = make(), perturbed(make(), "pose_bias:5", "state")
+    o_clean, _ = clean.reset(seed=3)
+    o_bias, _ = biased.reset(seed=3)
+    np.testing.assert_allclose(o_bias["state"][:PROPRIO], o_clean["state"][:PROPRIO], atol=1e-6)
+    cube_shift = o_bias["state"][PROPRIO:PROPRIO + 3] - o_clean["state"][PROPRIO:PROPRIO + 3]
+    assert np.linalg.norm(cube_shift) == pytest.approx(0.005, abs=1e-5)  # 5 mm, as the estimator reports it
+    # the simulator still holds the true cube: the task's own pose is where the clean observation says
+    np.testing.assert_allclose(biased.unwrapped.object_poses()[0, :3], o_clean["state"][PROPRIO:PROPRIO + 3],
+                               atol=1e-6)
+
+
+def test_action_latency_delays_the_arm_by_whole_steps() -> None:
+    def hand_x(env: object, lag_steps: int) -> list[float]:
+        env.reset(seed=0)
+        xs = []
+        for i in range(5):
+            a = np.zeros(7, np.float32)
+            a[0] = 1.0 if i == 0 else 0.0
+            a[6] = -1.0
+            obs, *_ = env.step(a)
+            xs.append(float(obs["state"][0]))
+        return xs
+
+    clean = hand_x(make(), 0)
+    late = hand_x(perturbed(make(), "action_latency:2", "state"), 2)
+    assert clean[0] - clean[-1] != 0 or abs(clean[1] - clean[0]) > 0  # the push moved the hand
+    assert abs(late[1] - late[0]) < 1e-4  # nothing yet: the command is two ticks away
+    assert abs(late[3] - late[2]) > 1e-4 or abs(late[2] - late[1]) > 1e-4
+
+
+def test_a_shifted_camera_sees_the_scene_from_elsewhere() -> None:
+    cams = ("agentview",)
+    clean = make("image", cams)
+    shifted = perturbed(make("image", cams), "camera_shift:10", "image")
+    model = shifted.unwrapped.model
+    cam = model.camera("agentview").id
+    before = model.cam_pos[cam].copy()
+    img_clean = clean.reset(seed=1)[0]["images"]["agentview"]
+    img_shift = shifted.reset(seed=1)[0]["images"]["agentview"]
+    assert np.linalg.norm(model.cam_pos[cam] - before) == pytest.approx(0.010, abs=1e-9)
+    again = make("image", cams).reset(seed=1)[0]["images"]["agentview"]
+    assert np.array_equal(img_clean, again)  # rendering is deterministic: any difference is the camera's
+    assert np.abs(img_clean.astype(int) - img_shift.astype(int)).mean() > 0.2
+    first = model.cam_pos[cam].copy()
+    shifted.reset(seed=2)
+    assert np.linalg.norm(model.cam_pos[cam] - before) == pytest.approx(0.010, abs=1e-9)  # from the mount,
+    assert not np.allclose(model.cam_pos[cam], first)  # not from the last episode's position
+
+
+def test_image_corruptions_apply_to_every_camera() -> None:
+    env = perturbed(make("image", ("agentview", "robot0_eye_in_hand")), "pixel_noise:10", "image")
+    obs, _ = env.reset(seed=0)
+    ref, _ = make("image", ("agentview", "robot0_eye_in_hand")).reset(seed=0)
+    for cam in ("agentview", "robot0_eye_in_hand"):
+        diff = obs["images"][cam].astype(float) - ref["images"][cam].astype(float)
+        assert 5 < diff.std() < 15
+
+
+@pytest.mark.parametrize("task, obs_mode, cameras, spec, match", [
+    ("pick_place", "image", (), "pose_noise:1", "only obs_mode=state reads"),
+    ("sort", "state", (), "pose_noise:1", "task 'sort' does not compute its state from poses"),
+    ("pick_place", "state", (), "blur:1", "this run has no cameras"),
+])
+def test_a_perturbation_that_does_not_apply_is_one_clear_error(task: str, obs_mode: str, cameras: tuple,
+                                                               spec: str, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        perturbed(make(obs_mode, cameras, task), spec, obs_mode, task)
+
+
+def test_demos_recorded_through_a_perturbation_keep_the_experts_actions_and_the_sensed_state(tmp_path) -> None:
+    from sim.evaluate import EvalConfig, run_evaluation
+    from vla.data.store import EpisodeStore
+
+    stores = {}
+    for name, spec in (("clean", "none"), ("biased", "pose_bias:5")):
+        stores[name] = tmp_path / f"{name}.zarr"
+        run_evaluation(EvalConfig(task="pick_place", policy="expert", episodes=1, workers=1, videos=0,
+                                  obs_mode="state", cameras=[], horizon=10, seed_range="collect", source="demo",
+                                  record=str(stores[name]), perturb=spec, out_dir=str(tmp_path / name)),
+                       progress=False)
+    clean, biased = (EpisodeStore.open(stores[n]).episode(0).steps for n in ("clean", "biased"))
+    np.testing.assert_array_equal(clean["action"][0], biased["action"][0])  # the expert acts on the truth
+    np.testing.assert_allclose(clean["state"][0, :PROPRIO], biased["state"][0, :PROPRIO], atol=1e-6)
+    shift = biased["state"][0, PROPRIO:PROPRIO + 3] - clean["state"][0, PROPRIO:PROPRIO + 3]
+    assert np.linalg.norm(shift) == pytest.approx(0.005, abs=1e-5)  # the store keeps what the robot sensed
