@@ -68,13 +68,6 @@ def main() -> None:
     keys = [k for k in ("main_job_pretrained_success", "main_job_refined_success", "main_job_refine_gain_95",
                         "main_job_s", "main_job_stages_s") if k in figures][:4]
     write_result("main_job", figures, seed_range=seed_range, key_figures=keys)
-    # these figures lived in newcomer.json before main_job.json existed: one home for them
-    path = RESULTS / "newcomer.json"
-    if path.exists():
-        newcomer = json.loads(path.read_text())
-        kept = {k: v for k, v in newcomer.items() if not k.startswith("main_job_")}
-        if kept != newcomer:
-            path.write_text(json.dumps(kept, indent=1) + "\n")
     rows = "\n".join(f"| {stage} | " + ", ".join(f"{k}: {v}" for k, v in fig.items()).replace("|", "/") + " |"
                      for stage, fig in summary.items())
     (RESULTS / "main_job.md").write_text(

@@ -105,7 +105,7 @@ low and noisy; the settings ran interleaved, so they shared the same load.
 {rows}
 
 - episodes/s: {args.episodes} / the median wall time of a whole `run_evaluation` call (these are
-  the `newcomer.json` figures). Fixed cost: the median call with one episode per worker.
+  the figures in `ray.json`). Fixed cost: the median call with one episode per worker.
   Steady: (episodes - workers) / (call - fixed cost), the rate once a call is under way.
 - Ray with 2 workers vs local with 2 workers: {overhead:+.0%} wall time per call
   ({"slower" if overhead > 0 else "faster"} on Ray).

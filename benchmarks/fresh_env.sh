@@ -46,6 +46,7 @@ chroot "$ROOTFS" bash -c 'DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq li
 rm -rf "$ROOTFS/root/vla"
 mkdir -p "$ROOTFS/root/vla"
 git -C "$SRC" archive HEAD | tar -x -C "$ROOTFS/root/vla"
+git -C "$SRC" rev-parse --short=10 HEAD > "$ROOTFS/root/commit.txt"  # what the figures were measured on
 
 cat > "$ROOTFS/root/go.sh" <<EOF
 #!/bin/bash

@@ -43,8 +43,11 @@ def figures(root: Path) -> dict[str, Any]:
 def main() -> None:
     rootfs = Path(sys.argv[1] if len(sys.argv) > 1 else "/tmp/fresh")
     figs = figures(rootfs / "root")
+    # the commit fresh_env.sh archived into the root, which may be older than this tree's by the end of the run
+    archived = rootfs / "root" / "commit.txt"
     write_result("fresh_env", figs, seed_range="none",
                  command=f"benchmarks/fresh_env.sh {rootfs}",
+                 code_commit=archived.read_text().strip() if archived.exists() else None,
                  key_figures=[k for k in ("make_run_total_s", "make_install_s", "make_test_s") if k in figs])
     print(figs)
 

@@ -69,12 +69,14 @@ def command_line() -> str:
 
 
 def write_result(name: str, figures: dict[str, Any], *, seed_range: str, key_figures: list[str] | None = None,
-                 command: str | None = None, held_out: str = "", results: Path = RESULTS, index: bool = True) -> Path:
+                 command: str | None = None, held_out: str = "", results: Path = RESULTS, index: bool = True,
+                 code_commit: str | None = None) -> Path:
     """Merge `figures` into `results/<name>.json`, stamp `_meta`, and regenerate the index.
 
     `seed_range`: the protocol range the figures' seeds come from (collect, tune, report; "none" for
     figures without seeds, e.g. timings). `key_figures`: the keys the index shows first. `held_out`: for a
-    figure without seeds, what it was measured on that no choice was made on (empty: not held out)."""
+    figure without seeds, what it was measured on that no choice was made on (empty: not held out).
+    `code_commit`: the commit the measured code was at, when it is not this tree's (a copy run elsewhere)."""
     from vla.protocol import NAMES
 
     if seed_range not in (*NAMES, "none"):
@@ -85,7 +87,7 @@ def write_result(name: str, figures: dict[str, Any], *, seed_range: str, key_fig
         raise ValueError(f"{path}: holds a {type(data).__name__}, not an object of figures")
     data.update(figures)
     meta = {"command": command or command_line(), "date": time.strftime("%Y-%m-%d", time.gmtime()),
-            "commit": commit(), "seed_range": seed_range}
+            "commit": code_commit or commit(), "seed_range": seed_range}
     if held_out:
         meta["held_out"] = held_out
     if key_figures:
