@@ -23,7 +23,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from results_io import RESULTS, write_result
+from results_io import RESULTS, write_index, write_result
 
 from vla.metrics import format_paired, paired_difference, wilson_interval
 from vla.perturb import KINDS, load_presets, spec_text
@@ -112,6 +112,7 @@ def main() -> None:
     path = write_result("robustness", figures, seed_range="report", key_figures=list(dict.fromkeys(shown)),
                         held_out="the report range; the preset was set before any policy was measured")
     write_page(json.loads(path.read_text()))
+    write_index()  # the index links the page, which exists only now
     print(f"wrote {path}")
 
 

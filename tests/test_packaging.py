@@ -22,7 +22,7 @@ import pytest
 import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
-PRESET_KINDS = ("deploy", "eval", "job", "policy", "refine", "session", "train", "worldmodel")
+PRESET_KINDS = ("deploy", "eval", "job", "perturb", "policy", "refine", "session", "train", "worldmodel")
 
 DEPS_HOOK = """\
 import site
