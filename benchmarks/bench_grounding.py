@@ -83,7 +83,7 @@ def metaworld_groups() -> list[tuple[str, ...]]:
 
 
 def nearest_phrasing(query: np.ndarray, vocab: np.ndarray, group: np.ndarray) -> tuple[int, float, float]:
-    """The rule grounding used before (stop 44): the single most similar phrasing by cosine, its lead
+    """The rule grounding used before the whitened group means: the single most similar phrasing by cosine, its lead
     over the best phrasing of any other group; kept here as the reference."""
     sims = vocab @ query / (np.linalg.norm(vocab, axis=1) * np.linalg.norm(query) + 1e-12)
     best = int(np.argmax(sims))

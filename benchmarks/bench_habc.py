@@ -54,7 +54,7 @@ from harness import ROOT, STATE_OBS, evaluate, prep_base, read_runs, refine_run
 from sim.evaluate import read_seed_outcomes, seed_completions
 from vla.metrics import paired_difference, shared_success_length_ratio, t_interval
 
-# 0.34 on the evaluation seeds in stop 19's inputs (d15_s1000 0.28); stop 16's training of the same
+# 0.34 on the evaluation seeds in one set of inputs (d15_s1000 0.28); an earlier training of the same
 # recipe gave 0.18 (and 0.34): the 15-demo policy varies that much from one training to the next
 BASE = "d15_s3000"
 SHARES = (0.4, 0.3, 0.3)  # demo, correction, policy: every method's fixed sample shares (--shares)
@@ -129,7 +129,7 @@ def prep(args: argparse.Namespace) -> None:
 
 
 def shares_used(out: Path) -> tuple[float, ...] | None:
-    """The sample shares of the runs in `out` (before stop 25 they were not written: the default)."""
+    """The sample shares of the runs in `out` (older runs did not write them: the default)."""
     if (out / "shares.json").exists():
         return tuple(json.loads((out / "shares.json").read_text()))
     return SHARES if (out / "runs").exists() else None
@@ -472,7 +472,7 @@ def report(args: argparse.Namespace) -> None:
     # one file for every task: this report replaces its own task's entry and keeps the others'
     path = ROOT / f"benchmarks/results/{args.json or args.name}.json"
     old = json.loads(path.read_text()) if path.exists() else {}
-    old.pop("base_success", None)  # before stop 24 pick_place's base sat at the top level
+    old.pop("base_success", None)  # in older files pick_place's base sat at the top level
     path.write_text(json.dumps({**old, **res}, indent=1))
     print("\n".join(lines))
 

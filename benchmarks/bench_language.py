@@ -32,7 +32,7 @@ hovers, the average of the six goals.
   task; the same-scene pairs also with the other task's instruction. Variants train and evaluate in
   their own folders on the same demos and seeds: `--mw-policy-cameras corner2` (one camera),
   `--mw-tag balanced --overrides ... data.balance_tasks=true`; `report` pairs them with the main run
-  by task and seed. Stop 21's recipe (50 demos, corner2 at the MJCF's far pose) scored 0.65.
+  by task and seed. An earlier recipe (50 demos, corner2 at the MJCF's far pose) scored 0.65.
 - film: why `sort` failed and what fixed it, on the state (cube and zone poses; no vision to learn,
   so a run takes ~12 min): 1,000 noisy-expert demos, 15,000 steps at batch 64 with and without
   `policy.language_film`, per training seed, evaluated on the same 50 held-out seeds; differences

@@ -389,7 +389,7 @@ def report(args: argparse.Namespace) -> None:
             curve = " -> ".join(f"{x['success_rate']:.2f}" for x in r)
             lines.append(f"| {m} | {s} | {curve} | "
                          f"{r[-1]['env_episodes']} | {', '.join(shares)} |")
-    # each method's ablation, the first found; FS falls back on FT's (stop 13's runs; less compute than FS)
+    # each method's ablation, the first found; FS falls back on FT's (the oldest runs; less compute than FS)
     for m, refs in (("ft", ("matched",)), ("fs", ("matched_fs", "matched")), ("ft_floor", ("matched_floor",)),
                     ("fs_floor", ("matched_fs_floor", "matched_floor"))):
         ref = next((r for r in refs if r in final), "")

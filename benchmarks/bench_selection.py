@@ -89,7 +89,7 @@ def sim_eval(folders: list[Path], out: Path) -> None:
     ref = plain.get(0.0)
     res = json.loads(out.read_text()) if out.exists() else {}
     old = res.get("sim_eval")
-    if old is not None and "variants" not in old:  # the first, 50-seed measurement (stop 17's seljob)
+    if old is not None and "variants" not in old:  # the first, 50-seed measurement (the seljob run)
         res["sim_eval_seljob50"] = old
     some = next(iter(seeds.values()))
     rec: dict[str, Any] = {"episodes": len(some), "seeds": [min(some), max(some)], "variants": {}}

@@ -100,7 +100,7 @@ def mw_report(args: argparse.Namespace, out: Path, rate: Any) -> tuple[list[str]
         seed_lo, seed_hi = t_interval(np.array(list(means.values())))
         cams, tags = run_parts(base)
         key = "metaworld_" + ("_".join(cams + tags) if base != "eval" else "recipe")
-        if base == "eval":  # stop 29's name for the recipe's seeds, kept for readers of that note
+        if base == "eval":  # the old name for the recipe's seeds, kept for readers of that page
             res["metaworld_mean_success_training_seeds"] = means
         res[f"{key}_success_training_seeds"] = means
         res[f"{key}_mean_over_training_seeds"] = mean

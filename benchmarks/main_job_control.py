@@ -16,7 +16,7 @@ A second training seed of the job (pretraining and refinement; the demos and the
     vla run out_dir=runs/main56s1 "stages=[sim_demos,stats,pretrain,export,eval,refine]" \\
         'pretrain.overrides=["train.lr=1e-3","policy.noise_scale=0","train.seed=1"]' \\
         'refine.overrides=["train.ema_decay=0.999","train.ema_warmup=false","seed=1"]'
-(refine's training seed is seed x 1000 + round); seed 2 the same with 2. Stop 56's runs/main56 control
+(refine's training seed is seed x 1000 + round); seed 2 the same with 2. The runs/main56 control
 is runs/h1's, copied: the same preset without the lerobot, loader and deploy stages, whose every
 evaluation was identical to runs/main56's (the job is deterministic on this machine).
 Resumable: a control whose last round is evaluated is not run again.

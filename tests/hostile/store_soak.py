@@ -1,4 +1,4 @@
-"""Hostile-input soak for the data / checkpoint / config area (issue 18, items 3-6).
+"""Hostile-input soak for the data / checkpoint / config area.
 
 Draws many more cases than the CI suite (tests/hostile/) with the same generators and verdicts,
 then SIGKILLs `EpisodeStore.create` (fresh and overwrite) and writers raced by
@@ -234,7 +234,7 @@ AREAS = ("store", "episode", "override", "preset", "checkpoint", "export", "refi
 
 
 def report(r: dict) -> str:
-    return f"""# Hardening: stores, checkpoints, configs (issue 18, items 3-6)
+    return f"""# Hardening: stores, checkpoints, configs
 
 Command: `nice -n 10 .venv/bin/python -m tests.hostile.store_soak` ({r['seconds']} s on the 2-core machine).
 

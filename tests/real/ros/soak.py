@@ -1,4 +1,4 @@
-"""Hardening soak (issue 18): the real policy node at 50 Hz and the MuJoCo bridge over DDS on
+"""Hardening soak: the real policy node at 50 Hz and the MuJoCo bridge over DDS on
 localhost, with a fuzzing publisher beside them, for a configurable duration.
 
 Processes: the bridge (`real.ros.bridge_node`, pick_place, one 32x32 camera) and the policy node
