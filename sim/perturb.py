@@ -56,6 +56,9 @@ class PerturbedEnv(gym.Wrapper):
                 raise ValueError(f"perturb: {names_of(kinds, 'camera', 'image')} act on camera images; "
                                  "this run has no cameras (cameras=[])")
         self.mount = CameraMount(u, kinds, name) if "camera" in self.groups else None
+        space = env.action_space  # the limits actions are clipped to, fixed for the env's life
+        self._limits = (float(np.min(space.low)) if hasattr(space, "low") else -1.0,
+                        float(np.max(space.high)) if hasattr(space, "high") else 1.0)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
         self.perturber.reset(0 if seed is None else seed)
@@ -65,10 +68,7 @@ class PerturbedEnv(gym.Wrapper):
         return self._observe(obs), info
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
-        space = self.env.action_space
-        low = float(np.min(space.low)) if hasattr(space, "low") else -1.0
-        high = float(np.max(space.high)) if hasattr(space, "high") else 1.0
-        executed = self.perturber.action(np.asarray(action, np.float64), low, high).astype(np.float32)
+        executed = self.perturber.action(np.asarray(action, np.float64), *self._limits).astype(np.float32)
         obs, reward, terminated, truncated, info = self.env.step(executed)
         return self._observe(obs), reward, terminated, truncated, info
 
@@ -120,7 +120,6 @@ class CameraMount:
 
 def has_poses(u: Any) -> bool:
     try:
-        u.object_poses()
         u.features_from_poses(u.object_poses(), np.zeros(3))
     except (NotImplementedError, AttributeError):
         return False
