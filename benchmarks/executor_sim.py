@@ -35,7 +35,7 @@ from real.safety import SafetyFilter
 from real.stages import NODE_CONFIG
 from real.testing import SteppedWorker
 from real.worker import FakeClock
-from sim.perturb import CameraMount
+from sim.perturb import CameraMount, SceneColours, inapplicable
 from sim.policies import load_policy
 from vla.perturb import Perturber, groups_of, parse_perturb
 from vla.registry import TASKS
@@ -60,7 +60,20 @@ class WithoutMotion:
 
 
 # main's perturbation, as the bridge would apply it (none unless --perturb)
-PERTURB: dict[str, Any] = {"perturber": Perturber({}), "mount": None}
+PERTURB: dict[str, Any] = {"perturber": Perturber({}), "mount": None, "colours": None}
+
+
+def set_perturbation(env: Any, spec: str) -> None:
+    """What every later episode's bridge applies: `spec` (vla.perturb) as the ROS bridge and `vla eval` read it.
+    Raises ValueError (one line) for a kind this image-mode policy cannot meet (object poses)."""
+    kinds = parse_perturb(spec)
+    for kind in kinds:
+        why = inapplicable(kind, env.unwrapped, "image", "pick_place")
+        if why:
+            raise ValueError(why)
+    PERTURB["perturber"] = Perturber(kinds)
+    PERTURB["mount"] = CameraMount(env.unwrapped) if "camera" in groups_of(kinds) else None
+    PERTURB["colours"] = SceneColours(env.unwrapped) if "scene" in groups_of(kinds) else None
 
 
 def run_episode(env: Any, cfg: DeployConfig, policy: JointSpaceVLA, variant: str, mode: str, seed: int,
@@ -68,10 +81,12 @@ def run_episode(env: Any, cfg: DeployConfig, policy: JointSpaceVLA, variant: str
     """One episode; `executor`: further `ExecutorConfig` fields (e.g. ensemble_rate)."""
     u = env.unwrapped
     clock = FakeClock()
-    perturber, mount = PERTURB["perturber"], PERTURB["mount"]
+    perturber, mount, colours = PERTURB["perturber"], PERTURB["mount"], PERTURB["colours"]
     perturber.reset(seed)  # the bridge's perturbations (vla.perturb), in joint space as the bridge applies them
     if mount is not None:
         mount.move(perturber)
+    if colours is not None:
+        colours.paint(perturber)
     obs, info = env.reset(seed=seed)
     policy.reset()
     policy.vla.reset(seed=seed)  # the episode's noise from its own seed, as the evaluator does
@@ -155,11 +170,10 @@ def main() -> None:
                     "bridge would apply; pose perturbations do not apply (this policy reads the cameras)")
     args = ap.parse_args()
     env = TASKS.make("pick_place")  # reset per episode, as the evaluator's workers do
-    kinds = parse_perturb(args.perturb)
-    if "pose" in groups_of(kinds):
-        ap.error(f"--perturb {args.perturb}: pose perturbations need a state-mode policy; this one reads cameras")
-    PERTURB["perturber"] = Perturber(kinds)
-    PERTURB["mount"] = CameraMount(env.unwrapped, kinds, "pick_place") if "camera" in groups_of(kinds) else None
+    try:
+        set_perturbation(env, args.perturb)
+    except ValueError as e:
+        ap.error(f"--perturb {args.perturb}: {e}")
     cfg = load_deploy_config(NODE_CONFIG)
     policy = JointSpaceVLA(load_policy(args.checkpoint, env, seed=0, noise_scale=args.noise_scale))
     t0 = time.time()

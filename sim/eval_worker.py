@@ -121,7 +121,7 @@ def run_worker(spec: dict[str, Any]) -> Iterator[EpisodeResult]:
     from vla.registry import TASKS
 
     env = perturbed(TASKS.make(spec["task"], **env_kwargs(spec)), spec.get("perturb", "none"),
-                    env_kwargs(spec)["obs_mode"], spec["task"])
+                    env_kwargs(spec)["obs_mode"], spec["task"], spec.get("randomize", "none"))
     policy = load_policy(spec["policy"], env, noise=spec["noise"], skill=spec["skill"],
                          seed=spec["seeds"][0] if spec["seeds"] else 0, noise_scale=spec.get("noise_scale"),
                          expert_options=expert_options(spec))

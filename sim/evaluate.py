@@ -267,12 +267,20 @@ def run_evaluation(config: EvalConfig, progress: bool = True) -> dict[str, Any]:
     # so does a missing or damaged checkpoint or ONNX export (not "worker 0 failed"), and one whose
     # observations the env would not give as asked
     config = observation_contract(config, check_policy_spec(config.policy))
-    if config.perturb != "none":  # one that cannot apply to this task or observation fails here, not in a worker
-        from sim.perturb import perturbed
+    randomized: dict[str, Any] = {}
+    if config.perturb != "none" or config.randomize != "none":
+        # one that cannot apply to this task or observation fails here, not in a worker; a randomisation's
+        # kinds that cannot apply are named once
+        from sim.perturb import applicable_kinds, perturbed
 
         probe = TASKS.make(config.task, **env_kwargs(config))
         try:
-            perturbed(probe, config.perturb, config.obs_mode, config.task)
+            perturbed(probe, config.perturb, config.obs_mode, config.task, config.randomize)
+            if config.randomize != "none":
+                kept, left = applicable_kinds(config.randomize, probe.unwrapped, config.obs_mode, config.task)
+                randomized = {"randomized": kept, "left_out": left}
+                if left and progress:
+                    print(f"randomize={config.randomize}: left out {', '.join(left)} ({next(iter(left.values()))})")
         finally:
             probe.close()
     out_dir = Path(config.out_dir)
@@ -303,6 +311,8 @@ def run_evaluation(config: EvalConfig, progress: bool = True) -> dict[str, Any]:
             if store is not None:
                 store.close()
     summary = summarise(sorted(results, key=lambda r: r.seed), config)
+    if randomized:
+        summary["randomize"] = randomized
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
     plot_summary(summary, out_dir / "summary.png")
     return summary

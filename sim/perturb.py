@@ -10,9 +10,14 @@ The task keeps simulating the truth; what the policy reads and what the arm exec
   carry the proprioception noise;
 - camera extrinsics move in the simulator itself (the renderer is rebuilt for the episode), so a
   shifted camera sees real parallax rather than a translated image;
+- the surfaces' colours change in the simulator's model, so the renderer shades them as it would;
 - images and actions are corrupted per step.
 Experts, interveners and success checks read the simulator's truth, as a person at a real arm sees
 the real scene. A perturbation that cannot apply to a task or an observation mode is one error line.
+
+Domain randomisation (`randomize=SPEC`, e.g. the demos' collection) is the same wrapper with every
+episode's severities drawn from [0, SPEC's] (`vla.perturb.draw_severities`); there a kind that cannot
+apply (object poses in image mode) is left out and named, not an error, so one preset serves both modes.
 """
 
 from __future__ import annotations
@@ -22,40 +27,62 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from vla.perturb import Perturber, groups_of, parse_perturb, quat_mul_xyzw
+from vla.perturb import KINDS, Perturber, groups_of, parse_perturb, quat_mul_xyzw
 
 PROPRIO = 9  # hand position 3, orientation 4 (wxyz in the state), fingers 2
 
 
-def perturbed(env: Any, spec: str, obs_mode: str = "image", task: str = "") -> Any:
-    """`env` wrapped with the perturbations of `spec` (`vla.perturb` syntax); `env` itself when the spec
-    is empty or `none`."""
-    kinds = parse_perturb(spec or "none")
+def perturbed(env: Any, spec: str, obs_mode: str = "image", task: str = "", randomize: str = "none") -> Any:
+    """`env` wrapped with the perturbations of `spec` (`vla.perturb` syntax), or with the domain
+    randomisation of `randomize` (one of the two); `env` itself when both are empty or `none`."""
+    kinds, rand = parse_perturb(spec or "none"), parse_perturb(randomize or "none")
+    if kinds and rand:
+        raise ValueError(f"perturb ({spec}) and randomize ({randomize}) are both set; an episode takes one")
+    if rand:
+        u = env.unwrapped
+        kept = {k: s for k, s in rand.items() if not inapplicable(k, u, obs_mode, task)}
+        return PerturbedEnv(env, kept, obs_mode, task, randomize=True) if kept else env
     return PerturbedEnv(env, kinds, obs_mode, task) if kinds else env
 
 
+def inapplicable(kind: str, u: Any, obs_mode: str, task: str = "") -> str:
+    """Why `kind` cannot apply to this env and observation mode ("" when it can), in one line."""
+    group, name = KINDS[kind].group, task or getattr(u, "TASK", type(u).__name__)
+    if group == "pose":
+        if obs_mode != "state":
+            return f"{kind} perturbs object poses, which only obs_mode=state reads (an image-mode policy has none)"
+        if not has_poses(u):
+            return (f"{kind} perturbs object poses; task '{name}' does not compute its state from poses "
+                    "(pick_place and pick_place_square do)")
+    if group in ("camera", "image") and not tuple(getattr(u, "cameras", ()) or ()):
+        return f"{kind} acts on camera images; this run has no cameras (cameras=[])"
+    if group in ("camera", "scene") and not hasattr(getattr(u, "model", None), "cam_pos"):
+        return f"{kind} changes the simulator's scene, and task '{name}' exposes no MuJoCo model (the native tasks do)"
+    return ""
+
+
+def applicable_kinds(spec: str, u: Any, obs_mode: str, task: str = "") -> tuple[dict[str, float], dict[str, str]]:
+    """`spec`'s kinds that apply here, and those that do not with why (what a randomised run leaves out)."""
+    kinds = parse_perturb(spec or "none")
+    why = {k: inapplicable(k, u, obs_mode, task) for k in kinds}
+    return {k: s for k, s in kinds.items() if not why[k]}, {k: w for k, w in why.items() if w}
+
+
 class PerturbedEnv(gym.Wrapper):
-    def __init__(self, env: Any, kinds: dict[str, float], obs_mode: str, task: str = "") -> None:
+    def __init__(self, env: Any, kinds: dict[str, float], obs_mode: str, task: str = "",
+                 randomize: bool = False) -> None:
         super().__init__(env)
-        self.perturber = Perturber(kinds)
-        self.groups = groups_of(kinds)
         u = env.unwrapped
-        name = task or getattr(u, "TASK", type(u).__name__)
+        for kind in kinds:
+            why = inapplicable(kind, u, obs_mode, task)
+            if why:
+                raise ValueError(f"perturb: {why}")
+        self.perturber = Perturber(kinds, randomize=randomize)
+        self.groups = groups_of(kinds)
         self._poses = "pose" in self.groups or ("proprio" in self.groups and obs_mode == "state"
                                                 and has_poses(u))
-        if "pose" in self.groups:
-            if obs_mode != "state":
-                raise ValueError(f"perturb: {names_of(kinds, 'pose')} perturb object poses, which only "
-                                 "obs_mode=state reads (an image-mode policy has none)")
-            if not has_poses(u):
-                raise ValueError(f"perturb: {names_of(kinds, 'pose')} perturb object poses; task '{name}' does "
-                                 "not compute its state from poses (pick_place and pick_place_square do)")
-        if "camera" in self.groups or "image" in self.groups:
-            cameras = tuple(getattr(u, "cameras", ()) or ())
-            if not cameras:
-                raise ValueError(f"perturb: {names_of(kinds, 'camera', 'image')} act on camera images; "
-                                 "this run has no cameras (cameras=[])")
-        self.mount = CameraMount(u, kinds, name) if "camera" in self.groups else None
+        self.mount = CameraMount(u) if "camera" in self.groups else None
+        self.colours = SceneColours(u) if "scene" in self.groups else None
         space = env.action_space  # the limits actions are clipped to, fixed for the env's life
         self._limits = (float(np.min(space.low)) if hasattr(space, "low") else -1.0,
                         float(np.max(space.high)) if hasattr(space, "high") else 1.0)
@@ -64,6 +91,8 @@ class PerturbedEnv(gym.Wrapper):
         self.perturber.reset(0 if seed is None else seed)
         if self.mount is not None:
             self.mount.move(self.perturber)
+        if self.colours is not None:
+            self.colours.paint(self.perturber)
         obs, info = self.env.reset(seed=seed, options=options)
         return self._observe(obs), info
 
@@ -94,13 +123,10 @@ class CameraMount:
     """The task's cameras where they were built, moved per episode by a Perturber's camera offset and
     turn (the evaluator's wrapper and the ROS bridge share it)."""
 
-    def __init__(self, u: Any, kinds: dict[str, float], name: str) -> None:
-        model = getattr(u, "model", None)
-        if model is None or not hasattr(model, "cam_pos"):
-            raise ValueError(f"perturb: {names_of(kinds, 'camera')} move the simulator's cameras, and "
-                             f"task '{name}' exposes no MuJoCo model (the native tasks do)")
+    def __init__(self, u: Any) -> None:
         import mujoco
 
+        model = u.model
         self.u = u
         self.ids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, c) for c in u.cameras]
         self.pos = model.cam_pos[self.ids].copy()
@@ -118,6 +144,19 @@ class CameraMount:
             self.u._renderer = None
 
 
+class SceneColours:
+    """The scene's surface colours as built, recoloured per episode by a Perturber's surface gains (the
+    renderer reads the model's colours every frame, so nothing is rebuilt). Invisible geoms stay so."""
+
+    def __init__(self, u: Any) -> None:
+        self.u = u
+        self.rgba = u.model.geom_rgba.copy()
+
+    def paint(self, p: Perturber) -> None:
+        gains = p.surface_gains(len(self.rgba))
+        self.u.model.geom_rgba[:, :3] = np.clip(self.rgba[:, :3] * gains, 0.0, 1.0)
+
+
 def has_poses(u: Any) -> bool:
     try:
         u.features_from_poses(u.object_poses(), np.zeros(3))
@@ -126,7 +165,3 @@ def has_poses(u: Any) -> bool:
     return True
 
 
-def names_of(kinds: dict[str, float], *groups: str) -> str:
-    from vla.perturb import KINDS
-
-    return ", ".join(k for k in kinds if KINDS[k].group in groups)

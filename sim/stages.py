@@ -29,7 +29,8 @@ def sim_demos_stage(ctx: JobContext) -> dict[str, Any]:
                                         workers=cfg.workers, image_size=cfg.image_size, videos=1, source="demo",
                                         noise=cfg.noise, label=cfg.label, expert_rot_speed=cfg.rot_speed,
                                         expert_drop=cfg.drop, expert_turn_late=cfg.turn_late,
-                                        obs_mode=cfg.obs_mode, perturb=cfg.perturb, record=str(ctx.store_path),
+                                        obs_mode=cfg.obs_mode, perturb=cfg.perturb, randomize=cfg.randomize,
+                                        record=str(ctx.store_path),
                                         out_dir=str(ctx.out_dir / "collect")))
     store = EpisodeStore.open(ctx.store_path)
     _attach_videos(ctx, "sim_demos", summary, "scripted expert")
@@ -41,6 +42,9 @@ def sim_demos_stage(ctx: JobContext) -> dict[str, Any]:
             **({"expert drops": f"{cfg.drop:.0%} of the demos may drop the object once"} if cfg.drop else {}),
             **({"expert turns": "over the object"} if cfg.turn_late else {}),
             **({"recorded through": cfg.perturb} if cfg.perturb != "none" else {}),
+            **({"randomized": f"{cfg.randomize}: " + ", ".join(summary["randomize"]["randomized"])
+                + (f" (left out: {', '.join(summary['randomize']['left_out'])})"
+                   if summary["randomize"]["left_out"] else "")} if cfg.randomize != "none" else {}),
             "expert success": f"{summary['success_rate']:.0%}",
             "MB on disk": round(store.nbytes_on_disk() / 1e6, 1), "seconds": round(time.perf_counter() - t0, 1)}
 

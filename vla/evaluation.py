@@ -30,6 +30,9 @@ class EnvSettings:
     # what a real arm's sensors and actuators do to the episodes (vla.perturb): none, a preset (realistic)
     # or NAME:SEVERITY,... in physical units (pose_noise:2 = 2 mm); the task itself stays the truth
     perturb: str = "none"
+    # domain randomisation (vla.perturb): each episode draws every kind's severity from [0, SPEC's], e.g. the
+    # demos' collection (randomize=realistic); kinds that cannot apply here are left out. Not with perturb
+    randomize: str = "none"
 
     def env_kwargs(self) -> dict[str, Any]:
         """The task factory's keywords ("" obs_mode is resolved before an env is made: image by default)."""
@@ -46,6 +49,10 @@ class EnvSettings:
         if self.obs_mode not in ("", *OBS_MODES):
             raise ValueError(f"unknown obs_mode '{self.obs_mode}'" + closest(self.obs_mode, OBS_MODES))
         parse_perturb(self.perturb)
+        parse_perturb(self.randomize)
+        if parse_perturb(self.perturb) and parse_perturb(self.randomize):
+            raise ValueError(f"perturb ({self.perturb}) and randomize ({self.randomize}) are both set; "
+                             "an episode takes one of them")
 
 
 @dataclass

@@ -53,6 +53,10 @@ class DemoStageConfig:
     # noisy, late, re-lit and shifted inputs (domain randomisation in collection). Action kinds delay or
     # disturb the expert's commands; the recorded action stays its command
     perturb: str = "none"
+    # domain randomisation in collection (vla.perturb): every demo draws each kind's severity from [0, SPEC's]
+    # (e.g. realistic: clean to a decent lab's errors, camera pose, lighting, colours, latencies); kinds
+    # that do not apply to obs_mode are left out. Not with perturb
+    randomize: str = "none"
 
 
 @dataclass
@@ -201,11 +205,15 @@ class JobConfig:
                               f"got {self.eval.onnx_episodes}")
         from vla.perturb import parse_perturb
 
-        for key, spec in (("demos.perturb", self.demos.perturb), ("robustness.perturb", self.robustness.perturb)):
+        for key, spec in (("demos.perturb", self.demos.perturb), ("demos.randomize", self.demos.randomize),
+                          ("robustness.perturb", self.robustness.perturb)):
             try:
                 parse_perturb(spec)
             except ValueError as e:
                 raise ConfigError(f"{key}: {e}") from None
+        if parse_perturb(self.demos.perturb) and parse_perturb(self.demos.randomize):
+            raise ConfigError(f"demos.perturb ({self.demos.perturb}) and demos.randomize ({self.demos.randomize}) "
+                              "are both set; the demos take one of them")
         if self.robustness.policy not in ("pretrained", "refined"):
             raise ConfigError(f"robustness.policy must be pretrained or refined, got '{self.robustness.policy}'")
         if self.robustness.episodes < 1 or not self.robustness.factors:

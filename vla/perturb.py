@@ -12,6 +12,7 @@ Where a perturbation applies (its `group`):
   proprio  the arm's own state (end-effector position, orientation, fingers)
   image    every camera frame (after rendering)
   camera   every camera's extrinsics (the simulator's camera moves, so parallax is real)
+  scene    the scene itself (the surfaces' colours; in the simulator)
   action   the commanded action before the arm executes it
   timing   the control loop's ticks
 
@@ -60,6 +61,8 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
          per_episode=True),
     Kind("camera_rot", "camera", "deg", "every camera turned by this angle about a random axis, per episode",
          per_episode=True),
+    Kind("surface_colour", "scene", "fraction", "every surface (table, floor, arm, objects) recoloured by "
+         "per-channel gains from [1 - s, 1 + s], each surface its own, per episode", per_episode=True),
     Kind("lighting", "image", "fraction", "brightness gain drawn from [1 - s, 1 + s], per episode",
          per_episode=True),
     Kind("colour", "image", "fraction", "per-channel (white balance) gains from [1 - s, 1 + s], per episode",
@@ -73,7 +76,7 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("rate_jitter", "timing", "probability", "chance per tick that the command arrives late and the "
          "previous one runs for another tick"),
 )}
-GROUPS = ("pose", "proprio", "camera", "image", "action", "timing")
+GROUPS = ("pose", "proprio", "camera", "scene", "image", "action", "timing")
 
 
 def parse_perturb(text: str, presets: Mapping[str, Mapping[str, float]] | None = None) -> dict[str, float]:
@@ -199,15 +202,28 @@ def corrupt_image(img: np.ndarray, gain: np.ndarray | float, blur: float, noise_
 
 # ---- per-episode state ------------------------------------------------------------------------------
 
+def draw_severities(kinds: Mapping[str, float], rng: np.random.Generator) -> dict[str, float]:
+    """Domain randomisation's per-episode severities: each kind's drawn uniformly from [0, its severity]
+    (a whole number of steps from 0..s for latencies), so the episodes span clean to the full severity."""
+    out = {}
+    for k, s in sorted(kinds.items()):
+        out[k] = float(rng.integers(0, int(s) + 1)) if KINDS[k].unit == "steps" else float(rng.uniform(0.0, s))
+    return out
+
+
 class Perturber:
     """One episode's perturbation state. `reset(seed)` at every episode start, then per step
-    `poses`, `proprio`, `images` on what the robot senses and `action` on what it commands."""
+    `poses`, `proprio`, `images` on what the robot senses and `action` on what it commands.
+    `randomize=True` (domain randomisation): every episode draws its own severities (`draw_severities`)
+    up to `kinds`' from a stream of its own, so the perturbations' own draws stay as they were."""
 
-    def __init__(self, kinds: Mapping[str, float]) -> None:
+    def __init__(self, kinds: Mapping[str, float], randomize: bool = False) -> None:
         unknown = [k for k in kinds if k not in KINDS]
         if unknown:
             raise ValueError(f"unknown perturbation '{unknown[0]}'" + closest(unknown[0], list(KINDS)))
-        self.kinds = {k: float(s) for k, s in kinds.items() if s > 0}
+        self.limits = {k: float(s) for k, s in kinds.items() if s > 0}
+        self.kinds = dict(self.limits)
+        self.randomize = bool(randomize)
         self.seed = 0
         self.reset(0)
 
@@ -220,6 +236,8 @@ class Perturber:
     def reset(self, seed: int) -> None:
         self.seed = int(seed)
         self.rng = {k: np.random.default_rng([self.seed, zlib.crc32(k.encode())]) for k in KINDS}
+        if self.randomize:
+            self.kinds = draw_severities(self.limits, np.random.default_rng([self.seed, zlib.crc32(b"randomize")]))
         self.pose_bias = (random_unit(self.rng["pose_bias"]) * self.s("pose_bias") * 1e-3)
         lo, hi = 1 - self.s("lighting"), 1 + self.s("lighting")
         self.light_gain = float(self.rng["lighting"].uniform(lo, hi))
@@ -255,6 +273,12 @@ class Perturber:
             p = self._last_pose
         self._last_pose = p
         return p
+
+    def surface_gains(self, n: int) -> np.ndarray:
+        """[n, 3] per-channel colour gains of the scene's n surfaces this episode (ones when off); asked once
+        per episode, after `reset`."""
+        c = self.s("surface_colour")
+        return 1.0 + c * (2.0 * self.rng["surface_colour"].random((n, 3)) - 1.0)
 
     def proprio(self, proprio: np.ndarray) -> np.ndarray:
         """The arm's state (hand position 3, orientation 4, fingers 2; the native arm's layout)."""
@@ -321,4 +345,5 @@ class Perturber:
         return np.asarray(q, np.float64) + r.normal(0.0, sd / reach_m, len(q)), float(fingers + r.normal(0.0, sd))
 
     def describe(self) -> dict[str, Any]:
-        return {k: {"severity": s, "unit": KINDS[k].unit} for k, s in sorted(self.kinds.items())}
+        how = "drawn per episode from [0, severity]" if self.randomize else "fixed"
+        return {k: {"severity": s, "unit": KINDS[k].unit, "how": how} for k, s in sorted(self.limits.items())}

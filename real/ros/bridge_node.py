@@ -235,7 +235,7 @@ class BridgeNode:
         self.episode = -1
         self.n_overruns = 0
         self.sensor_dropout = False  # fault injection: joint states and images stop (physics goes on)
-        self.perturber, self.mount = self._perturbation(cfg)
+        self.perturber, self.mount, self.colours = self._perturbation(cfg)
         self._reset_env()
 
         self.node = rclpy.create_node("mujoco_bridge", context=context)
@@ -260,7 +260,7 @@ class BridgeNode:
         self._threads = [threading.Thread(target=self._spin, name="ros-spin", daemon=True),
                          threading.Thread(target=self._loop, name="physics", daemon=True)]
 
-    def _perturbation(self, cfg: BridgeConfig) -> tuple[Any, Any]:
+    def _perturbation(self, cfg: BridgeConfig) -> tuple[Any, Any, Any]:
         from vla.perturb import Perturber, groups_of, parse_perturb
 
         kinds = parse_perturb(cfg.perturb)
@@ -270,12 +270,13 @@ class BridgeNode:
                              f"(objects_topic set, a task with poses); task {cfg.task!r} publishes none")
         if groups & {"image", "camera"} and not cfg.cameras:
             raise ValueError(f"perturb={cfg.perturb}: image and camera perturbations need cameras (cameras: [])")
-        mount = None
-        if "camera" in groups:
-            from sim.perturb import CameraMount  # the bridge runs the simulator anyway
+        mount = colours = None
+        if groups & {"camera", "scene"}:
+            from sim.perturb import CameraMount, SceneColours  # the bridge runs the simulator anyway
 
-            mount = CameraMount(self.env, kinds, cfg.task)
-        return Perturber(kinds), mount
+            mount = CameraMount(self.env) if "camera" in groups else None
+            colours = SceneColours(self.env) if "scene" in groups else None
+        return Perturber(kinds), mount, colours
 
     # ---- episode state (call with the lock held, or before the threads start) --------------------
     def _reset_env(self) -> None:
@@ -284,6 +285,8 @@ class BridgeNode:
         self.perturber.reset(self.seed)
         if self.mount is not None:
             self.mount.move(self.perturber)
+        if self.colours is not None:
+            self.colours.paint(self.perturber)
         self.obs, self.info = self.env.reset(seed=self.seed)
         self.target = np.append(self.env.arm_qpos(), self.env.finger_qpos().mean())  # commanded
         self.applied = self.target.copy()  # what the motors got last tick (the per-tick bound's origin)

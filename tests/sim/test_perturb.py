@@ -104,3 +104,40 @@ def test_demos_recorded_through_a_perturbation_keep_the_experts_actions_and_the_
     np.testing.assert_allclose(clean["state"][0, :PROPRIO], biased["state"][0, :PROPRIO], atol=1e-6)
     shift = biased["state"][0, PROPRIO:PROPRIO + 3] - clean["state"][0, PROPRIO:PROPRIO + 3]
     assert np.linalg.norm(shift) == pytest.approx(0.005, abs=1e-5)  # the store keeps what the robot sensed
+
+
+def test_surface_colours_change_the_rendered_scene_per_episode_and_restore_from_the_build() -> None:
+    cams = ("agentview",)
+    env = perturbed(make("image", cams), "surface_colour:0.2", "image")
+    model = env.unwrapped.model
+    table = model.geom("table").id
+    built = model.geom_rgba[table].copy()
+    img = env.reset(seed=1)[0]["images"]["agentview"]
+    ref = make("image", cams).reset(seed=1)[0]["images"]["agentview"]
+    gains = model.geom_rgba[table, :3] / built[:3]
+    assert np.all(np.abs(gains - 1) <= 0.2 + 1e-9) and not np.allclose(gains, 1)
+    assert model.geom_rgba[table, 3] == built[3]  # transparency is not a colour
+    assert np.abs(img.astype(int) - ref.astype(int)).mean() > 0.5
+    first = model.geom_rgba[table].copy()
+    env.reset(seed=2)
+    assert not np.allclose(model.geom_rgba[table], first)
+    assert np.all(np.abs(model.geom_rgba[table, :3] / built[:3] - 1) <= 0.2 + 1e-9)  # from the build, not compounded
+
+
+def test_randomize_draws_each_episodes_severity_and_leaves_out_what_cannot_apply() -> None:
+    from sim.perturb import applicable_kinds
+
+    cams = ("agentview",)
+    env = perturbed(make("image", cams), "", "image", randomize="camera_shift:10,pose_noise:2")
+    assert set(env.perturber.kinds) == {"camera_shift"}  # pose noise: an image policy reads no poses
+    cam = env.unwrapped.model.camera("agentview").id
+    built = env.mount.pos[0].copy()
+    moved = []
+    for seed in range(6):
+        env.reset(seed=seed)
+        moved.append(np.linalg.norm(env.unwrapped.model.cam_pos[cam] - built))
+    assert max(moved) <= 0.010 + 1e-9 and len({round(m, 6) for m in moved}) == 6  # [0, 10 mm], a new draw each
+    kept, left = applicable_kinds("camera_shift:10,pose_noise:2", env.unwrapped, "image")
+    assert kept == {"camera_shift": 10.0} and "only obs_mode=state reads" in left["pose_noise"]
+    with pytest.raises(ValueError, match="both set"):
+        perturbed(make("image", cams), "blur:1", "image", randomize="blur:1")

@@ -72,5 +72,9 @@ def test_shipped_job_presets_load() -> None:
     with pytest.raises(ConfigError, match=r"robustness\.perturb: .*unknown perturbation or preset 'realistc'.*"
                                           r"did you mean 'realistic'"):
         load_config(JobConfig, "job", "default", ["robustness.perturb=realistc"])
+    with pytest.raises(ConfigError, match=r"demos\.randomize: .*'camera_shfit'.*did you mean 'camera_shift'"):
+        load_config(JobConfig, "job", "default", ["demos.randomize=camera_shfit:10"])
+    with pytest.raises(ConfigError, match=r"demos\.perturb \(blur:1\) and demos\.randomize \(realistic\) are both set"):
+        load_config(JobConfig, "job", "default", ["demos.perturb=blur:1", "demos.randomize=realistic"])
     with pytest.raises(ConfigError, match=r"robustness\.policy=refined needs the refine stage before robustness"):
         load_config(JobConfig, "job", "default", ["stages=[sim_demos,pretrain,robustness]"])

@@ -11,7 +11,7 @@ from vla.refine.config import RefineConfig
 def test_a_run_hands_the_evaluator_exactly_the_shared_settings() -> None:
     cfg = RefineConfig(n_action_steps=4, temporal_ensemble=0.3, cameras=[], obs_mode="state", workers=1)
     kw = settings(cfg)
-    assert set(kw) == {f.name for f in fields(Execution)} and len(kw) == 12
+    assert set(kw) == {f.name for f in fields(Execution)} and len(kw) == 13
     assert (kw["n_action_steps"], kw["temporal_ensemble"], kw["obs_mode"], kw["perturb"]) == (4, 0.3, "state", "none")
     assert settings(cfg, ChunkSettings) == {"n_action_steps": 4, "temporal_ensemble": 0.3, "temporal_ensemble_every": 1}
     assert EnvSettings(obs_mode="", cameras=["agentview"], horizon=30).env_kwargs() == {
@@ -25,6 +25,8 @@ def test_the_checks_are_the_same_everywhere() -> None:
                        ({"backend": "rayy"}, r"unknown backend 'rayy'.*ray"),
                        ({"obs_mode": "pixels"}, "unknown obs_mode 'pixels'"),
                        ({"perturb": "realistc"}, "unknown perturbation or preset 'realistc'.*did you mean 'realistic'"),
+                       ({"randomize": "realistc"}, "unknown perturbation or preset 'realistc'"),
+                       ({"perturb": "blur:1", "randomize": "realistic"}, "perturb .* and randomize .* are both set"),
                        ({"workers": 0}, "workers must be >= 1")):
         with pytest.raises(ValueError, match=match):
             Execution(**bad).check_execution()

@@ -125,3 +125,26 @@ def test_streams_are_paired_by_seed_whatever_else_runs() -> None:
 def test_quaternion_product_composes_rotations() -> None:
     z90 = np.array([0, 0, np.sin(np.pi / 4), np.cos(np.pi / 4)])
     np.testing.assert_allclose(quat_mul_xyzw(z90, z90), [0, 0, 1, 0], atol=1e-12)
+
+
+def test_randomized_severities_span_zero_to_the_limit_in_whole_steps_for_latencies() -> None:
+    from vla.perturb import draw_severities
+
+    rng = np.random.default_rng(0)
+    draws = [draw_severities({"pose_noise": 2.0, "action_latency": 2.0}, rng) for _ in range(400)]
+    noise = np.array([d["pose_noise"] for d in draws])
+    lags = {d["action_latency"] for d in draws}
+    assert noise.min() >= 0 and noise.max() <= 2 and 0.9 < noise.mean() < 1.1
+    assert lags == {0.0, 1.0, 2.0}
+    p = Perturber({"lighting": 0.5}, randomize=True)
+    seen = set()
+    for seed in range(5):
+        p.reset(seed)
+        seen.add(round(p.s("lighting"), 6))
+        assert 0 <= p.s("lighting") <= 0.5 and abs(p.light_gain - 1) <= p.s("lighting") + 1e-12
+    assert len(seen) == 5
+    p.reset(3)
+    again = p.s("lighting")
+    p.reset(3)
+    assert p.s("lighting") == again  # the same seed draws the same severity
+    assert p.describe()["lighting"]["how"].startswith("drawn per episode")
