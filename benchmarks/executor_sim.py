@@ -35,7 +35,7 @@ from real.safety import SafetyFilter
 from real.stages import NODE_CONFIG
 from real.testing import SteppedWorker
 from real.worker import FakeClock
-from sim.perturb import CameraMount, SceneColours, inapplicable
+from sim.perturb import CameraMount, Distractor, SceneColours, inapplicable
 from sim.policies import load_policy
 from vla.perturb import Perturber, groups_of, parse_perturb
 from vla.registry import TASKS
@@ -60,7 +60,7 @@ class WithoutMotion:
 
 
 # main's perturbation, as the bridge would apply it (none unless --perturb)
-PERTURB: dict[str, Any] = {"perturber": Perturber({}), "mount": None, "colours": None}
+PERTURB: dict[str, Any] = {"perturber": Perturber({}), "mount": None, "colours": None, "distractor": None}
 
 
 def set_perturbation(env: Any, spec: str) -> None:
@@ -73,7 +73,8 @@ def set_perturbation(env: Any, spec: str) -> None:
             raise ValueError(why)
     PERTURB["perturber"] = Perturber(kinds)
     PERTURB["mount"] = CameraMount(env.unwrapped) if "camera" in groups_of(kinds) else None
-    PERTURB["colours"] = SceneColours(env.unwrapped) if "scene" in groups_of(kinds) else None
+    PERTURB["colours"] = SceneColours(env.unwrapped) if "surface_colour" in kinds else None
+    PERTURB["distractor"] = Distractor(env.unwrapped) if "distractor" in kinds else None
 
 
 def run_episode(env: Any, cfg: DeployConfig, policy: JointSpaceVLA, variant: str, mode: str, seed: int,
@@ -88,6 +89,8 @@ def run_episode(env: Any, cfg: DeployConfig, policy: JointSpaceVLA, variant: str
     if colours is not None:
         colours.paint(perturber)
     obs, info = env.reset(seed=seed)
+    if PERTURB["distractor"] is not None and PERTURB["distractor"].place(perturber):
+        obs = u._obs()
     policy.reset()
     policy.vla.reset(seed=seed)  # the episode's noise from its own seed, as the evaluator does
     state = {"obs": obs, "info": info}

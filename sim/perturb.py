@@ -10,7 +10,8 @@ The task keeps simulating the truth; what the policy reads and what the arm exec
   carry the proprioception noise;
 - camera extrinsics move in the simulator itself (the renderer is rebuilt for the episode), so a
   shifted camera sees real parallax rather than a translated image;
-- the surfaces' colours change in the simulator's model, so the renderer shades them as it would;
+- the surfaces' colours change in the simulator's model, so the renderer shades them as it would, and a
+  distractor cube stands on the table in some episodes (seen by the cameras; it collides with nothing);
 - images and actions are corrupted per step.
 Experts, interveners and success checks read the simulator's truth, as a person at a real arm sees
 the real scene. A perturbation that cannot apply to a task or an observation mode is one error line.
@@ -58,7 +59,17 @@ def inapplicable(kind: str, u: Any, obs_mode: str, task: str = "") -> str:
         return f"{kind} acts on camera images; this run has no cameras (cameras=[])"
     if group in ("camera", "scene") and not hasattr(getattr(u, "model", None), "cam_pos"):
         return f"{kind} changes the simulator's scene, and task '{name}' exposes no MuJoCo model (the native tasks do)"
+    if kind == "distractor" and not (hasattr(u, "privileged") and _has_geom(u.model, "distractor")):
+        return f"distractor needs the native arm's scene (its distractor cube); task '{name}' has none"
     return ""
+
+
+def _has_geom(model: Any, name: str) -> bool:
+    try:
+        model.geom(name)
+    except KeyError:
+        return False
+    return True
 
 
 def applicable_kinds(spec: str, u: Any, obs_mode: str, task: str = "") -> tuple[dict[str, float], dict[str, str]]:
@@ -82,7 +93,8 @@ class PerturbedEnv(gym.Wrapper):
         self._poses = "pose" in self.groups or ("proprio" in self.groups and obs_mode == "state"
                                                 and has_poses(u))
         self.mount = CameraMount(u) if "camera" in self.groups else None
-        self.colours = SceneColours(u) if "scene" in self.groups else None
+        self.colours = SceneColours(u) if "surface_colour" in kinds else None
+        self.distractor = Distractor(u) if "distractor" in kinds else None
         space = env.action_space  # the limits actions are clipped to, fixed for the env's life
         self._limits = (float(np.min(space.low)) if hasattr(space, "low") else -1.0,
                         float(np.max(space.high)) if hasattr(space, "high") else 1.0)
@@ -94,6 +106,8 @@ class PerturbedEnv(gym.Wrapper):
         if self.colours is not None:
             self.colours.paint(self.perturber)
         obs, info = self.env.reset(seed=seed, options=options)
+        if self.distractor is not None and self.distractor.place(self.perturber):
+            obs = self.env.unwrapped._obs()  # the cameras see it from the first frame
         return self._observe(obs), info
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
@@ -155,6 +169,42 @@ class SceneColours:
     def paint(self, p: Perturber) -> None:
         gains = p.surface_gains(len(self.rgba))
         self.u.model.geom_rgba[:, :3] = np.clip(self.rgba[:, :3] * gains, 0.0, 1.0)
+
+
+class Distractor:
+    """The native scene's distractor cube: stood on the table for an episode that draws one (`place`, after the
+    task placed its own objects), at the first of the Perturber's candidate spots 8 cm from every task object,
+    otherwise invisible under the floor."""
+
+    CLEARANCE = 0.08
+
+    def __init__(self, u: Any) -> None:
+        self.u = u
+        self.id = u.model.geom("distractor").id
+        self.half = float(u.model.geom_size[self.id, 2])
+        self.away = u.model.geom_pos[self.id].copy()
+
+    def place(self, p: Perturber) -> bool:
+        """Whether a distractor stands on the table this episode."""
+        import mujoco
+
+        m, d = self.u.model, self.u.data
+        objects = self._objects() if p.distractor else []
+        spots = [xy for xy in p.distractor_xy if p.distractor and all(
+            np.linalg.norm(xy - np.asarray(o)[:2]) >= self.CLEARANCE for o in objects)]
+        if spots:
+            m.geom_pos[self.id] = [*spots[0], self.half]
+            m.geom_rgba[self.id] = [*p.distractor_rgb, 1.0]
+        else:
+            m.geom_pos[self.id] = self.away
+            m.geom_rgba[self.id, 3] = 0.0
+        mujoco.mj_forward(m, d)
+        return bool(spots)
+
+    def _objects(self) -> list[np.ndarray]:
+        priv = self.u.privileged()
+        out = [o["pos"] for o in priv.get("objects", {}).values()]
+        return out + [priv[k] for k in ("goal_pos", "zone_pos") if k in priv]
 
 
 def has_poses(u: Any) -> bool:

@@ -63,6 +63,8 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
          per_episode=True),
     Kind("surface_colour", "scene", "fraction", "every surface (table, floor, arm, objects) recoloured by "
          "per-channel gains from [1 - s, 1 + s], each surface its own, per episode", per_episode=True),
+    Kind("distractor", "scene", "probability", "chance per episode that another cube (a colour no task object "
+         "has) stands on the table, at least 8 cm from the task's objects", per_episode=True),
     Kind("lighting", "image", "fraction", "brightness gain drawn from [1 - s, 1 + s], per episode",
          per_episode=True),
     Kind("colour", "image", "fraction", "per-channel (white balance) gains from [1 - s, 1 + s], per episode",
@@ -76,6 +78,8 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("rate_jitter", "timing", "probability", "chance per tick that the command arrives late and the "
          "previous one runs for another tick"),
 )}
+# colours no task object has (pick_place's red cube and green zone, sort's and stack3's cubes are red, green, blue)
+DISTRACTOR_COLOURS = ((0.9, 0.75, 0.1), (0.6, 0.3, 0.7), (0.95, 0.5, 0.1), (0.5, 0.5, 0.5))
 GROUPS = ("pose", "proprio", "camera", "scene", "image", "action", "timing")
 
 
@@ -247,6 +251,11 @@ class Perturber:
         self.action_gain = 1.0 + float(self.rng["action_gain"].uniform(-g, g))
         self.camera_offset = random_unit(self.rng["camera_shift"]) * self.s("camera_shift") * 1e-3
         self.camera_rot = axis_angle_quat(random_unit(self.rng["camera_rot"]), np.deg2rad(self.s("camera_rot")))
+        r = self.rng["distractor"]
+        self.distractor = bool(r.random() < self.s("distractor"))
+        # where and what colour: candidates in the task's object area, the first far enough from its objects wins
+        self.distractor_xy = r.uniform([-0.12, -0.22], [0.15, 0.22], size=(32, 2))
+        self.distractor_rgb = DISTRACTOR_COLOURS[int(r.integers(len(DISTRACTOR_COLOURS)))]
         self._pose_queue: deque[np.ndarray] = deque()
         self._last_pose: np.ndarray | None = None
         self._action_queue: deque[np.ndarray] = deque()

@@ -141,3 +141,27 @@ def test_randomize_draws_each_episodes_severity_and_leaves_out_what_cannot_apply
     assert kept == {"camera_shift": 10.0} and "only obs_mode=state reads" in left["pose_noise"]
     with pytest.raises(ValueError, match="both set"):
         perturbed(make("image", cams), "blur:1", "image", randomize="blur:1")
+
+
+def test_a_distractor_stands_clear_of_the_tasks_objects_in_view_and_changes_nothing_else() -> None:
+    cams = ("agentview",)
+    env = perturbed(make("state", cams), "distractor:1", "state")
+    clean = make("state", cams)
+    m = env.unwrapped.model
+    g = m.geom("distractor").id
+    assert clean.unwrapped.model.geom_rgba[g, 3] == 0  # built invisible
+    for seed in range(3):
+        obs, _ = env.reset(seed=seed)
+        ref, _ = clean.reset(seed=seed)
+        priv = env.unwrapped.privileged()
+        assert m.geom_rgba[g, 3] == 1 and m.geom_pos[g, 2] == pytest.approx(0.02)
+        for p in (priv["objects"]["cube"]["pos"], priv["zone_pos"]):
+            assert np.linalg.norm(m.geom_pos[g, :2] - p[:2]) >= 0.08
+        assert np.abs(obs["images"]["agentview"].astype(int) - ref["images"]["agentview"].astype(int)).sum() > 0
+        np.testing.assert_array_equal(obs["state"], ref["state"])  # a visual distractor: the state is the truth's
+        a = np.zeros(7, np.float32)
+        a[2] = -1.0
+        for _ in range(5):
+            o1 = env.step(a)[0]
+            o2 = clean.step(a)[0]
+        np.testing.assert_allclose(o1["state"], o2["state"], atol=1e-9)  # collides with nothing
