@@ -74,6 +74,9 @@ class EvalConfig(Execution):
     # expert only (native tasks): cap on its rotation action, so it turns the hand over the approach
     # (sim.experts.native.NativePickPlaceExpert); None = as fast as it translates
     expert_rot_speed: float | None = None
+    # expert only (native tasks): its feedback gain (sim.experts.native, `gain`); None = 1.5. Below 1 its
+    # approach tolerates a command that reaches the arm late, and so does a policy that imitates it
+    expert_gain: float | None = None
     # expert only (native tasks): chance per episode that the hand lets go of the carried object once
     # and the expert picks it up again (demos with recoveries; needs label=clean, which keeps the
     # forced opening out of the recorded actions)
@@ -136,6 +139,8 @@ class EvalConfig(Execution):
 
         if self.noise_scale is not None and not valid_noise_scale(self.noise_scale):
             raise ValueError(f"noise_scale must be finite and >= 0 (or null: the checkpoint's), got {self.noise_scale}")
+        if self.expert_gain is not None and not 0.0 < self.expert_gain <= 3.0:
+            raise ValueError(f"expert_gain must be in (0, 3] (or null: 1.5), got {self.expert_gain}")
         if self.expert_rot_speed is not None and not 0.0 < self.expert_rot_speed <= 1.0:
             raise ValueError(f"expert_rot_speed must be in (0, 1] (or null: no cap), got {self.expert_rot_speed}")
         if not 0.0 <= self.expert_drop <= 1.0:

@@ -28,6 +28,7 @@ def sim_demos_stage(ctx: JobContext) -> dict[str, Any]:
     summary = run_evaluation(EvalConfig(task=cfg.task, policy="expert", episodes=cfg.episodes, seed_range="collect",
                                         workers=cfg.workers, image_size=cfg.image_size, videos=1, source="demo",
                                         noise=cfg.noise, label=cfg.label, expert_rot_speed=cfg.rot_speed,
+                                        expert_gain=cfg.gain,
                                         expert_drop=cfg.drop, expert_turn_late=cfg.turn_late,
                                         obs_mode=cfg.obs_mode, perturb=cfg.perturb, randomize=cfg.randomize,
                                         record=str(ctx.store_path),

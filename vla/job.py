@@ -38,6 +38,8 @@ class DemoStageConfig:
     label: str = "noisy"  # noisy | clean (see sim.evaluate.EvalConfig.label)
     # cap on the expert's rotation action (native tasks; sim.evaluate.EvalConfig.expert_rot_speed)
     rot_speed: float | None = None
+    # the expert's feedback gain (native tasks; sim.evaluate.EvalConfig.expert_gain); None = 1.5
+    gain: float | None = None
     # chance per demo that the expert lets go of the carried object once and picks it up again
     # (native tasks; sim.evaluate.EvalConfig.expert_drop; needs label=clean)
     drop: float = 0.0

@@ -51,12 +51,16 @@ def _quat_yaw(q_wxyz: np.ndarray) -> float:
     w, x, y, z = q_wxyz
     return float(np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z)))
 
+# the expert's feedback gain (its default: see NativePickPlaceExpert.__init__, `gain`)
+GAIN = 1.5
+
 
 class NativePickPlaceExpert:
     """Scripted expert for any native task whose `privileged()` names an active object and goal."""
 
     def __init__(self, env: Any, noise: float = 0.0, skill: float = 1.0, seed: int | None = None,
-                 rot_speed: float | None = None, drop: float = 0.0, turn_late: bool = False) -> None:
+                 rot_speed: float | None = None, drop: float = 0.0, turn_late: bool = False,
+                 gain: float | None = None) -> None:
         """`rot_speed`: a cap on the rotation action (of 1), so the hand turns to the object over the
         approach instead of within its first 2-3 steps: a policy that must read the object's yaw
         from an image then sees that turn in every partly turned state on the way, not only in the
@@ -71,7 +75,14 @@ class NativePickPlaceExpert:
         r = 0.96, and turned 30+ degrees off they slip half the time). On sort the policy then grasps
         centred, and four trainings average 0.885 at 15,000 steps against the recipe's 0.823 over the same
         four seeds at 20,000 (seed by seed -0.02 to +0.17, +0.06 [-0.07, +0.19]: language_recipe_turn_late.md);
-        on the main job's pick_place it did worse (0.715: main_job_notes.md)."""
+        on the main job's pick_place it did worse (0.715: main_job_notes.md).
+
+        `gain`: the feedback gain from the remaining error (in steps of full action) to the action, GAIN by
+        default. Above 1 the hand overshoots its target each step and settles by alternating; a command that
+        reaches the arm a step late then makes that loop unstable (e_{t+1} = e_t - k e_{t-1} diverges for
+        k > 1): with 1.5 the expert takes 80 steps instead of 37 to finish at one step of latency and fails
+        every episode at two. Below 1 it approaches without overshoot and tolerates the delay; a policy
+        imitating it inherits its loop gain."""
         if not 0.0 <= skill <= 1.0:
             raise ValueError(f"skill must be in [0, 1], got {skill}")
         if noise < 0.0:
@@ -80,6 +91,9 @@ class NativePickPlaceExpert:
             raise ValueError(f"rot_speed must be in (0, 1] (or None: as fast as translation), got {rot_speed}")
         if not 0.0 <= drop <= 1.0:
             raise ValueError(f"drop must be a probability in [0, 1], got {drop}")
+        if gain is not None and not 0.0 < gain <= 3.0:
+            raise ValueError(f"gain must be in (0, 3] (or None: {GAIN}), got {gain}")
+        self.gain = GAIN if gain is None else float(gain)
         self.env: NativeArmEnv = env.unwrapped
         self.noise, self.skill = float(noise), float(skill)
         self.rot_speed, self.drop, self.turn_late = rot_speed, float(drop), bool(turn_late)
@@ -226,13 +240,13 @@ class NativePickPlaceExpert:
             return self.clean_action.copy()
         if self._rng.random() < 0.12 * (1.0 - self.skill):
             self._pause = int(self._rng.integers(2, 7))
-        dpos = np.clip((target - env.eef_pos()) / POS_SCALE * 1.5, -speed, speed)
+        dpos = np.clip((target - env.eef_pos()) / POS_SCALE * self.gain, -speed, speed)
         r = env.eef_mat()
         if yaw is None:
             cur_yaw = np.arctan2(r[1, 0], r[0, 0])
             yaw = cur_yaw
         rot_speed = speed if self.rot_speed is None else min(speed, self.rot_speed)
-        drot = np.clip(rotvec(_rot_x_pi_then_yaw(yaw) @ r.T) / ROT_SCALE * 1.5, -rot_speed, rot_speed)
+        drot = np.clip(rotvec(_rot_x_pi_then_yaw(yaw) @ r.T) / ROT_SCALE * self.gain, -rot_speed, rot_speed)
         motion = np.concatenate([dpos, drot])
         # while the hand is forced open the object is still between the pads: the label is to keep
         # holding it (the expert's own plan turns to "open" as soon as it slides out, and taught as

@@ -8,11 +8,11 @@ from vla.registry import TASKS
 def run(env, expert, seed):
     obs, info = env.reset(seed=seed)
     expert.reset(seed)
-    for t in range(env.horizon):
+    for t in range(env.unwrapped.horizon):
         obs, _, term, trunc, info = env.step(expert.act(obs))
         if term or trunc:
             return info["success"], t + 1
-    return info["success"], env.horizon
+    return info["success"], env.unwrapped.horizon
 
 
 @pytest.mark.parametrize("task", ["pick_place", "stack3"])
@@ -58,6 +58,26 @@ def test_bad_parameters_raise():
     for bad in (-0.1, 1.1):
         with pytest.raises(ValueError, match="drop must be a probability"):
             NativePickPlaceExpert(env, drop=bad)
+    for bad in (0.0, 3.5):
+        with pytest.raises(ValueError, match="gain must be in"):
+            NativePickPlaceExpert(env, gain=bad)
+
+
+def test_a_gain_below_one_keeps_the_expert_steady_when_its_commands_arrive_a_step_late():
+    """The default gain overshoots every step; a step of latency makes that loop ring (e_t+1 = e_t - k e_t-1):
+    slow at one step, failing at two. Below 1 the expert is as quick late as on time."""
+    from sim.perturb import perturbed
+
+    def lengths(gain, spec):
+        env = perturbed(TASKS.make("pick_place", cameras=(), obs_mode="state"), spec, "state")
+        return [run(env, NativePickPlaceExpert(env, gain=gain), s) for s in range(4)]
+
+    fast, ringing, failing = lengths(None, "none"), lengths(None, "action_latency:1"), lengths(None, "action_latency:2")
+    assert all(ok for ok, _ in fast) and not any(ok for ok, _ in failing)
+    assert np.mean([n for _, n in ringing]) > 1.4 * np.mean([n for _, n in fast])
+    steady, late = lengths(0.7, "none"), lengths(0.7, "action_latency:1")
+    assert all(ok for ok, _ in steady + late)
+    assert np.mean([n for _, n in late]) < 1.1 * np.mean([n for _, n in steady])
 
 
 @pytest.mark.parametrize("task", ["pick_place", "sort"])
