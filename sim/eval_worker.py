@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from sim.intervener import intervener_args
+from sim.intervener import intervener_args, intervener_expert_options
 from sim.perturb import perturbed
 from sim.policies import ExpertPolicy, expert_options, load_policy
 from sim.worker_io import EpisodeResult, env_kwargs
@@ -134,8 +134,9 @@ def run_worker(spec: dict[str, Any]) -> Iterator[EpisodeResult]:
         from sim.intervener import ExpertIntervener
         from sim.policies import make_expert
 
-        intervener = ExpertIntervener(env, make_expert(env, seed=spec["seeds"][0] if spec["seeds"] else 0),
-                                      mode=spec["intervener"], **intervener_args(spec))
+        expert = make_expert(env, seed=spec["seeds"][0] if spec["seeds"] else 0,
+                             options=intervener_expert_options(spec))
+        intervener = ExpertIntervener(env, expert, mode=spec["intervener"], **intervener_args(spec))
     episode_dir = Path(spec["episode_dir"]) if spec["episode_dir"] else None
     if episode_dir is not None:
         episode_dir.mkdir(parents=True, exist_ok=True)

@@ -366,14 +366,26 @@ class ExpertIntervener:
         return rewind_step(self._waypoints, self.env.eef_pos(), self._eef_mat(), gripper)
 
 
+# intervener_args keys for the person's expert rather than the intervener: `expert_gain` corrects with the
+# demos' gain (a person who took over drives as the demos did; sim.experts.native, `gain`)
+EXPERT_KEYS = {"expert_gain": "gain"}
+
+
+def intervener_expert_options(spec: dict[str, Any]) -> dict[str, Any]:
+    """The native expert's options the spec's intervener_args set (EXPERT_KEYS)."""
+    args = spec.get("intervener_args") or {}
+    return {kw: float(args[k]) for k, kw in EXPERT_KEYS.items() if args.get(k) is not None}
+
+
 def intervener_args(spec: dict[str, Any]) -> dict[str, Any]:
     """The spec's ExpertIntervener keywords (JSON numbers; the counts among them as int, the switches
-    as bool: a typed config may hand `release_guard: true` over as 1.0)."""
+    as bool: a typed config may hand `release_guard: true` over as 1.0); EXPERT_KEYS are not among them."""
     valid = inspect.signature(ExpertIntervener).parameters
-    args = dict(spec.get("intervener_args") or {})
+    args = {k: v for k, v in (spec.get("intervener_args") or {}).items() if k not in EXPERT_KEYS}
+    names = sorted({*valid, *EXPERT_KEYS} - {"env", "expert", "mode"})
     unknown = sorted(set(args) - set(valid) - {"env", "expert", "mode"})
     if unknown:
-        raise ValueError(f"unknown intervener_args {unknown} (valid: {sorted(set(valid) - {'env', 'expert', 'mode'})})")
+        raise ValueError(f"unknown intervener_args {unknown} (valid: {names})")
     def typed(k: str, v: Any) -> Any:
         if isinstance(valid[k].default, bool):
             return bool(v)

@@ -207,6 +207,8 @@ def _refine_round(ctx: JobContext, stage_name: str, method: str, iterations: int
               "train": {"steps": train_steps, "ckpt_every": train_steps}}
     if method_args is not None:
         values["method_args"] = method_args
+    if ctx.config.demos.gain is not None:  # the scripted person corrects as the demos' expert drove
+        values["intervener_args"] = {"expert_gain": ctx.config.demos.gain}
     t0 = time.perf_counter()
     run = RefineRun(load_config(RefineConfig, "refine", "default", overrides, values=values))
     # The eval stage already measured this checkpoint on the same seeds: that is version 0.

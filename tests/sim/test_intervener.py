@@ -321,3 +321,14 @@ def test_label_is_the_experts_action_from_the_state_and_leaves_its_memory_alone(
     staying = ExpertIntervener(env, mode="hg_dagger", label_retreat=False)
     staying.label(obs, info)
     assert staying.expert.retreat  # the label's setting does not stick to the expert that takes over
+
+
+def test_the_persons_expert_takes_the_demos_gain_and_the_intervener_keeps_its_own_keywords() -> None:
+    from sim.intervener import intervener_args, intervener_expert_options
+
+    spec = {"intervener_args": {"expert_gain": 0.7, "subtask_timeout": 40}}
+    assert intervener_expert_options(spec) == {"gain": 0.7}
+    assert intervener_args(spec) == {"subtask_timeout": 40}
+    assert intervener_expert_options({"intervener_args": {}}) == {}
+    with pytest.raises(ValueError, match=r"unknown intervener_args.*expert_gain"):
+        intervener_args({"intervener_args": {"expert_gian": 0.7}})
