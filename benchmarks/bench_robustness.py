@@ -62,7 +62,9 @@ def main() -> None:
     out = args.out or Path("runs") / f"robustness_{args.block}"
     preset = load_presets()[PRESET]
     kinds = [k for k in (args.kinds.split(",") if args.kinds else preset)]
-    runs: dict[str, str] = {"clean": "none", **{k: spec_text({k: preset[k]}) for k in kinds}, PRESET: PRESET}
+    # the preset spelt out, so that a run of an older preset is not read back as this one
+    runs: dict[str, str] = {"clean": "none", **{k: spec_text({k: preset[k]}) for k in kinds},
+                            PRESET: spec_text(preset)}
     if job["demos"]["obs_mode"] == "state":
         # the defect's own row: 1 mm on every object's pose once took the job's policy from 81% to 0%
         runs["pose_noise_1mm"] = "pose_noise:1"
@@ -152,7 +154,8 @@ def write_page(data: dict[str, Any]) -> None:
         for k in keys:
             lo, hi = block[f"{k}_wilson95"]
             kept = block[f"{k}_kept"]
-            sev = block[f"{k}_perturb"] if k not in KINDS else f"{block['preset'][k]:g} {KINDS[k].unit}"
+            sev = (f"{block['preset'][k]:g} {KINDS[k].unit}" if k in KINDS else
+                   f"`{PRESET}`, every kind above" if k == "realistic" else block[f"{k}_perturb"])
             lines.append(f"| {'all together' if k == 'realistic' else k} | {sev} | {block[f'{k}_success']:.3f} | "
                          f"[{lo:.2f}, {hi:.2f}] | {kept:.2f} | {format_paired(block[f'{k}_minus_clean'])} |"
                          if kept is not None else f"| {k} | {sev} | {block[f'{k}_success']:.3f} | | | |")

@@ -57,3 +57,23 @@ def test_ensemble_sweep_pairs_every_setting_against_four_steps() -> None:
     assert s["steps4"] == {"temporal_ensemble": None, "temporal_ensemble_every": 1, "n_action_steps": 4}
     assert s["rate0.3_every2"] == {"temporal_ensemble": 0.3, "temporal_ensemble_every": 2}
     assert set(s) == {"steps4", "steps8", "rate-0.01_every2", "rate0.3_every2", "rate0.3_every1"}
+
+
+def test_robustness_training_pairs_a_variant_with_its_base_by_training_and_eval_seed(tmp_path: Path) -> None:
+    import json
+
+    rt = load_script("robustness_training")
+    # the base trained on the GPU (results.json), the variant here (summary.json per condition)
+    gpu = {"runs": {"s_base_s1": {"none": {"success_rate": 0.5, "seeds": {"10": 1, "11": 0}}, "train_tail": ""},
+                    "s_base_s2": {"none": {"success_rate": 1.0, "seeds": {"10": 1, "11": 1}}}}}
+    for seed, outcomes in (("1", [1, 1]), ("2", [0, 1])):
+        d = tmp_path / "s_g07" / f"s{seed}" / "none"
+        d.mkdir(parents=True)
+        d.joinpath("summary.json").write_text(json.dumps({"episodes_detail": [
+            {"seed": 10, "success": bool(outcomes[0])}, {"seed": 11, "success": bool(outcomes[1])}]}))
+    figures = rt.summarise(rt.collect(tmp_path, gpu))
+    row = figures["s_g07"]["clean"]
+    assert row["per_training"] == {"1": 1.0, "2": 0.5} and row["mean"] == 0.75
+    # pairs (1,10) 1-1, (1,11) 1-0, (2,10) 0-1, (2,11) 1-1: differences 0, +1, -1, 0
+    assert row["minus_base"]["mean"] == 0.0 and row["minus_base_trainings"] == ["1", "2"]
+    assert "minus_base" not in figures["s_base"]["clean"]

@@ -1,0 +1,128 @@
+"""Training that expects a real arm's errors (issue 61, item 3): which demos make the main job's pretrained
+policy and the camera-only policy survive the `realistic` preset, read on 200 `tune` seeds (the job's
+execution) before anything is run on the `report` range.
+
+  python benchmarks/robustness_training.py --runs runs/rob61 --gpu runs/rob61/results.json
+
+Its inputs: `tools/device/job_robust.py`'s results.json (variants trained side by side on a lent GPU, each
+evaluated there) and the evaluations `runs/rob61/drive*.sh` ran here (`<variant>/s<seed>/<condition>/` for the
+state policies, `<variant>/<condition>/` for the camera ones). Every state variant is the job's pretraining
+recipe (40 demos, 3,000 steps, tiny, batch 32, lr 1e-3, noise scale 0) and differs only in its demos:
+`randomize=` (vla.perturb: each demo's severities drawn from [0, the spec's]) and the expert's gain
+(`demos.gain`). Writes benchmarks/results/robustness_training.json (per variant and condition: each training's
+success, their mean, and the paired difference against the base of the same training seed where one exists)
+and robustness_training.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from results_io import RESULTS, write_result
+
+from vla.metrics import format_paired, paired_difference
+
+# name -> (what its demos are, where it ran, the base it is paired with)
+VARIANTS: dict[str, tuple[str, str, str]] = {
+    "s_base": ("the job's demos (expert gain 1.5)", "gpu", ""),
+    "s_rand": ("randomize=realistic: every kind, severities from [0, realistic]", "gpu", "s_base"),
+    "s_g07": ("expert gain 0.7", "cpu", "s_base"),
+    "s_g07r": ("expert gain 0.7 + randomize=pose_latency:2,camera_shift:10,camera_rot:1", "cpu", "s_base"),
+    "s_main61": ("the job's own pretraining (runs/main61, training seed 0)", "cpu", ""),
+    "i_base": ("camera-only: the job's camera recipe, 400 demos, 7,000 steps (runs/cam61)", "cpu", ""),
+    "i_rand": ("camera-only: randomize=realistic (pose kinds left out), 6,000 of 7,000 steps", "gpu+cpu", "i_base"),
+    "i_rand_shift": ("camera-only: as i_rand + 4-pixel random shifts in training", "gpu+cpu", "i_base"),
+}
+CONDITIONS = {"none": "clean", "realistic": "realistic", "action_latency": "action_latency:1",
+              "cam": "camera_shift:10"}
+
+
+def outcomes(summary: Path) -> dict[int, bool] | None:
+    if not summary.exists():
+        return None
+    return {int(e["seed"]): bool(e["success"]) for e in json.loads(summary.read_text())["episodes_detail"]}
+
+
+def collect(runs: Path, gpu: dict[str, Any]) -> dict[str, dict[str, dict[str, dict[int, bool]]]]:
+    """variant -> training seed -> condition -> {eval seed: success}."""
+    out: dict[str, dict[str, dict[str, dict[int, bool]]]] = {}
+    for key, run in gpu.get("runs", {}).items():
+        variant, seed = key.rsplit("_s", 1)
+        for cond, r in run.items():
+            if isinstance(r, dict) and "seeds" in r:
+                name = "cam" if cond == "camera_shift:10" else cond
+                got = {int(s): bool(v) for s, v in r["seeds"].items()}
+                out.setdefault(variant, {}).setdefault(seed, {})[name] = got
+    for variant in VARIANTS:
+        folder = runs / variant
+        for cond in CONDITIONS:
+            for seed_dir in sorted(folder.glob("s[0-9]*")):
+                got = outcomes(seed_dir / cond / "summary.json")
+                if got is not None:
+                    out.setdefault(variant, {}).setdefault(seed_dir.name[1:], {})[cond] = got
+            got = outcomes(folder / cond / "summary.json")  # the camera variants: one training each
+            if got is not None:
+                out.setdefault(variant, {}).setdefault("1", {})[cond] = got
+    return out
+
+
+def summarise(data: dict[str, dict[str, dict[str, dict[int, bool]]]]) -> dict[str, Any]:
+    figures: dict[str, Any] = {}
+    for variant, (what, where, base) in VARIANTS.items():
+        if variant not in data:
+            continue
+        block: dict[str, Any] = {"demos": what, "trained_on": where, "paired_with": base or None}
+        for cond, label in CONDITIONS.items():
+            per = {s: c[cond] for s, c in data[variant].items() if cond in c}
+            if not per:
+                continue
+            rates = {s: sum(o.values()) / len(o) for s, o in per.items()}
+            row: dict[str, Any] = {"perturb": label, "per_training": rates,
+                                   "mean": sum(rates.values()) / len(rates), "episodes": len(next(iter(per.values())))}
+            ref = data.get(base, {})
+            pairs = {(s, e): (ref[s][cond][e], o[e]) for s, o in per.items() if cond in ref.get(s, {})
+                     for e in o if e in ref[s][cond]}
+            if pairs:
+                row["minus_base"] = paired_difference({k: a for k, (a, _) in pairs.items()},
+                                                      {k: b for k, (_, b) in pairs.items()})
+                row["minus_base_trainings"] = sorted({s for s, _ in pairs})
+            block[label] = row
+        figures[variant] = block
+    return figures
+
+
+def write_page(figures: dict[str, Any]) -> None:
+    lines = ["# Training that expects a real arm's errors (tune seeds)", "",
+             "Which demos make a policy survive the `realistic` preset (`vla/configs/perturb/realistic.yaml`), read on "
+             "200 `tune` seeds with the job's execution before any `report` figure. Command and inputs: the docstring "
+             "of `benchmarks/robustness_training.py`. Per training: success; minus base: paired by training seed and "
+             "eval seed, 95% t interval (seeds better / worse).", "",
+             "| variant | demos | condition | per training | mean | minus base |", "|---|---|---|---|---|---|"]
+    for variant, block in figures.items():
+        for label in CONDITIONS.values():
+            row = block.get(label)
+            if row is None:
+                continue
+            per = ", ".join(f"s{s} {v:.3f}" for s, v in sorted(row["per_training"].items()))
+            diff = format_paired(row["minus_base"]) if "minus_base" in row else ""
+            lines.append(f"| {variant} | {block['demos']} | {label} | {per} | {row['mean']:.3f} | {diff} |")
+    (RESULTS / "robustness_training.md").write_text("\n".join(lines) + "\n")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=Path, default=Path("runs/rob61"))
+    ap.add_argument("--gpu", type=Path, default=Path("runs/rob61/results.json"))
+    args = ap.parse_args()
+    gpu = json.loads(args.gpu.read_text()) if args.gpu.exists() else {}
+    figures = summarise(collect(args.runs, gpu))
+    write_result("robustness_training", {"variants": figures}, seed_range="tune")
+    write_page(figures)
+    print((RESULTS / "robustness_training.md").read_text())
+
+
+if __name__ == "__main__":
+    main()
