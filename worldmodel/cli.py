@@ -72,13 +72,29 @@ def eval_cmd(ckpt: Path = typer.Argument(..., help="world-model checkpoint or ru
              stores: list[Path] = typer.Option([], "--store", help="held-out stores (default: the model's own "
                                                                   "validation episodes)"),
              out: Path = typer.Option(Path("runs/wm_eval"), help="folder for summary.json and trajectories.png"),
+             truth: list[Path] = typer.Option([], "--truth", help="chunk-truth sets (vla wm chunk-truth): the "
+                                                                  "model's ranking of the candidates at each state"),
              ) -> None:
-    """k-step latent / probe error vs copy-last, success AUROC and ECE, action corruption, a PNG."""
+    """k-step latent / probe error vs copy-last, success AUROC and ECE, action corruption, a PNG; with --truth
+    the chunk-level figures (within-state Spearman, best-vs-worst AUROC, regret of the model's pick)."""
     from worldmodel.checkpoint import load_checkpoint
     from worldmodel.data import load_episodes
     from worldmodel.evaluate import evaluate
 
     model, job, meta, _, _ = load_checkpoint(ckpt)
+    if truth:
+        from worldmodel.chunk_truth import load_truth, score_truth, values
+        from worldmodel.metrics import chunk_report
+
+        reports = {}
+        for t in truth:
+            arrays, tmeta = load_truth(t)
+            reports[str(t)] = {**chunk_report(score_truth(model, arrays, tmeta), values(arrays)),
+                               "task": tmeta["config"]["task"], "seed_range": tmeta["config"]["seed_range"]}
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "chunk_truth.json").write_text(json.dumps(reports, indent=1))
+        typer.echo(json.dumps(reports))
+        return
     if stores:
         data = load_episodes([str(s) for s in stores], job.model, task=meta.get("task", ""))
     else:
@@ -96,6 +112,21 @@ def eval_cmd(ckpt: Path = typer.Argument(..., help="world-model checkpoint or ru
                            "chunk_auroc": res["chunk_success"]["auroc"],
                            "ece": res["chunk_success"]["ece"], "k_step": res["k_step"],
                            "corruption": res["corruption"], "summary": str(out / "summary.json")}))
+
+
+@wm_app.command("chunk-truth")
+@_clear_errors
+def chunk_truth_cmd(policy: Path = typer.Argument(..., help="policy checkpoint folder"),
+                    overrides: list[str] = typer.Argument(None, help="key=value of worldmodel.chunk_truth.TruthConfig, "
+                                                                     "e.g. seed_range=report episodes=50 noisy=7"),
+                    ) -> None:
+    """Chunk-level ground truth from the simulator: at states of the policy's own episodes, K candidate chunks
+    (its noise-free one, samples, perturbed copies), each executed and continued by the policy."""
+    from vla.config import load_config
+    from worldmodel.chunk_truth import TruthConfig, build
+
+    cfg = load_config(TruthConfig, "chunk_truth", None, [*(overrides or []), f"policy={policy}"])
+    typer.echo(f"chunk-truth set: {build(cfg)}")
 
 
 @wm_app.command("rank")

@@ -6,6 +6,11 @@
   2405.05941): for each policy, the largest real-success gap to another policy whose order the
   proxy gets wrong, averaged over policies (0 = every pair ordered right; in success units).
 - Bootstrap intervals over policies for all of them.
+- At the chunk level (issue 63: does the model rank the chunks proposed at one state as the simulator
+  would?), over states S x candidates K: the within-state Spearman between score and true value, the
+  best-vs-worst AUROC (how often the truly best candidate outscores the truly worst) and the regret of
+  executing the model's pick (true best value minus the pick's). Ours; the chunk-level framing follows
+  test-time selection with a learnt verifier (e.g. V-GPS, arXiv 2410.13816, which scores an action per state).
 """
 
 from __future__ import annotations
@@ -16,8 +21,8 @@ import numpy as np
 
 from vla.metrics import auroc, average_ranks
 
-__all__ = ["auroc", "bootstrap_interval", "ece", "mmrv", "pairwise_accuracy", "pearson", "rank_report",
-           "spearman"]
+__all__ = ["auroc", "best_vs_worst_auroc", "bootstrap_interval", "chunk_report", "ece", "mmrv",
+           "pairwise_accuracy", "pearson", "rank_report", "selection_regret", "spearman", "within_state_spearman"]
 
 
 def ece(probs: np.ndarray, labels: np.ndarray, bins: int = 10) -> float:
@@ -97,3 +102,61 @@ def rank_report(proxy: np.ndarray, real: np.ndarray, seed: int = 0) -> dict[str,
         lo, hi = bootstrap_interval(fn, proxy, real, seed=seed)
         out[name] = {"value": fn(proxy, real), "lo": lo, "hi": hi}
     return out
+
+
+def _grid(scores: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    s, v = np.asarray(scores, np.float64), np.asarray(values, np.float64)
+    if s.ndim != 2 or s.shape != v.shape:
+        raise ValueError(f"scores and values must both be [states, candidates], got {s.shape} and {v.shape}")
+    return s, v
+
+
+def within_state_spearman(scores: np.ndarray, values: np.ndarray) -> tuple[float, int]:
+    """Mean over states of Spearman(score, true value) among that state's candidates, and how many states
+    count: a state whose candidates all have the same true value orders nothing and is left out (nan, 0
+    when none is left). A model that scores every candidate alike counts as 0 there."""
+    s, v = _grid(scores, values)
+    rhos = []
+    for row_s, row_v in zip(s, v, strict=True):
+        if np.ptp(row_v) == 0:
+            continue
+        rho = spearman(row_s, row_v)
+        rhos.append(0.0 if not np.isfinite(rho) else rho)
+    return (float(np.mean(rhos)) if rhos else float("nan"), len(rhos))
+
+
+def best_vs_worst_auroc(scores: np.ndarray, values: np.ndarray) -> tuple[float, int]:
+    """Share of states (whose candidates differ in true value) where a candidate of the highest true value
+    scores above one of the lowest, ties in score counting one half (each state's best and worst sets
+    compared by their mean score); and how many states count."""
+    s, v = _grid(scores, values)
+    wins = []
+    for row_s, row_v in zip(s, v, strict=True):
+        if np.ptp(row_v) == 0:
+            continue
+        best, worst = row_s[row_v == row_v.max()].mean(), row_s[row_v == row_v.min()].mean()
+        wins.append(1.0 if best > worst else 0.5 if best == worst else 0.0)
+    return (float(np.mean(wins)) if wins else float("nan"), len(wins))
+
+
+def selection_regret(scores: np.ndarray, values: np.ndarray, default: int | None = None) -> dict[str, float]:
+    """Mean over states of (best true value - true value of the highest-scored candidate; ties in score take
+    their mean value), and, with `default` (the candidate a policy executes without selection, e.g. its
+    noise-free chunk), that candidate's regret and the gain of selecting (default's regret - pick's)."""
+    s, v = _grid(scores, values)
+    top = s == s.max(1, keepdims=True)
+    picked = (v * top).sum(1) / top.sum(1)
+    out = {"regret": float((v.max(1) - picked).mean()), "picked_value": float(picked.mean()),
+           "best_value": float(v.max(1).mean())}
+    if default is not None:
+        out["default_regret"] = float((v.max(1) - v[:, default]).mean())
+        out["gain_over_default"] = float((picked - v[:, default]).mean())
+    return out
+
+
+def chunk_report(scores: np.ndarray, values: np.ndarray, default: int | None = 0) -> dict[str, float]:
+    """Every chunk-level figure of a model's scores against a truth set's values."""
+    rho, n_rho = within_state_spearman(scores, values)
+    auc, _ = best_vs_worst_auroc(scores, values)
+    return {"chunk_spearman": rho, "chunk_auroc_best_vs_worst": auc, "states_that_order": n_rho,
+            "states": int(np.asarray(values).shape[0]), **selection_regret(scores, values, default)}

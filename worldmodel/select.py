@@ -70,6 +70,24 @@ class WorldModelSelection:
         return cands.reshape(b, k, *cands.shape[1:])[np.arange(b), best]
 
 
+def score_chunks(model: WorldModel, obs_batch: Sequence[dict[str, Any]], chunks: np.ndarray, value_weight: float = 0.5,
+                 disagreement_penalty: float = 1.0) -> np.ndarray:
+    """Scores [B * K] of K given chunks per observation ([B, K, H, A]), each imagined one chunk from the real
+    observation and scored as selection scores its candidates (worldmodel/chunk_truth.py's ground truth
+    compares them with the simulator's)."""
+    chunks = np.asarray(chunks, np.float32)
+    b, k = chunks.shape[:2]
+    rep = [o for o in obs_batch for _ in range(k)]
+    state, images = observation_arrays(model.cfg, rep)
+    n = len(rep)
+    env = ImaginedEnv(model, success_threshold=1.1, max_chunks=1)
+    env.reset(StartStates(state, images, [o["instruction"] for o in rep], np.zeros(n, np.int64),
+                          np.zeros(n, np.int64), np.zeros(n, bool)))
+    _, p, _, _, info = env.step(chunks.reshape(b * k, *chunks.shape[2:])[:, :model.cfg.chunk])
+    return rollout_scores(p[:, None], info["value"], info["disagreement"][:, None], value_weight=value_weight,
+                          disagreement_penalty=disagreement_penalty)
+
+
 def parse_spec(args: str) -> dict[str, str]:
     return spec_args("wm-select", args, ("ckpt", "wm", "k", "chunks", "value_weight", "disagreement_penalty"),
                      ("ckpt", "wm"), "wm-select:ckpt=P,wm=W,k=8,chunks=2")

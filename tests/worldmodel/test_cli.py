@@ -71,3 +71,17 @@ def test_bad_input_is_one_line(pick_place_store: Path, trained_wm: Path, tmp_pat
     line = one_line_error(vla("imagine", policy, "--wm", trained_wm, "--starts", other,
                               "--record", tmp_path / "i.zarr"))
     assert "state size 9, the world model needs 22" in line
+
+
+def test_chunk_truth_then_eval_with_truth(trained_wm: Path, tmp_path: Path) -> None:
+    from tests.worldmodel.test_chunk_truth import state_policy
+
+    policy = state_policy(tmp_path)
+    assert "unknown key 'episodse'" in one_line_error(vla("chunk-truth", policy, "episodse=1"))
+    res = vla("chunk-truth", policy, "episodes=1", "states_per_episode=2", "every=4", "horizon=10", "noisy=1",
+              "perturbed=1", f"out={tmp_path / 'truth'}")
+    assert res.returncode == 0, res.stderr[-2000:]
+    res = vla("eval", trained_wm, "--truth", tmp_path / "truth", "--out", tmp_path / "ev")
+    assert res.returncode == 0, res.stderr[-2000:]
+    report = json.loads((tmp_path / "ev" / "chunk_truth.json").read_text())[str(tmp_path / "truth")]
+    assert report["states"] == 2 and report["seed_range"] == "tune" and "chunk_spearman" in report

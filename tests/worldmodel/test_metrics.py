@@ -52,3 +52,26 @@ def test_bootstrap_interval_brackets_the_value() -> None:
     rep = rank_report(proxy, real)
     assert set(rep) == {"spearman", "pearson", "mmrv", "pairwise_accuracy"}
     assert all(set(v) == {"value", "lo", "hi"} for v in rep.values())
+
+
+def test_chunk_metrics_order_within_each_state_and_skip_states_that_order_nothing() -> None:
+    from worldmodel.metrics import best_vs_worst_auroc, chunk_report, selection_regret, within_state_spearman
+
+    values = np.array([[1.0, 0.5, 0.0], [0.2, 0.2, 0.2], [0.0, 1.0, 0.5]])
+    perfect = np.array([[3.0, 2.0, 1.0], [5.0, 1.0, 0.0], [1.0, 3.0, 2.0]])
+    assert within_state_spearman(perfect, values) == (1.0, 2)  # the all-equal state counts for nothing
+    assert best_vs_worst_auroc(perfect, values) == (1.0, 2)
+    reversed_ = -perfect
+    assert within_state_spearman(reversed_, values)[0] == -1.0 and best_vs_worst_auroc(reversed_, values)[0] == 0.0
+    flat = np.zeros_like(values)
+    assert within_state_spearman(flat, values)[0] == 0.0 and best_vs_worst_auroc(flat, values)[0] == 0.5
+    r = selection_regret(reversed_, values, default=0)
+    # the reversed model picks 0.0 in state 0, any of the equal 0.2s (0.2) in state 1 and 0.0 in state 2
+    assert r["regret"] == pytest.approx((1.0 + 0.0 + 1.0) / 3) and r["default_regret"] == pytest.approx(1.0 / 3)
+    assert r["gain_over_default"] == pytest.approx(-1 / 3)  # state 0: 0.0 picked where the default had 1.0
+    tie = selection_regret(flat, values)  # all tied: the mean of the state's values
+    assert tie["picked_value"] == pytest.approx(np.mean(values.mean(1)))
+    rep = chunk_report(perfect, values)
+    assert rep["chunk_spearman"] == 1.0 and rep["regret"] == 0.0 and rep["states_that_order"] == 2
+    with pytest.raises(ValueError, match=r"\[states, candidates\]"):
+        within_state_spearman(np.zeros(3), np.zeros(3))
