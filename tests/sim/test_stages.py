@@ -17,7 +17,8 @@ def test_tiny_main_job_writes_a_report_with_its_table_plots_and_videos(tmp_path:
     out = tmp_path / "job"
     args = [f"out_dir={out}", "stages=[sim_demos,pretrain,export,eval,refine]",
             "demos.episodes=3", "demos.image_size=32", "demos.workers=1", "demos.noise=0.1", "demos.label=clean",
-            "demos.drop=0.5", "demos.turn_late=true",
+            "demos.drop=0.5", "demos.turn_late=true", "demos.gain=0.7",
+            "demos.randomize=camera_shift:10,pose_latency:1",
             "pretrain.train=debug", "pretrain.steps=2", "pretrain.batch_size=4",
             "eval.episodes=2", "eval.workers=1", "eval.onnx_episodes=1", "eval.n_action_steps=8",
             "eval.temporal_ensemble=0.3", "eval.temporal_ensemble_every=2",
@@ -33,6 +34,13 @@ def test_tiny_main_job_writes_a_report_with_its_table_plots_and_videos(tmp_path:
     assert summary["sim_demos"]["expert noise"] == "0.1 (label: clean)"
     assert summary["sim_demos"]["expert drops"].startswith("50%")
     assert summary["sim_demos"]["expert turns"] == "over the object"
+    # domain randomisation in collection; the expert's gain reaches the demos and the person's corrections
+    assert summary["sim_demos"]["randomized"] == "camera_shift:10,pose_latency:1: camera_shift, pose_latency"
+    collected = json.loads((out / "collect" / "summary.json").read_text())
+    assert collected["config"]["expert_gain"] == 0.7 and collected["randomize"]["randomized"] == {
+        "camera_shift": 10.0, "pose_latency": 1.0}
+    rollouts = json.loads((out / "refine" / "iter_00" / "collect" / "summary.json").read_text())
+    assert rollouts["config"]["intervener_args"] == {"expert_gain": 0.7}
     # every evaluation (the eval stage's, the refine stage's rollouts and versions) ran the temporal ensemble
     assert summary["eval"]["execution"] == "temporal ensemble, rate 0.3, a chunk every 2 steps"
     v1 = json.loads((out / "refine" / "iter_01" / "eval" / "summary.json").read_text())
