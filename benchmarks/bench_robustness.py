@@ -112,7 +112,8 @@ def main() -> None:
     shown = [k for k in (*old.get("_meta", {}).get("key_figures", []), *figures)
              if not isinstance(figures.get(k, old.get(k)), dict)]
     path = write_result("robustness", figures, seed_range="report", key_figures=list(dict.fromkeys(shown)),
-                        held_out="the report range; the preset was set before any policy was measured")
+                        held_out="the report range; each severity of the preset was set before any policy "
+                        "was measured under it (surface_colour and distractor joined it later, before their first run)")
     write_page(json.loads(path.read_text()))
     write_index()  # the index links the page, which exists only now
     print(f"wrote {path}")
