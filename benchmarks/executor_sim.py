@@ -35,9 +35,9 @@ from real.safety import SafetyFilter
 from real.stages import NODE_CONFIG
 from real.testing import SteppedWorker
 from real.worker import FakeClock
-from sim.perturb import CameraMount, Distractor, SceneColours, inapplicable
+from sim.perturb import SceneEffects, inapplicable
 from sim.policies import load_policy
-from vla.perturb import Perturber, groups_of, parse_perturb
+from vla.perturb import Perturber, parse_perturb
 from vla.registry import TASKS
 from vla.robot.arm import ARM_REACH_M, JOINT_UNIT_RAD
 
@@ -60,7 +60,7 @@ class WithoutMotion:
 
 
 # main's perturbation, as the bridge would apply it (none unless --perturb)
-PERTURB: dict[str, Any] = {"perturber": Perturber({}), "mount": None, "colours": None, "distractor": None}
+PERTURB: dict[str, Any] = {"perturber": Perturber({}), "scene": None}
 
 
 def set_perturbation(env: Any, spec: str) -> None:
@@ -72,9 +72,7 @@ def set_perturbation(env: Any, spec: str) -> None:
         if why:
             raise ValueError(why)
     PERTURB["perturber"] = Perturber(kinds)
-    PERTURB["mount"] = CameraMount(env.unwrapped) if "camera" in groups_of(kinds) else None
-    PERTURB["colours"] = SceneColours(env.unwrapped) if "surface_colour" in kinds else None
-    PERTURB["distractor"] = Distractor(env.unwrapped) if "distractor" in kinds else None
+    PERTURB["scene"] = SceneEffects(env.unwrapped, kinds)
 
 
 def run_episode(env: Any, cfg: DeployConfig, policy: JointSpaceVLA, variant: str, mode: str, seed: int,
@@ -82,14 +80,12 @@ def run_episode(env: Any, cfg: DeployConfig, policy: JointSpaceVLA, variant: str
     """One episode; `executor`: further `ExecutorConfig` fields (e.g. ensemble_rate)."""
     u = env.unwrapped
     clock = FakeClock()
-    perturber, mount, colours = PERTURB["perturber"], PERTURB["mount"], PERTURB["colours"]
+    perturber, scene = PERTURB["perturber"], PERTURB["scene"]
     perturber.reset(seed)  # the bridge's perturbations (vla.perturb), in joint space as the bridge applies them
-    if mount is not None:
-        mount.move(perturber)
-    if colours is not None:
-        colours.paint(perturber)
+    if scene is not None:
+        scene.before_reset(perturber)
     obs, info = env.reset(seed=seed)
-    if PERTURB["distractor"] is not None and PERTURB["distractor"].place(perturber):
+    if scene is not None and scene.after_reset(perturber):
         obs = u._obs()
     policy.reset()
     policy.vla.reset(seed=seed)  # the episode's noise from its own seed, as the evaluator does

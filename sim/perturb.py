@@ -40,8 +40,7 @@ def perturbed(env: Any, spec: str, obs_mode: str = "image", task: str = "", rand
     if kinds and rand:
         raise ValueError(f"perturb ({spec}) and randomize ({randomize}) are both set; an episode takes one")
     if rand:
-        u = env.unwrapped
-        kept = {k: s for k, s in rand.items() if not inapplicable(k, u, obs_mode, task)}
+        kept, _ = applicable_kinds(randomize, env.unwrapped, obs_mode, task)
         return PerturbedEnv(env, kept, obs_mode, task, randomize=True) if kept else env
     return PerturbedEnv(env, kinds, obs_mode, task) if kinds else env
 
@@ -92,22 +91,17 @@ class PerturbedEnv(gym.Wrapper):
         self.groups = groups_of(kinds)
         self._poses = "pose" in self.groups or ("proprio" in self.groups and obs_mode == "state"
                                                 and has_poses(u))
-        self.mount = CameraMount(u) if "camera" in self.groups else None
-        self.colours = SceneColours(u) if "surface_colour" in kinds else None
-        self.distractor = Distractor(u) if "distractor" in kinds else None
+        self.scene = SceneEffects(u, kinds)
         space = env.action_space  # the limits actions are clipped to, fixed for the env's life
         self._limits = (float(np.min(space.low)) if hasattr(space, "low") else -1.0,
                         float(np.max(space.high)) if hasattr(space, "high") else 1.0)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
         self.perturber.reset(0 if seed is None else seed)
-        if self.mount is not None:
-            self.mount.move(self.perturber)
-        if self.colours is not None:
-            self.colours.paint(self.perturber)
+        self.scene.before_reset(self.perturber)
         obs, info = self.env.reset(seed=seed, options=options)
-        if self.distractor is not None and self.distractor.place(self.perturber):
-            obs = self.env.unwrapped._obs()  # the cameras see it from the first frame
+        if self.scene.after_reset(self.perturber):
+            obs = self.env.unwrapped._obs()  # the cameras see the distractor from the first frame
         return self._observe(obs), info
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
@@ -156,6 +150,27 @@ class CameraMount:
         if getattr(self.u, "_renderer", None) is not None:
             self.u._renderer.close()
             self.u._renderer = None
+
+
+class SceneEffects:
+    """What the camera and scene kinds of `kinds` change in the simulator, per episode, for every place that
+    applies them (the evaluator's wrapper, the ROS bridge, the executor benchmark): `before_reset` moves the
+    cameras and recolours the surfaces, `after_reset` (once the task placed its objects) stands the distractor
+    on the table and says whether the observation must be taken again."""
+
+    def __init__(self, u: Any, kinds: dict[str, float]) -> None:
+        self.mount = CameraMount(u) if "camera" in groups_of(kinds) else None
+        self.colours = SceneColours(u) if "surface_colour" in kinds else None
+        self.distractor = Distractor(u) if "distractor" in kinds else None
+
+    def before_reset(self, p: Perturber) -> None:
+        if self.mount is not None:
+            self.mount.move(p)
+        if self.colours is not None:
+            self.colours.paint(p)
+
+    def after_reset(self, p: Perturber) -> bool:
+        return self.distractor is not None and self.distractor.place(p)
 
 
 class SceneColours:

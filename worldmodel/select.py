@@ -43,12 +43,6 @@ class WorldModelSelection:
     def reset(self, seed: int | None = None) -> None:
         self.policy.reset(seed)
 
-    def _starts(self, obs_batch: Sequence[dict[str, Any]]) -> StartStates:
-        state, images = observation_arrays(self.model.cfg, obs_batch)
-        n = len(obs_batch)
-        return StartStates(state, images, [o["instruction"] for o in obs_batch], np.zeros(n, np.int64),
-                           np.zeros(n, np.int64), np.zeros(n, bool))
-
     def sample_chunk(self, obs_batch: Sequence[Any], prefix: np.ndarray | None = None, guidance: Any = None
                      ) -> np.ndarray:
         b, k, c = len(obs_batch), self.k, self.model.cfg.chunk
@@ -56,7 +50,7 @@ class WorldModelSelection:
         rep_prefix = None if prefix is None else np.repeat(np.asarray(prefix), k, axis=0)
         cands = np.asarray(self.policy.sample_chunk(rep, prefix=rep_prefix), np.float32)
         env = ImaginedEnv(self.model, success_threshold=1.1, max_chunks=self.chunks)
-        obs, _ = env.reset(self._starts(rep))
+        obs, _ = env.reset(live_starts(self.model, rep))
         probs, dis = [], []
         for j in range(self.chunks):
             chunk = cands[:, :c] if j == 0 else np.asarray(self.policy.sample_chunk(obs), np.float32)[:, :c]
@@ -70,6 +64,14 @@ class WorldModelSelection:
         return cands.reshape(b, k, *cands.shape[1:])[np.arange(b), best]
 
 
+def live_starts(model: WorldModel, obs_batch: Sequence[dict[str, Any]]) -> StartStates:
+    """Imagination's starts from live observations (no recorded episode behind them)."""
+    state, images = observation_arrays(model.cfg, obs_batch)
+    n = len(obs_batch)
+    return StartStates(state, images, [o["instruction"] for o in obs_batch], np.zeros(n, np.int64),
+                       np.zeros(n, np.int64), np.zeros(n, bool))
+
+
 def score_chunks(model: WorldModel, obs_batch: Sequence[dict[str, Any]], chunks: np.ndarray, value_weight: float = 0.5,
                  disagreement_penalty: float = 1.0) -> np.ndarray:
     """Scores [B * K] of K given chunks per observation ([B, K, H, A]), each imagined one chunk from the real
@@ -77,12 +79,8 @@ def score_chunks(model: WorldModel, obs_batch: Sequence[dict[str, Any]], chunks:
     compares them with the simulator's)."""
     chunks = np.asarray(chunks, np.float32)
     b, k = chunks.shape[:2]
-    rep = [o for o in obs_batch for _ in range(k)]
-    state, images = observation_arrays(model.cfg, rep)
-    n = len(rep)
     env = ImaginedEnv(model, success_threshold=1.1, max_chunks=1)
-    env.reset(StartStates(state, images, [o["instruction"] for o in rep], np.zeros(n, np.int64),
-                          np.zeros(n, np.int64), np.zeros(n, bool)))
+    env.reset(live_starts(model, [o for o in obs_batch for _ in range(k)]))
     _, p, _, _, info = env.step(chunks.reshape(b * k, *chunks.shape[2:])[:, :model.cfg.chunk])
     return rollout_scores(p[:, None], info["value"], info["disagreement"][:, None], value_weight=value_weight,
                           disagreement_penalty=disagreement_penalty)

@@ -235,7 +235,7 @@ class BridgeNode:
         self.episode = -1
         self.n_overruns = 0
         self.sensor_dropout = False  # fault injection: joint states and images stop (physics goes on)
-        self.perturber, self.mount, self.colours, self.distractor = self._perturbation(cfg)
+        self.perturber, self.scene = self._perturbation(cfg)
         self._reset_env()
 
         self.node = rclpy.create_node("mujoco_bridge", context=context)
@@ -260,7 +260,7 @@ class BridgeNode:
         self._threads = [threading.Thread(target=self._spin, name="ros-spin", daemon=True),
                          threading.Thread(target=self._loop, name="physics", daemon=True)]
 
-    def _perturbation(self, cfg: BridgeConfig) -> tuple[Any, Any, Any, Any]:
+    def _perturbation(self, cfg: BridgeConfig) -> tuple[Any, Any]:
         from vla.perturb import Perturber, groups_of, parse_perturb
 
         kinds = parse_perturb(cfg.perturb)
@@ -270,27 +270,23 @@ class BridgeNode:
                              f"(objects_topic set, a task with poses); task {cfg.task!r} publishes none")
         if groups & {"image", "camera"} and not cfg.cameras:
             raise ValueError(f"perturb={cfg.perturb}: image and camera perturbations need cameras (cameras: [])")
-        mount = colours = distractor = None
+        scene = None
         if groups & {"camera", "scene"}:
-            from sim.perturb import CameraMount, Distractor, SceneColours  # the bridge runs the simulator anyway
+            from sim.perturb import SceneEffects  # the bridge runs the simulator anyway
 
-            mount = CameraMount(self.env) if "camera" in groups else None
-            colours = SceneColours(self.env) if "surface_colour" in kinds else None
-            distractor = Distractor(self.env) if "distractor" in kinds else None
-        return Perturber(kinds), mount, colours, distractor
+            scene = SceneEffects(self.env, kinds)
+        return Perturber(kinds), scene
 
     # ---- episode state (call with the lock held, or before the threads start) --------------------
     def _reset_env(self) -> None:
         self.episode += 1
         self.seed = self.cfg.seed + self.episode
         self.perturber.reset(self.seed)
-        if self.mount is not None:
-            self.mount.move(self.perturber)
-        if self.colours is not None:
-            self.colours.paint(self.perturber)
+        if self.scene is not None:
+            self.scene.before_reset(self.perturber)
         self.obs, self.info = self.env.reset(seed=self.seed)
-        if self.distractor is not None and self.distractor.place(self.perturber):
-            self.obs = self.env._obs()  # the cameras see it from the first frame
+        if self.scene is not None and self.scene.after_reset(self.perturber):
+            self.obs = self.env._obs()  # the cameras see the distractor from the first frame
         self.target = np.append(self.env.arm_qpos(), self.env.finger_qpos().mean())  # commanded
         self.applied = self.target.copy()  # what the motors got last tick (the per-tick bound's origin)
         self._trajectory: tuple[float, np.ndarray, np.ndarray] | None = None

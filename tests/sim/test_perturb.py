@@ -131,7 +131,7 @@ def test_randomize_draws_each_episodes_severity_and_leaves_out_what_cannot_apply
     env = perturbed(make("image", cams), "", "image", randomize="camera_shift:10,pose_noise:2")
     assert set(env.perturber.kinds) == {"camera_shift"}  # pose noise: an image policy reads no poses
     cam = env.unwrapped.model.camera("agentview").id
-    built = env.mount.pos[0].copy()
+    built = env.scene.mount.pos[0].copy()
     moved = []
     for seed in range(6):
         env.reset(seed=seed)
