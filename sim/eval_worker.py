@@ -122,6 +122,10 @@ def run_worker(spec: dict[str, Any]) -> Iterator[EpisodeResult]:
 
     env = perturbed(TASKS.make(spec["task"], **env_kwargs(spec)), spec.get("perturb", "none"),
                     env_kwargs(spec)["obs_mode"], spec["task"], spec.get("randomize", "none"))
+    if spec.get("poses"):
+        from sim.estimated_poses import EstimatedPosesEnv
+
+        env = EstimatedPosesEnv(env, spec["poses"], spec["task"])
     policy = load_policy(spec["policy"], env, noise=spec["noise"], skill=spec["skill"],
                          seed=spec["seeds"][0] if spec["seeds"] else 0, noise_scale=spec.get("noise_scale"),
                          expert_options=expert_options(spec))

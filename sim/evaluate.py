@@ -273,6 +273,9 @@ def run_evaluation(config: EvalConfig, progress: bool = True) -> dict[str, Any]:
     # observations the env would not give as asked
     config = observation_contract(config, check_policy_spec(config.policy))
     randomized: dict[str, Any] = {}
+    estimated: dict[str, Any] = {}
+    if config.poses:
+        config, estimated = _estimated_poses(config, progress)
     if config.perturb != "none" or config.randomize != "none":
         # one that cannot apply to this task or observation fails here, not in a worker; a randomisation's
         # kinds that cannot apply are named once
@@ -318,9 +321,34 @@ def run_evaluation(config: EvalConfig, progress: bool = True) -> dict[str, Any]:
     summary = summarise(sorted(results, key=lambda r: r.seed), config)
     if randomized:
         summary["randomize"] = randomized
+    if estimated:
+        summary["estimated_poses"] = estimated
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
     plot_summary(summary, out_dir / "summary.png")
     return summary
+
+
+def _estimated_poses(config: EvalConfig, progress: bool) -> tuple[EvalConfig, dict[str, Any]]:
+    """`config` with the pose kinds of its perturbation left out (the estimator's own errors replace them),
+    after the estimator was checked against the task and the env (one line, before any worker starts)."""
+    from sim.estimated_poses import EstimatedPosesEnv, without_pose_kinds
+    from vla.registry import TASKS
+
+    if config.obs_mode != "state":
+        raise ValueError(f"poses={config.poses}: a pose estimator feeds a state policy's object poses; this "
+                         f"policy reads obs_mode={config.obs_mode}")
+    perturb, left = without_pose_kinds(config.perturb)
+    randomize, left_r = without_pose_kinds(config.randomize)
+    if (left or left_r) and progress:
+        print(f"poses={config.poses}: left out {', '.join(left + left_r)} (the estimator's own errors replace them)")
+    probe = TASKS.make(config.task, **env_kwargs(config))
+    try:
+        est = EstimatedPosesEnv(probe, config.poses, config.task).estimator
+    finally:
+        probe.close()
+    return replace(config, perturb=perturb, randomize=randomize), {
+        "estimator": config.poses, "cameras": est.cameras, "trained_on": est.meta.get("trained_on"),
+        "left_out": left + left_r}
 
 
 def _run_local(specs: list[dict[str, Any]], tmp: Path, total: int, progress: bool, desc: str) -> list[EpisodeResult]:

@@ -22,8 +22,9 @@ config_app = typer.Typer(help="Inspect config presets.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
 
 # vla/'s modules that define `register(app)` to add their subcommands (the plugins add theirs)
-CLI_MODULES = ("vla.data.cli", "vla.job", "vla.policy.cli", "vla.train.cli", "vla.refine.cli")
-CONFIG_KINDS = {"job": "vla.job:JobConfig", "refine": "vla.refine.config:RefineConfig"}
+CLI_MODULES = ("vla.data.cli", "vla.job", "vla.perception.cli", "vla.policy.cli", "vla.train.cli", "vla.refine.cli")
+CONFIG_KINDS = {"job": "vla.job:JobConfig", "perception": "vla.perception.config:PerceptionConfig",
+                "refine": "vla.refine.config:RefineConfig"}
 
 
 def config_kinds() -> dict[str, str]:

@@ -33,6 +33,9 @@ class EnvSettings:
     # domain randomisation (vla.perturb): each episode draws every kind's severity from [0, SPEC's], e.g. the
     # demos' collection (randomize=realistic); kinds that cannot apply here are left out. Not with perturb
     randomize: str = "none"
+    # where a state policy's object poses come from: "" the simulator's truth, or the folder of a pose
+    # estimator (`vla perception train`) that reads them from the episode's camera frames every step
+    poses: str = ""
 
     def env_kwargs(self) -> dict[str, Any]:
         """The task factory's keywords ("" obs_mode is resolved before an env is made: image by default)."""

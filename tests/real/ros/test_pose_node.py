@@ -1,0 +1,86 @@
+"""The pose node over real DDS: the MuJoCo bridge's camera images in, the estimator's PoseArray out."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+
+from sensor_msgs.msg import Image  # noqa: E402
+
+from real.ros.pose_node import PoseNode, PoseNodeConfig  # noqa: E402
+from tests.real.ros.helpers import in_process_bridge  # noqa: E402
+from tests.vla.perception.helpers import CAMERAS, pose_store  # noqa: E402
+from vla.config import load_config  # noqa: E402
+from vla.perception.config import PerceptionConfig  # noqa: E402
+from vla.perception.estimator import PoseEstimator  # noqa: E402
+from vla.perception.train import train  # noqa: E402
+
+pytestmark = [pytest.mark.ros, pytest.mark.timeout(300)]
+
+
+@pytest.fixture(scope="module")
+def estimator(tmp_path_factory: pytest.TempPathFactory) -> str:
+    tmp = tmp_path_factory.mktemp("est")
+    store = pose_store(tmp / "s.zarr", 2, image_size=24)
+    train(store, load_config(PerceptionConfig, "perception", "debug", [f"out_dir={tmp / 'est'}"]), progress=False)
+    return str(tmp / "est")
+
+
+def _wait(cond, timeout_s: float = 20.0) -> bool:
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_poses_are_estimated_from_the_bridges_images_and_published_as_its_pose_array(estimator: str) -> None:
+    with in_process_bridge(cameras=list(CAMERAS), image_size=24) as bridge:
+        sent_images: list[dict[str, np.ndarray]] = []
+        node = PoseNode(PoseNodeConfig(estimator=estimator), context=bridge.node.context)
+        out: list = []
+        node.pub.publish = out.append
+        node.start()
+        try:
+            t0 = time.monotonic()
+            for k in range(3):
+                bridge._tick(t0 + k * bridge.period)
+                sent_images.append({c: bridge.obs["images"][c].copy() for c in CAMERAS})
+
+                def estimated_from_this_tick() -> bool:  # both cameras' frames of this tick, estimated
+                    stamps = {f[1] for f in node._frames.values()}
+                    return len(node._frames) == 2 and len(stamps) == 1 and set(node._used.values()) == stamps
+                assert _wait(estimated_from_this_tick), "no PoseArray from the bridge's images"
+            msg = out[-1]
+            assert msg.header.frame_id == "world" and len(msg.poses) == 2
+            got = np.array([[p.position.x, p.position.y, p.position.z, p.orientation.x, p.orientation.y,
+                             p.orientation.z, p.orientation.w] for p in msg.poses])
+            want = PoseEstimator.load(estimator).estimate(sent_images[-1])  # the same frames, estimated here
+            np.testing.assert_allclose(got, want, atol=1e-5)
+            # a frame of the wrong size is dropped and counted, and estimates stop until good frames return
+            n = len(out)
+            bad = Image(height=10, width=10, encoding="rgb8", step=30, data=bytes(300))
+            node._on_image(bad, CAMERAS[0])
+            assert node.rejected["image"] == 1
+            node.tick()
+            assert len(out) == n  # no new frames: nothing is estimated again
+        finally:
+            node.stop()
+
+
+def test_a_config_without_the_camera_placeholder_is_refused(estimator: str) -> None:
+    with pytest.raises(ValueError, match="must contain"):
+        PoseNodeConfig(estimator=estimator, camera_topic="/camera/image_raw")
+
+
+def test_a_missing_estimator_is_one_clear_error(tmp_path: Path) -> None:
+    from vla.policy.checkpoint import CheckpointError
+
+    with pytest.raises(CheckpointError, match="not a pose estimator"):
+        PoseEstimator.load(tmp_path)

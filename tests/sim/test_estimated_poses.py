@@ -1,0 +1,67 @@
+"""A state policy's object poses from a pose estimator over the episode's own camera frames."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sim.estimated_poses import EstimatedPosesEnv, without_pose_kinds
+from sim.evaluate import EvalConfig, run_evaluation
+from tests.vla.perception.helpers import CAMERAS, pose_store
+from vla.config import load_config
+from vla.perception.config import PerceptionConfig
+from vla.perception.estimator import PoseEstimator
+from vla.perception.train import train
+from vla.registry import TASKS
+
+
+@pytest.fixture(scope="module")
+def estimator(tmp_path_factory: pytest.TempPathFactory) -> str:
+    tmp = tmp_path_factory.mktemp("est")
+    store = pose_store(tmp / "s.zarr", 2, image_size=24)
+    train(store, load_config(PerceptionConfig, "perception", "debug", [f"out_dir={tmp / 'est'}"]), progress=False)
+    return str(tmp / "est")
+
+
+def test_the_state_reads_the_estimators_poses_of_the_rendered_frames_and_the_truth_stays(estimator: str) -> None:
+    inner = TASKS.make("pick_place", obs_mode="state", cameras=CAMERAS, image_size=24)
+    env = EstimatedPosesEnv(inner, estimator, "pick_place")
+    est = PoseEstimator.load(estimator)
+    obs, _ = env.reset(seed=3)
+    truth = inner.unwrapped._obs()["state"]
+    for _ in range(2):
+        poses = est.estimate(obs["images"])
+        want = inner.unwrapped.features_from_poses(poses, obs["state"][:3])
+        np.testing.assert_allclose(obs["state"][9:], want, atol=1e-6)
+        np.testing.assert_allclose(obs["state"][:9], truth[:9])  # the arm's own state is the task's
+        assert not np.allclose(obs["state"][9:], truth[9:], atol=1e-3)  # two training steps know nothing
+        obs, *_ = env.step(np.zeros(7, np.float32))
+        truth = inner.unwrapped._obs()["state"]
+    env.close()
+
+
+def test_an_estimator_the_run_cannot_feed_is_one_clear_error(estimator: str) -> None:
+    with pytest.raises(ValueError, match="does not render"):
+        EstimatedPosesEnv(TASKS.make("pick_place", obs_mode="state", cameras=("agentview",), image_size=24),
+                          estimator, "pick_place")
+    with pytest.raises(ValueError, match="does not compute its state from object poses"):
+        EstimatedPosesEnv(TASKS.make("stack3", obs_mode="state", cameras=CAMERAS, image_size=24), estimator, "stack3")
+
+
+def test_pose_kinds_are_taken_out_of_a_perturbation() -> None:
+    spec, left = without_pose_kinds("pose_noise:2,action_latency:1,blur:0.5")
+    assert spec == "action_latency:1,blur:0.5" and left == ["pose_noise"]
+    assert without_pose_kinds("none") == ("none", [])
+    assert without_pose_kinds("pose_bias:5") == ("none", ["pose_bias"])
+
+
+def test_evaluation_with_estimated_poses_says_so_and_leaves_the_pose_kinds_out(estimator: str, tmp_path: Path) -> None:
+    common = dict(policy="expert", episodes=1, workers=1, videos=0, horizon=3, cameras=list(CAMERAS), image_size=24,
+                  out_dir=str(tmp_path / "e"), poses=estimator)
+    summary = run_evaluation(EvalConfig(**common, obs_mode="state", perturb="realistic"), progress=False)
+    assert summary["estimated_poses"]["estimator"] == estimator
+    assert "pose_noise" in summary["estimated_poses"]["left_out"]
+    with pytest.raises(ValueError, match="feeds a state policy"):
+        run_evaluation(EvalConfig(**common, obs_mode="image"), progress=False)

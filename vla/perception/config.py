@@ -1,0 +1,45 @@
+"""The pose estimator's typed config (`vla/configs/perception/*.yaml`, `key=value` overrides)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class PerceptionConfig:
+    out_dir: str = "runs/perception"
+    # the store's cameras the estimator reads; None: all of them
+    cameras: list[str] | None = None
+    # stride-2 conv blocks per camera (vla.policy.encoders.SmallCNN); the last block's map gives the keypoints
+    channels: list[int] = field(default_factory=lambda: [16, 32, 64])
+    keypoints: int = 32  # spatial-softmax keypoints per camera (x, y each)
+    hidden: int = 256
+    steps: int = 4000
+    batch_size: int = 64
+    lr: float = 1e-3
+    weight_decay: float = 1e-4
+    # whole-pixel random shifts in training (0: none). A shifted frame with the same label teaches the
+    # estimator to ignore where things are, so it is off: the collection's camera_shift moves the cameras
+    # in the simulator, with labels that stay true.
+    shift_px: int = 0
+    every: int = 1  # every this many steps of each episode is a training frame
+    val_episodes: float = 0.05  # share of the store's episodes held out for the validation curve
+    # the smallest scale a target is normalised by, in its unit (m, quaternion units): the zone's height is
+    # the same in every frame, and 1 mm of it must not become a thousand standard deviations
+    scale_floor: float = 0.01
+    log_every: int = 100
+    val_every: int = 500
+    seed: int = 0
+
+    def validate(self) -> None:
+        if not self.channels or min(self.channels) < 1:
+            raise ValueError(f"channels must be a non-empty list of positive widths, got {self.channels}")
+        for name in ("keypoints", "hidden", "steps", "batch_size", "every", "log_every", "val_every"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.shift_px < 0:
+            raise ValueError(f"shift_px must be >= 0, got {self.shift_px}")
+        if not 0 <= self.val_episodes < 1:
+            raise ValueError(f"val_episodes must be in [0, 1), got {self.val_episodes}")
+        if not self.lr > 0 or not self.scale_floor > 0:
+            raise ValueError(f"lr and scale_floor must be > 0, got {self.lr}, {self.scale_floor}")

@@ -1,0 +1,115 @@
+"""A trained pose estimator: one folder (`estimator.safetensors` + `estimator.json`) that the simulator's
+evaluation, the executor benchmark and the ROS pose node load the same way (`PoseEstimator.load`).
+Weights are safetensors only; the JSON records the cameras, image sizes, objects and normalisation, and
+the weights' sha256, so a swapped or truncated file is refused by name."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from vla.perception.model import PoseNet, canonical_quat
+
+FORMAT = "pose-estimator v1"
+WEIGHTS, META = "estimator.safetensors", "estimator.json"
+
+
+class PoseEstimator:
+    def __init__(self, net: PoseNet, meta: dict[str, Any]) -> None:
+        self.net = net.eval()
+        self.meta = meta
+        self.task: str = meta["task"]
+        self.objects: tuple[str, ...] = tuple(meta["objects"])
+        self.cameras: list[str] = list(meta["cameras"])
+        self.image_size: dict[str, tuple[int, int]] = {c: tuple(v) for c, v in meta["image_size"].items()}
+        self.mean = np.asarray(meta["mean"], np.float64)
+        self.scale = np.asarray(meta["scale"], np.float64)
+
+    @classmethod
+    def load(cls, folder: str | Path) -> PoseEstimator:
+        from vla.policy.checkpoint import CheckpointError, load_tensors
+
+        folder = Path(folder)
+        meta_path, weights = folder / META, folder / WEIGHTS
+        if not meta_path.is_file():
+            raise CheckpointError(f"{folder}: not a pose estimator (no {META}; `vla perception train` writes one)")
+        try:
+            meta = json.loads(meta_path.read_text())
+        except json.JSONDecodeError as e:
+            raise CheckpointError(f"{meta_path}: not JSON ({e.msg}, line {e.lineno})") from None
+        if meta.get("format") != FORMAT:
+            raise CheckpointError(f"{meta_path}: format {meta.get('format')!r}, expected {FORMAT!r}")
+        if not weights.is_file():
+            raise CheckpointError(f"{folder}: {WEIGHTS} is missing")
+        if _sha256(weights) != meta.get("sha256"):
+            raise CheckpointError(f"{weights}: does not match the sha256 {META} records (altered or truncated)")
+        arch = meta["arch"]
+        net = PoseNet(meta["cameras"], tuple(arch["channels"]), arch["keypoints"], arch["hidden"],
+                      len(meta["objects"]))
+        try:
+            net.load_state_dict(load_tensors(weights))
+        except RuntimeError as e:
+            raise CheckpointError(f"{weights}: does not fit the network {META} describes "
+                                  f"({str(e).splitlines()[0]})") from None
+        return cls(net, meta)
+
+    def save(self, folder: str | Path, extra: dict[str, Any] | None = None) -> Path:
+        from safetensors.torch import save_file
+
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        weights = folder / WEIGHTS
+        save_file({k: v.detach().contiguous().cpu() for k, v in self.net.state_dict().items()}, str(weights))
+        meta = {**self.meta, **(extra or {}), "format": FORMAT, "sha256": _sha256(weights)}
+        tmp = folder / (META + ".tmp")
+        tmp.write_text(json.dumps(meta, indent=1))
+        tmp.replace(folder / META)  # the JSON names the weights: it lands last, whole
+        self.meta = meta
+        return folder
+
+    def check_frames(self, images: Mapping[str, np.ndarray], batched: bool) -> None:
+        """One line naming the camera, shape or dtype that the estimator cannot read."""
+        for c in self.cameras:
+            if c not in images:
+                raise ValueError(f"pose estimator: no frame from camera '{c}' (it reads {', '.join(self.cameras)})")
+            a = images[c]
+            h, w = self.image_size[c]
+            want = (h, w, 3)
+            shape = tuple(a.shape[1:]) if batched else tuple(a.shape)
+            if getattr(a, "dtype", None) != np.uint8 or shape != want or (batched and a.ndim != 4):
+                raise ValueError(f"pose estimator: camera '{c}' frame is {getattr(a, 'dtype', type(a).__name__)} "
+                                 f"{tuple(a.shape)}, expected uint8 {('N', *want) if batched else want}")
+
+    @torch.no_grad()
+    def estimate_batch(self, images: Mapping[str, np.ndarray]) -> np.ndarray:
+        """{camera: uint8 [N, H, W, 3]} -> poses float64 [N, K, 7] (position m, quaternion xyzw), in the
+        order of `objects`."""
+        self.check_frames(images, batched=True)
+        out = self.net({c: torch.from_numpy(_writable(images[c])) for c in self.cameras})
+        poses = self.mean + self.scale * out.double().numpy()
+        return canonical_quat(poses.reshape(len(poses), len(self.objects), 7))
+
+    def estimate(self, images: Mapping[str, np.ndarray]) -> np.ndarray:
+        """One frame per camera {camera: uint8 [H, W, 3]} -> poses [K, 7]."""
+        self.check_frames(images, batched=False)
+        return self.estimate_batch({c: np.asarray(images[c])[None] for c in self.cameras})[0]
+
+
+def _writable(a: np.ndarray) -> np.ndarray:
+    """torch shares a numpy array's memory and warns on a read-only one (a ROS message's buffer)."""
+    a = np.ascontiguousarray(a)
+    return a if a.flags.writeable else a.copy()
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -1,0 +1,89 @@
+"""The pose estimator's network and its error measures (pure functions).
+
+Each camera's frame goes through a small conv net (vla.policy.encoders.SmallCNN); a spatial soft-argmax
+turns its last map into keypoints (Levine et al., arXiv 1504.00702: sub-cell positions, which is what a
+pose needs) beside the map's pooled features; an MLP over every camera's reads the poses of the task's
+objects, normalised per value. Ours differs from deep pose regressors such as PoseCNN (arXiv 1711.00199)
+in being tiny (a CPU trains it in minutes) and in estimating only what the task's state features read,
+for scenes the simulator labels; what a cube's faces hide (a quarter turn looks the same) the features
+hold within the demos' +-45 degrees, so the quaternion is regressed directly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from vla.policy.encoders import SmallCNN, spatial_soft_argmax
+
+
+class CameraFeatures(nn.Module):
+    def __init__(self, channels: tuple[int, ...], keypoints: int) -> None:
+        super().__init__()
+        self.cnn = SmallCNN(channels)
+        self.keypoints = nn.Conv2d(self.cnn.out_channels, keypoints, 1)
+        self.log_temperature = nn.Parameter(torch.zeros(()))
+        self.out_dim = 2 * keypoints + self.cnn.out_channels
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        f = self.cnn(x)
+        kp = spatial_soft_argmax(self.keypoints(f), self.log_temperature.exp()).flatten(1)
+        return torch.cat([kp, f.mean(dim=(2, 3))], dim=1)
+
+
+class PoseNet(nn.Module):
+    """uint8 frames {camera: [N, H, W, 3]} -> normalised poses [N, K * 7]."""
+
+    def __init__(self, cameras: list[str], channels: tuple[int, ...], keypoints: int, hidden: int,
+                 n_objects: int) -> None:
+        super().__init__()
+        self.cameras = list(cameras)
+        self.encoders = nn.ModuleDict({c: CameraFeatures(channels, keypoints) for c in self.cameras})
+        width = sum(e.out_dim for e in self.encoders.values())
+        self.head = nn.Sequential(nn.Linear(width, hidden), nn.SiLU(), nn.Linear(hidden, hidden), nn.SiLU(),
+                                  nn.Linear(hidden, 7 * n_objects))
+
+    def forward(self, frames: dict[str, torch.Tensor]) -> torch.Tensor:
+        feats = [self.encoders[c](to_input(frames[c])) for c in self.cameras]
+        return self.head(torch.cat(feats, dim=1))
+
+
+def to_input(frames: torch.Tensor) -> torch.Tensor:
+    """uint8 or pixel-unit float [N, H, W, 3] -> float [N, 3, H, W] in [-1, 1]."""
+    return frames.float().permute(0, 3, 1, 2) / 127.5 - 1.0
+
+
+def canonical_quat(poses: np.ndarray) -> np.ndarray:
+    """poses [..., 7] (position, quaternion xyzw) with every quaternion unit length and w >= 0 (q and -q are
+    one rotation: the regression needs one of them)."""
+    out = np.array(poses, np.float64, copy=True)
+    q = out[..., 3:7]
+    norm = np.linalg.norm(q, axis=-1, keepdims=True)
+    q = np.where(norm > 1e-9, q / np.maximum(norm, 1e-9), np.array([0.0, 0.0, 0.0, 1.0]))
+    out[..., 3:7] = np.where(q[..., 3:4] < 0, -q, q)
+    return out
+
+
+def position_error_mm(pred: np.ndarray, true: np.ndarray) -> np.ndarray:
+    """Euclidean position error of poses [..., 7] in millimetres, [...]."""
+    return 1000.0 * np.linalg.norm(np.asarray(pred)[..., :3] - np.asarray(true)[..., :3], axis=-1)
+
+
+def rotation_error_deg(pred: np.ndarray, true: np.ndarray) -> np.ndarray:
+    """The angle of the rotation between the poses' quaternions (xyzw), degrees, [...]."""
+    p, t = canonical_quat(pred)[..., 3:7], canonical_quat(true)[..., 3:7]
+    dot = np.clip(np.abs(np.sum(p * t, axis=-1)), 0.0, 1.0)
+    return np.degrees(2.0 * np.arccos(dot))
+
+
+def target_scale(targets: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, scale) per value of targets [N, D]: the scale is the standard deviation, never below `floor`."""
+    t = np.asarray(targets, np.float64)
+    return t.mean(axis=0), np.maximum(t.std(axis=0), floor)
+
+
+def pose_loss(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Mean squared error over the normalised pose values (Huber-free: the labels are exact)."""
+    return F.mse_loss(pred, target)

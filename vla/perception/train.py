@@ -1,0 +1,131 @@
+"""Training and measuring the pose estimator (`vla perception train`, `vla perception eval`)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from vla.perception.config import PerceptionConfig
+from vla.perception.data import Frames, load_frames, split_episodes
+from vla.perception.estimator import PoseEstimator
+from vla.perception.model import PoseNet, pose_loss, position_error_mm, rotation_error_deg, target_scale
+
+
+def _batch(frames: Frames, idx: np.ndarray, shift_px: int, gen: torch.Generator) -> dict[str, torch.Tensor]:
+    from vla.policy.augment import random_shift
+
+    out = {}
+    for c, v in frames.images.items():
+        x = torch.from_numpy(v[idx])
+        out[c] = random_shift(x[:, None], shift_px, gen)[:, 0] if shift_px else x
+    return out
+
+
+def errors(estimator: PoseEstimator, frames: Frames, batch: int = 256) -> dict[str, Any]:
+    """Per object: position error (mm) and rotation error (degrees; only where the object's rotation
+    varies) at the median, p90 and mean over `frames`."""
+    pred = np.concatenate([estimator.estimate_batch({c: v[i:i + batch] for c, v in frames.images.items()})
+                           for i in range(0, len(frames), batch)]) if len(frames) else np.zeros((0, 1, 7))
+    out: dict[str, Any] = {"frames": len(frames), "episodes": len(np.unique(frames.episode))}
+    for k, name in enumerate(estimator.objects):
+        mm = position_error_mm(pred[:, k], frames.poses[:, k])
+        row = {"position_mm_median": float(np.median(mm)), "position_mm_p90": float(np.percentile(mm, 90)),
+               "position_mm_mean": float(mm.mean())}
+        if np.ptp(frames.poses[:, k, 3:7], axis=0).max() > 1e-6:
+            deg = rotation_error_deg(pred[:, k], frames.poses[:, k])
+            row.update(rotation_deg_median=float(np.median(deg)), rotation_deg_p90=float(np.percentile(deg, 90)))
+        out[name] = row
+    return out
+
+
+def train(store: str | Path, cfg: PerceptionConfig, progress: bool = True) -> dict[str, Any]:
+    """Train on `store`'s frames (a held-out share of its episodes draws the validation curve) and write the
+    estimator to `cfg.out_dir`; returns the run's summary (also `summary.json` there)."""
+    from vla.data.store import EpisodeStore
+    from vla.progress import progress as tqdm
+
+    cfg.validate()
+    t0 = time.perf_counter()
+    torch.manual_seed(cfg.seed)
+    n = EpisodeStore.open(store).n_episodes
+    train_eps, val_eps = split_episodes(n, cfg.val_episodes, cfg.seed)
+    data = load_frames(store, cfg.cameras, cfg.every, progress=progress)
+    train_set = data.subset(np.isin(data.episode, train_eps))
+    val_set = data.subset(np.isin(data.episode, val_eps))
+    targets = train_set.poses.reshape(len(train_set), -1)
+    mean, scale = target_scale(targets, cfg.scale_floor)
+    cameras = list(data.images)
+    net = PoseNet(cameras, tuple(cfg.channels), cfg.keypoints, cfg.hidden, len(data.objects))
+    meta = {"task": data.task, "objects": list(data.objects), "cameras": cameras,
+            "image_size": {c: list(v.shape[1:3]) for c, v in data.images.items()},
+            "arch": {"channels": list(cfg.channels), "keypoints": cfg.keypoints, "hidden": cfg.hidden},
+            "mean": mean.tolist(), "scale": scale.tolist()}
+    estimator = PoseEstimator(net, meta)
+    opt = torch.optim.AdamW(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg.lr, total_steps=cfg.steps, pct_start=0.05)
+    y = torch.from_numpy(((targets - mean) / scale).astype(np.float32))
+    gen = torch.Generator().manual_seed(cfg.seed)
+    rng = np.random.default_rng(cfg.seed)
+    out_dir = Path(cfg.out_dir)
+    writer = _writer(out_dir)
+    curve: list[dict[str, Any]] = []
+    bar = tqdm(range(1, cfg.steps + 1), desc="pose estimator", disable=not progress)
+    for step in bar:
+        net.train()
+        idx = rng.integers(0, len(train_set), cfg.batch_size)
+        loss = pose_loss(net(_batch(train_set, idx, cfg.shift_px, gen)), y[idx])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        if writer is not None and step % cfg.log_every == 0:
+            writer.add_scalar("train/loss", loss.item(), step)
+        if len(val_set) and (step % cfg.val_every == 0 or step == cfg.steps):
+            net.eval()
+            e = errors(estimator, val_set)
+            point = {"step": step, "loss": float(loss.item()),
+                     **{f"{o}_mm_median": e[o]["position_mm_median"] for o in data.objects}}
+            curve.append(point)
+            if writer is not None:
+                for o in data.objects:
+                    writer.add_scalar(f"val/{o}_position_mm_median", e[o]["position_mm_median"], step)
+            if hasattr(bar, "set_postfix"):
+                bar.set_postfix({k: round(v, 1) for k, v in point.items() if k.endswith("median")})
+    net.eval()
+    summary = {"store": str(store), "frames": len(train_set), "val_frames": len(val_set), "steps": cfg.steps,
+               "seconds": round(time.perf_counter() - t0, 1), "curve": curve,
+               "val": errors(estimator, val_set) if len(val_set) else None, "config": cfg.__dict__}
+    estimator.save(out_dir, {"trained_on": str(store), "steps": cfg.steps})
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
+    if writer is not None:
+        writer.close()
+    return summary
+
+
+def evaluate(folder: str | Path, store: str | Path, every: int = 1, progress: bool = True) -> dict[str, Any]:
+    """The estimator's errors on every frame (each `every`-th) of `store`, and the seed range its episodes
+    came from (a figure on seeds it was chosen on is not a held-out one)."""
+    from vla.data.store import EpisodeStore
+    from vla.protocol import range_of_seeds
+
+    est = PoseEstimator.load(folder)
+    frames = load_frames(store, est.cameras, every, progress=progress)
+    if frames.task != est.task:
+        raise ValueError(f"{store}: task '{frames.task}', the estimator {folder} estimates '{est.task}'")
+    seeds = [int(s) for s in EpisodeStore.open(store).table().seed]
+    return {"estimator": str(folder), "store": str(store), "seed_range": range_of_seeds(seeds),
+            **errors(est, frames)}
+
+
+def _writer(out_dir: Path) -> Any:
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:  # tensorboard is optional
+        return None
+    return SummaryWriter(str(out_dir / "tb"))
