@@ -154,22 +154,37 @@ def wait_until(pred: Any, timeout: float, what: str, proc: subprocess.Popen | No
 def run_deploy(policy_path: str | Path, out_dir: Path, episodes: int = 1, mode: str = "aligned",
                backend: str = "onnx", rate_hz: float = 20.0, timeout_s: float = 180.0, domain_id: int = 77,
                delay_s: float = 0.0, first_seed: int = FIRST_SEED, horizon: int = 200,
-               objects_task: str = "") -> dict[str, Any]:
+               objects_task: str = "", pose_estimator: str | Path = "") -> dict[str, Any]:
     """Run `episodes` episodes of pick_place over ROS 2; per-episode records + aggregates.
-    `objects_task`: a policy trained with obs_mode=state, which reads the bridge's object poses."""
+    `objects_task`: a policy trained with obs_mode=state, which reads object poses: the bridge's ground
+    truth, or with `pose_estimator` (a `vla perception train` folder) the pose node's estimates from the
+    bridge's camera images, the bridge then publishing no poses at all."""
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
+    if pose_estimator and not objects_task:
+        raise ValueError("pose_estimator: the policy reads no object poses (objects_task is empty)")
     # The nodes run in out_dir (any working directory works for them): every path they get is absolute.
     out_dir, policy_path = Path(out_dir).resolve(), Path(policy_path).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     node_cfg = write_node_config(out_dir / "policy_node.yaml", policy_path, backend, mode, rate_hz, delay_s,
                                  objects_task=objects_task)
+    bridge_cfg = BRIDGE_CONFIG
+    if pose_estimator:  # no ground truth on the wire: only the pose node publishes poses
+        bridge_cfg = out_dir / "bridge.yaml"
+        bridge_cfg.write_text(yaml.safe_dump({**yaml.safe_load(BRIDGE_CONFIG.read_text()), "objects_topic": None},
+                                             sort_keys=False))
     env = ros_env(domain_id)
     bridge_log = open(out_dir / "bridge.log", "w")  # noqa: SIM115 (closed in finally)
-    bridge = subprocess.Popen([sys.executable, "-m", "real.ros.bridge_node", "--config", str(BRIDGE_CONFIG),
+    bridge = subprocess.Popen([sys.executable, "-m", "real.ros.bridge_node", "--config", str(bridge_cfg),
                                "--seed", str(first_seed), "--horizon", str(horizon),
                                "--result-file", str(out_dir / "episodes.jsonl")],
                               cwd=out_dir, env=env, stdout=bridge_log, stderr=subprocess.STDOUT)
+    poses = pose_log = None
+    if pose_estimator:
+        pose_log = open(out_dir / "pose_node.log", "w")  # noqa: SIM115 (closed in finally)
+        poses = subprocess.Popen([sys.executable, "-m", "real.ros.pose_node", "--estimator",
+                                  str(Path(pose_estimator).resolve()), "--rate-hz", str(rate_hz)],
+                                 cwd=out_dir, env=env, stdout=pose_log, stderr=subprocess.STDOUT)
     watcher = Watcher(domain_id)
     records: list[dict[str, Any]] = []
     t_start = time.monotonic()
@@ -182,11 +197,16 @@ def run_deploy(policy_path: str | Path, out_dir: Path, episodes: int = 1, mode: 
             records.append(_episode(watcher, node_cfg, env, out_dir / f"policy_node_{ep}.log", timeout_s, bridge))
     finally:
         watcher.close()
+        if poses is not None:
+            stop_process(poses)
+            pose_log.close()
         stop_process(bridge)
         bridge_log.close()
     n_success = sum(r["success"] for r in records)
     return {"episodes": len(records), "success": f"{n_success}/{len(records)}",
             "success_rate": n_success / len(records), "records": records,
+            "object_poses": ("" if not objects_task else f"pose node ({pose_estimator})" if pose_estimator
+                             else "the bridge's ground truth"),
             "seconds": round(time.monotonic() - t_start, 1)}
 
 
@@ -231,9 +251,11 @@ def deploy_stage(ctx: JobContext) -> dict[str, Any]:
         ckpt = ctx.checkpoint
     path = ckpt / "onnx" if cfg.backend == "onnx" else ckpt
     objects_task = ctx.config.demos.task if ctx.config.demos.obs_mode == "state" else ""  # the policy reads poses
+    estimator = ctx.results["perception"]["estimator"] if objects_task and cfg.poses == "estimator" else ""
     result = run_deploy(path, ctx.out_dir / "deploy", episodes=cfg.episodes, mode=cfg.mode, backend=cfg.backend,
                         rate_hz=cfg.rate_hz, timeout_s=cfg.timeout_s, domain_id=cfg.ros_domain_id,
-                        objects_task=objects_task, first_seed=seed_range(ctx.config.eval.seed_range).start)
+                        objects_task=objects_task, first_seed=seed_range(ctx.config.eval.seed_range).start,
+                        pose_estimator=estimator)
     recs = result["records"]
 
     def worst(key: str) -> float | None:
@@ -241,7 +263,9 @@ def deploy_stage(ctx: JobContext) -> dict[str, Any]:
         return max(vals) if vals else None
 
     return {"policy": cfg.policy, "mode": cfg.mode, "backend": cfg.backend,
-            **({"object poses": "from the bridge's pose topic"} if objects_task else {}),
+            "inputs": ("cameras + joint states" + (" + object poses from the pose node (camera images)" if estimator
+                       else " + the simulator's object poses (the bridge's ground truth)" if objects_task else "")),
+            "reads simulator state": bool(objects_task) and not estimator,
             "success": result["success"],
             "steps": round(sum(r["steps"] for r in recs) / len(recs), 1),
             "wall s": round(sum(r["wall_s"] for r in recs) / len(recs), 2),

@@ -2,7 +2,7 @@
 
 PROVIDES = {
     "task": ("sim.tasks",),
-    "stage": ("sim.stages",),
+    "stage": ("sim.stages", "sim.perception_stage"),
     "evaluator": ("sim.evaluate",),
     "cli": ("sim.cli",),
     "config": {"eval": "sim.evaluate:EvalConfig"},

@@ -22,7 +22,8 @@ import pytest
 import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
-PRESET_KINDS = ("deploy", "eval", "job", "perturb", "policy", "refine", "session", "train", "worldmodel")
+PRESET_KINDS = ("deploy", "eval", "job", "perception", "perturb", "policy", "refine", "session", "train",
+                "worldmodel")
 
 DEPS_HOOK = """\
 import site

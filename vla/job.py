@@ -153,8 +153,28 @@ class RobustnessStageConfig:
 
 
 @dataclass
+class PerceptionStageConfig:
+    """Stage `perception` (sim/perception_stage.py): the pose estimator a deployment reads instead of the
+    simulator's poses (vla.perception). Expert episodes of the task (collect range, apart from the demos')
+    with visual domain randomisation, labelled by their states; `vla perception train` on them; its error
+    on fresh episodes of the eval range."""
+
+    episodes: int = 300
+    skill: float = 0.6  # the expert's skill (sim.evaluate.EvalConfig.skill): fumbles show the cube in more places
+    randomize: str = ("camera_shift:10,camera_rot:2,surface_colour:0.1,distractor:0.3,lighting:0.2,colour:0.05,"
+                      "blur:0.5,pixel_noise:3")
+    steps: int = 2000
+    eval_episodes: int = 50
+    overrides: list[str] = field(default_factory=list)  # perception config overrides, e.g. ["channels=[16,32]"]
+
+
+@dataclass
 class DeployStageConfig:
     episodes: int = 1  # episodes run over ROS 2 against the MuJoCo robot bridge
+    # where an obs_mode=state policy's object poses come from: bridge (the simulator's ground truth, for tests
+    # and oracles) or estimator (the perception stage's pose node over the bridge's camera images; the
+    # bridge then publishes no poses)
+    poses: str = "bridge"
     policy: str = "pretrained"  # pretrained | refined (the refine stage's last policy, exported to ONNX here)
     mode: str = "ensemble"  # executor mode: sync | naive_async | aligned | rtc | ensemble (the preset's, ensemble.md)
     backend: str = "onnx"  # onnx | torch
@@ -180,6 +200,7 @@ class JobConfig:
     refine: RefineStageConfig = field(default_factory=RefineStageConfig)
     imagine: ImagineStageConfig = field(default_factory=ImagineStageConfig)
     robustness: RobustnessStageConfig = field(default_factory=RobustnessStageConfig)
+    perception: PerceptionStageConfig = field(default_factory=PerceptionStageConfig)
     deploy: DeployStageConfig = field(default_factory=DeployStageConfig)
 
     def validate(self) -> None:
@@ -225,6 +246,20 @@ class JobConfig:
                 "refine" not in self.stages or self.stages.index("refine") > self.stages.index("robustness")):
             raise ConfigError("robustness.policy=refined needs the refine stage before robustness in stages "
                               "(or robustness.policy=pretrained)")
+        if self.deploy.poses not in ("bridge", "estimator"):
+            raise ConfigError(f"deploy.poses must be bridge or estimator, got '{self.deploy.poses}'")
+        if "deploy" in self.stages and self.deploy.poses == "estimator":
+            if self.demos.obs_mode != "state":
+                raise ConfigError("deploy.poses=estimator: the policy reads no object poses (demos.obs_mode=image)")
+            if "perception" not in self.stages or self.stages.index("perception") > self.stages.index("deploy"):
+                raise ConfigError("deploy.poses=estimator needs the perception stage before deploy in stages")
+        if self.perception.episodes < 2 or self.perception.steps < 1 or self.perception.eval_episodes < 1:
+            raise ConfigError("perception needs episodes >= 2, steps >= 1 and eval_episodes >= 1, got "
+                              f"{self.perception.episodes}, {self.perception.steps}, {self.perception.eval_episodes}")
+        try:
+            parse_perturb(self.perception.randomize)
+        except ValueError as e:
+            raise ConfigError(f"perception.randomize: {e}") from None
         if "deploy" in self.stages and self.deploy.policy == "refined" and (
                 "refine" not in self.stages or self.stages.index("refine") > self.stages.index("deploy")):
             raise ConfigError("deploy.policy=refined needs the refine stage before deploy in stages "

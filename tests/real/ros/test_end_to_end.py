@@ -220,27 +220,43 @@ def test_vla_drives_the_bridge_over_dds(tmp_path, domain_id) -> None:
     assert bridge.returncode == 0, bridge_log[-3000:]
 
 
-@pytest.mark.parametrize("obs_mode", ["image", "state"])
-def test_deploy_stage_runs_an_episode(tmp_path, obs_mode, domain_id) -> None:
+@pytest.mark.parametrize("obs_mode, poses", [("image", "bridge"), ("state", "bridge"), ("state", "estimator")])
+def test_deploy_stage_runs_an_episode(tmp_path, obs_mode, poses, domain_id) -> None:
     """The main job's `deploy` stage: bridge + policy node processes, one episode, summary figures. With
-    obs_mode=state the policy reads the bridge's object poses: without them it would never command, and
-    the episode would not start."""
+    obs_mode=state the policy reads object poses: without them it would never command, and the episode
+    would not start. With deploy.poses=estimator they come from the pose node over the bridge's camera
+    images, and the bridge publishes none."""
     from real.stages import deploy_stage
+    from tests.vla.perception.helpers import pose_store
+    from vla.config import load_config
     from vla.job import DemoStageConfig, DeployStageConfig, JobConfig, JobContext
+    from vla.perception.config import PerceptionConfig
+    from vla.perception.train import train
 
     ckpt = build_tiny_checkpoint(tmp_path / "ckpt", objects=obs_mode == "state")
+    results: dict = {"pretrain": {"checkpoint": str(ckpt)}}
+    if poses == "estimator":
+        est = tmp_path / "est"
+        train(pose_store(tmp_path / "poses.zarr", 2, image_size=84),
+              load_config(PerceptionConfig, "perception", "debug", [f"out_dir={est}"]), progress=False)
+        results["perception"] = {"estimator": str(est)}
     # the fixture's domain: under pytest-xdist each worker has its own range (a draw from 1-100 in both
     # workers could put this test's nodes in another test's domain)
     ctx = JobContext(JobConfig(demos=DemoStageConfig(obs_mode=obs_mode),
-                               deploy=DeployStageConfig(backend="torch", ros_domain_id=domain_id, timeout_s=90)),
-                     tmp_path / "job", results={"pretrain": {"checkpoint": str(ckpt)}})
+                               deploy=DeployStageConfig(backend="torch", ros_domain_id=domain_id, timeout_s=90,
+                                                        poses=poses)),
+                     tmp_path / "job", results=results)
     out = deploy_stage(ctx)
     node_cfg = yaml.safe_load((tmp_path / "job/deploy/policy_node.yaml").read_text())
     if obs_mode == "state":
         assert node_cfg["objects"] == {"topic": "/perception/object_poses", "count": 2}
-        assert node_cfg["policy"]["objects_task"] == "pick_place" and out["object poses"]
+        assert node_cfg["policy"]["objects_task"] == "pick_place"
+        assert out["reads simulator state"] is (poses == "bridge")
     else:
-        assert "objects" not in node_cfg and "object poses" not in out
+        assert "objects" not in node_cfg and out["reads simulator state"] is False
+    if poses == "estimator":
+        assert yaml.safe_load((tmp_path / "job/deploy/bridge.yaml").read_text())["objects_topic"] is None
+        assert "pose node" in out["inputs"] and "pose node up" in (tmp_path / "job/deploy/pose_node.log").read_text()
     assert out["success"] in ("0/1", "1/1") and out["mode"] == "ensemble"
     assert 0 < out["steps"] <= 200 and out["commands rejected"] == 0
     assert out["starved ticks"] is not None and out["jitter p99 ms"] is not None
