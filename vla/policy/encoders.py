@@ -132,6 +132,13 @@ class VisionEncoder(nn.Module):
             self.backbone: nn.Module = SmallCNN(cfg.vision_channels, cond)
         elif cfg.vision_backbone == "torchvision":
             self.backbone = _torchvision_trunk(cfg.vision_arch, cfg.vision_weights)
+        elif cfg.vision_backbone == "efficientnet_lite0":
+            from vla.policy.efficientnet import EfficientNetLite0, load_pretrained
+
+            self.backbone = EfficientNetLite0(cfg.vision_stages)
+            load_pretrained(self.backbone, cfg.vision_weights or None)
+            if cfg.vision_frozen_blocks:
+                self.backbone.freeze(cfg.vision_frozen_blocks)
         else:
             self.backbone = _HFTrunk(cfg.vision_weights)
         if cfg.freeze_vision:

@@ -72,6 +72,8 @@ class PolicyNormalizer(nn.Module):
             put(f"{key}_center", c, key)
             put(f"{key}_scale", s, key)
         for i, cam in enumerate(self.cfg.cameras):
+            if self.cfg.vision_backbone == "efficientnet_lite0":
+                continue  # the pixels as its ImageNet weights were trained on (the buffers' 127.5, 127.5)
             img = stats[f"images/{cam}"]
             # A floor of one grey level keeps a constant channel from blowing up.
             for name, value in (("mean", img.mean), ("std", np.maximum(np.asarray(img.std), 1.0))):
