@@ -2,6 +2,8 @@
 parameters, peak memory and training samples/s, per preset.
 
     python benchmarks/bench_policy.py --presets tiny --backends eager,compile,onnx --out result.json
+    python benchmarks/bench_policy.py --presets tiny --backends eager,onnx \
+        --variant lite0=vision_backbone=efficientnet_lite0      # one more row per preset with these overrides
 
 Each (preset, backend) runs in its own subprocess so peak memory (ru_maxrss; on CUDA
 max_memory_allocated) is not polluted by the previous run. Inputs: batch 1, the cameras of
@@ -45,19 +47,23 @@ def _stats(cameras: list[str]) -> dict:
 
 
 def run_one(preset: str, backend: str, cameras: list[str], image: int, iters: int, device: str,
-            train_batch: int) -> dict:
+            train_batch: int, overrides: list[str] | None = None) -> dict:
     import torch
 
-    from vla.policy.config import load_policy_config
     from vla.policy.model import VLAModel, count_parameters
     from vla.policy.policy import TorchPolicy
 
     base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     torch.manual_seed(0)
-    cfg = load_policy_config(preset, cameras=cameras, state_dim=9, action_dim=7)
+    from vla.config import load_config
+    from vla.policy.config import PolicyConfig
+
+    cfg = load_config(PolicyConfig, "policy", preset, [f"cameras=[{','.join(cameras)}]", "state_dim=9",
+                                                         "action_dim=7", *(overrides or [])])
     model = VLAModel(cfg, _stats(cameras)).to(device).eval()
     obs = _observations(cameras, image, 1)
-    result: dict = {"preset": preset, "backend": backend, "device": device, "params": count_parameters(model),
+    label = preset + (f" ({', '.join(overrides)})" if overrides else "")
+    result: dict = {"preset": label, "backend": backend, "device": device, "params": count_parameters(model),
                     "cameras": cameras, "image": image, "chunk": cfg.chunk_size, "steps": cfg.num_steps}
     if device.startswith("cuda"):
         torch.cuda.reset_peak_memory_stats()
@@ -139,8 +145,10 @@ def main() -> None:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=1,
                     help="torch and ONNX Runtime threads (0: library default; 1 avoids contention on shared CPUs)")
+    ap.add_argument("--variant", action="append", default=[],
+                    help="NAME=KEY=VALUE[;KEY=VALUE]: each preset again with these policy overrides")
     ap.add_argument("--out", default="")
-    ap.add_argument("--one", default="", help=argparse.SUPPRESS)  # internal: preset:backend
+    ap.add_argument("--one", default="", help=argparse.SUPPRESS)  # internal: preset:backend[:overrides]
     args = ap.parse_args()
     cameras = [c for c in args.cameras.split(",") if c]
     if args.one:
@@ -148,13 +156,16 @@ def main() -> None:
 
         if args.threads:
             torch.set_num_threads(args.threads)
-        preset, backend = args.one.split(":")
-        print(json.dumps(run_one(preset, backend, cameras, args.image, args.iters, args.device, args.train_batch)))
+        preset, backend, *rest = args.one.split(":", 2)
+        overrides = [o for o in rest[0].split(";") if o] if rest else []
+        print(json.dumps(run_one(preset, backend, cameras, args.image, args.iters, args.device, args.train_batch,
+                                 overrides)))
         return
     results = []
+    variants = [""] + [v.split("=", 1)[1] for v in args.variant]
     for preset in args.presets.split(","):
-        for backend in args.backends.split(","):
-            cmd = [sys.executable, __file__, "--one", f"{preset}:{backend}", "--cameras", args.cameras,
+        for backend, variant in ((b, v) for v in variants for b in args.backends.split(",")):
+            cmd = [sys.executable, __file__, "--one", f"{preset}:{backend}:{variant}", "--cameras", args.cameras,
                    "--image", str(args.image), "--iters", str(args.iters), "--device", args.device,
                    "--train-batch", str(args.train_batch), "--threads", str(args.threads)]
             proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
