@@ -40,6 +40,13 @@ VARIANTS: dict[str, tuple[str, str, str]] = {
     "i_rand_shift": ("camera-only: as i_rand + 4-pixel random shifts in training", "gpu+cpu", "i_base"),
 }
 NOTES = [
+    "- **Rendered with a defect (found 2026-12-04, fixed in 4fc4657):** the invisible distractor cube, parked 5 m "
+    "down from 16:09 that day, tripled the model's extent and so moved every camera's near clipping plane to "
+    "6 cm, clipping the wrist camera's view of the fingers. It took the job's refined policy from 0.88 to 0.66 "
+    "clean. Every local run here after that time saw it: s_g07 and s_g07r (their demos and their evaluations) "
+    "and the camera-only evaluations. The device runs (s_base, s_rand, the camera trainings) started from the "
+    "tree of their own start, before the commit. So s_g07 and s_g07r against s_base mix two renderings. These "
+    "figures are a development reading that awaits a re-run; the `report` figures of robustness.md were re-measured.",
     "- The device runs (`trained_on` gpu) evaluated `realistic` before the preset had its `distractor` kind; "
     "the runs here include it. On s_g07's first training the first 100 seeds score 9 with it and 9 without.",
     "- The expert's gain: at 1.5 (the job's) it overshoots every step; a command one step late makes it ring "
