@@ -154,7 +154,8 @@ def wait_until(pred: Any, timeout: float, what: str, proc: subprocess.Popen | No
 def run_deploy(policy_path: str | Path, out_dir: Path, episodes: int = 1, mode: str = "aligned",
                backend: str = "onnx", rate_hz: float = 20.0, timeout_s: float = 180.0, domain_id: int = 77,
                delay_s: float = 0.0, first_seed: int = FIRST_SEED, horizon: int = 200,
-               objects_task: str = "", pose_estimator: str | Path = "") -> dict[str, Any]:
+               objects_task: str = "", pose_estimator: str | Path = "", pose_smoothing: float = 1.0
+               ) -> dict[str, Any]:
     """Run `episodes` episodes of pick_place over ROS 2; per-episode records + aggregates.
     `objects_task`: a policy trained with obs_mode=state, which reads object poses: the bridge's ground
     truth, or with `pose_estimator` (a `vla perception train` folder) the pose node's estimates from the
@@ -183,7 +184,8 @@ def run_deploy(policy_path: str | Path, out_dir: Path, episodes: int = 1, mode: 
     if pose_estimator:
         pose_log = open(out_dir / "pose_node.log", "w")  # noqa: SIM115 (closed in finally)
         poses = subprocess.Popen([sys.executable, "-m", "real.ros.pose_node", "--estimator",
-                                  str(Path(pose_estimator).resolve()), "--rate-hz", str(rate_hz)],
+                                  str(Path(pose_estimator).resolve()), "--rate-hz", str(rate_hz),
+                                  "--smoothing", str(pose_smoothing)],
                                  cwd=out_dir, env=env, stdout=pose_log, stderr=subprocess.STDOUT)
     watcher = Watcher(domain_id)
     records: list[dict[str, Any]] = []
@@ -255,7 +257,7 @@ def deploy_stage(ctx: JobContext) -> dict[str, Any]:
     result = run_deploy(path, ctx.out_dir / "deploy", episodes=cfg.episodes, mode=cfg.mode, backend=cfg.backend,
                         rate_hz=cfg.rate_hz, timeout_s=cfg.timeout_s, domain_id=cfg.ros_domain_id,
                         objects_task=objects_task, first_seed=seed_range(ctx.config.eval.seed_range).start,
-                        pose_estimator=estimator)
+                        pose_estimator=estimator, pose_smoothing=cfg.pose_smoothing)
     recs = result["records"]
 
     def worst(key: str) -> float | None:

@@ -29,10 +29,14 @@ def without_pose_kinds(spec: str) -> tuple[str, list[str]]:
 
 
 class EstimatedPosesEnv(gym.Wrapper):
-    def __init__(self, env: Any, estimator: str | Any, task: str = "") -> None:
+    """`smoothing` < 1: the task's static objects (a zone) are read as the moving average of their estimates
+    since the episode began, the newest weighted `smoothing` (vla.perception.smooth)."""
+
+    def __init__(self, env: Any, estimator: str | Any, task: str = "", smoothing: float = 1.0) -> None:
         super().__init__(env)
         from vla.perception.estimator import PoseEstimator
-        from vla.robot.objects import pose_features
+        from vla.perception.smooth import StaticSmoother
+        from vla.robot.objects import pose_features, static_objects
 
         u = env.unwrapped
         name = task or getattr(u, "TASK", type(u).__name__)
@@ -44,6 +48,8 @@ class EstimatedPosesEnv(gym.Wrapper):
         if tuple(objects) != self.estimator.objects:
             raise ValueError(f"poses={estimator}: the estimator reads {list(self.estimator.objects)}, task "
                              f"'{name}' needs {list(objects)}")
+        self.smoother = StaticSmoother(self.estimator.objects, static_objects(name) if smoothing < 1 else (),
+                                       smoothing)
         own = tuple(getattr(u, "cameras", ()) or ())
         missing = [c for c in self.estimator.cameras if c not in own]
         if missing:
@@ -52,6 +58,7 @@ class EstimatedPosesEnv(gym.Wrapper):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
         obs, info = self.env.reset(seed=seed, options=options)
+        self.smoother.reset()
         return self._observe(obs), info
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
@@ -59,7 +66,7 @@ class EstimatedPosesEnv(gym.Wrapper):
         return self._observe(obs), reward, terminated, truncated, info
 
     def _observe(self, obs: dict[str, Any]) -> dict[str, Any]:
-        poses = self.estimator.estimate({c: obs["images"][c] for c in self.estimator.cameras})
+        poses = self.smoother(self.estimator.estimate({c: obs["images"][c] for c in self.estimator.cameras}))
         state = np.asarray(obs["state"], np.float64)
         rest = self.env.unwrapped.features_from_poses(poses, state[:3])
         return {**obs, "state": np.concatenate([state[:PROPRIO], rest]).astype(np.float32)}

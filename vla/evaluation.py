@@ -36,6 +36,9 @@ class EnvSettings:
     # where a state policy's object poses come from: "" the simulator's truth, or the folder of a pose
     # estimator (`vla perception train`) that reads them from the episode's camera frames every step
     poses: str = ""
+    # with poses: the weight of the newest estimate in the moving average of the task's static objects'
+    # positions (a zone), restarted each episode; 1 reads every frame on its own (vla.perception.smooth)
+    poses_smoothing: float = 1.0
 
     def env_kwargs(self) -> dict[str, Any]:
         """The task factory's keywords ("" obs_mode is resolved before an env is made: image by default)."""
@@ -53,6 +56,8 @@ class EnvSettings:
             raise ValueError(f"unknown obs_mode '{self.obs_mode}'" + closest(self.obs_mode, OBS_MODES))
         parse_perturb(self.perturb)
         parse_perturb(self.randomize)
+        if not 0 < self.poses_smoothing <= 1:
+            raise ValueError(f"poses_smoothing must be in (0, 1] (1: off), got {self.poses_smoothing}")
         if parse_perturb(self.perturb) and parse_perturb(self.randomize):
             raise ValueError(f"perturb ({self.perturb}) and randomize ({self.randomize}) are both set; "
                              "an episode takes one of them")

@@ -175,6 +175,7 @@ class DeployStageConfig:
     # and oracles) or estimator (the perception stage's pose node over the bridge's camera images; the
     # bridge then publishes no poses)
     poses: str = "bridge"
+    pose_smoothing: float = 1.0  # with poses=estimator: the pose node's smoothing of static objects (1: off)
     policy: str = "pretrained"  # pretrained | refined (the refine stage's last policy, exported to ONNX here)
     mode: str = "ensemble"  # executor mode: sync | naive_async | aligned | rtc | ensemble (the preset's, ensemble.md)
     backend: str = "onnx"  # onnx | torch
@@ -246,6 +247,8 @@ class JobConfig:
                 "refine" not in self.stages or self.stages.index("refine") > self.stages.index("robustness")):
             raise ConfigError("robustness.policy=refined needs the refine stage before robustness in stages "
                               "(or robustness.policy=pretrained)")
+        if not 0 < self.deploy.pose_smoothing <= 1:
+            raise ConfigError(f"deploy.pose_smoothing must be in (0, 1] (1: off), got {self.deploy.pose_smoothing}")
         if self.deploy.poses not in ("bridge", "estimator"):
             raise ConfigError(f"deploy.poses must be bridge or estimator, got '{self.deploy.poses}'")
         if "deploy" in self.stages and self.deploy.poses == "estimator":

@@ -37,6 +37,8 @@ from real.ros.bridge_node import pose_array
 from real.ros.convert import MessageError, image_to_rgb
 from real.ros.spinner import BackgroundSpinner, init_ros, run_node_until_stopped
 from vla.perception.estimator import PoseEstimator
+from vla.perception.smooth import StaticSmoother
+from vla.robot.objects import static_objects
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +52,10 @@ class PoseNodeConfig:
     rate_hz: float = 20.0
     # frames of one estimate may be this far apart (s, by their header stamps); more waits for fresher ones
     max_age_s: float = 0.2
+    # the weight of the newest estimate in the moving average of the task's static objects' positions (a
+    # zone; vla.perception.smooth); 1 publishes every frame's own. With no episode boundaries on the wire
+    # the average forgets: at 0.1 and 20 Hz an object moved between episodes is followed within a second
+    smoothing: float = 1.0
     ros_domain_id: int | None = None
 
     def __post_init__(self) -> None:
@@ -57,6 +63,8 @@ class PoseNodeConfig:
             raise ValueError(f"camera_topic must contain '{{name}}', got {self.camera_topic!r}")
         if not self.rate_hz > 0 or not self.max_age_s > 0:
             raise ValueError(f"rate_hz and max_age_s must be > 0, got {self.rate_hz}, {self.max_age_s}")
+        if not 0 < self.smoothing <= 1:
+            raise ValueError(f"smoothing must be in (0, 1] (1: off), got {self.smoothing}")
 
 
 class PoseNode:
@@ -65,6 +73,8 @@ class PoseNode:
     def __init__(self, cfg: PoseNodeConfig, context: Any = None) -> None:
         self.cfg = cfg
         self.estimator = PoseEstimator.load(cfg.estimator)
+        self.smoother = StaticSmoother(self.estimator.objects, static_objects(self.estimator.task)
+                                       if cfg.smoothing < 1 else (), cfg.smoothing)
         self.node = rclpy.create_node("pose_estimator", context=context)
         self._lock = threading.Lock()
         self._frames: dict[str, tuple[np.ndarray, float, Any]] = {}  # camera -> (image, stamp s, stamp msg)
@@ -106,6 +116,7 @@ class PoseNode:
             return
         poses = self.estimator.estimate({c: f[0] for c, f in frames.items()})
         if np.all(np.isfinite(poses)):
+            poses = self.smoother(poses)
             oldest = min(frames.values(), key=lambda f: f[1])[2]
             self.pub.publish(pose_array(poses, oldest))
             self.published += 1
@@ -139,12 +150,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--camera-topic", default=PoseNodeConfig.camera_topic)
     ap.add_argument("--objects-topic", default=PoseNodeConfig.objects_topic)
     ap.add_argument("--rate-hz", type=float, default=PoseNodeConfig.rate_hz)
+    ap.add_argument("--smoothing", type=float, default=PoseNodeConfig.smoothing,
+                    help="weight of the newest estimate of a static object (1: off)")
     ap.add_argument("--domain-id", type=int, default=None, help="ROS_DOMAIN_ID (default: from the environment)")
     ap.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
     args, ros_args = ap.parse_known_args(argv)
     logging.basicConfig(level=logging.INFO)
     cfg = PoseNodeConfig(estimator=args.estimator, camera_topic=args.camera_topic, objects_topic=args.objects_topic,
-                         rate_hz=args.rate_hz, ros_domain_id=args.domain_id)
+                         rate_hz=args.rate_hz, smoothing=args.smoothing, ros_domain_id=args.domain_id)
     init_ros(ros_args, cfg.ros_domain_id)
     run_node_until_stopped(PoseNode(cfg), args.duration)
 

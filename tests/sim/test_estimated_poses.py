@@ -65,3 +65,23 @@ def test_evaluation_with_estimated_poses_says_so_and_leaves_the_pose_kinds_out(e
     assert "pose_noise" in summary["estimated_poses"]["left_out"]
     with pytest.raises(ValueError, match="feeds a state policy"):
         run_evaluation(EvalConfig(**common, obs_mode="image"), progress=False)
+
+
+def test_smoothing_averages_the_zones_estimates_over_the_episode_and_restarts_with_it(estimator: str) -> None:
+    from vla.perception.smooth import ema_update
+
+    inner = TASKS.make("pick_place", obs_mode="state", cameras=CAMERAS, image_size=24)
+    env = EstimatedPosesEnv(inner, estimator, "pick_place", smoothing=0.2)
+    est = PoseEstimator.load(estimator)
+    for seed in (1, 2):
+        obs, _ = env.reset(seed=seed)
+        mean = None
+        for _ in range(3):
+            raw = est.estimate(obs["images"])
+            mean = ema_update(mean, raw[1, :3], 0.2)
+            np.testing.assert_allclose(obs["state"][-3:], mean, atol=1e-6)  # the zone's features
+            np.testing.assert_allclose(obs["state"][9:12], raw[0, :3], atol=1e-6)  # the cube's: as read
+            obs, *_ = env.step(np.zeros(7, np.float32))
+    with pytest.raises(ValueError, match="poses_smoothing"):
+        EvalConfig(poses_smoothing=0).validate()
+    env.close()

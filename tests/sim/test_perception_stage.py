@@ -30,6 +30,7 @@ def test_the_stage_collects_labelled_frames_trains_and_measures_an_estimator(tmp
      "reads no object poses"),
     (["deploy.poses=truth"], "bridge or estimator"),
     (["perception.randomize=camera_shfit:1"], "perception.randomize"),
+    (["deploy.pose_smoothing=0"], "pose_smoothing"),
 ])
 def test_the_deploy_stages_pose_source_is_checked_at_load(overrides: list[str], match: str) -> None:
     with pytest.raises(ConfigError, match=match):

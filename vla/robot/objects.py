@@ -19,6 +19,9 @@ class ObjectFeatures:
     # features -> poses [n, 7]: the labels a pose estimator learns from a store's states (what the
     # features drop, such as the zone's yaw, comes back as identity)
     poses_from: Callable[[np.ndarray], np.ndarray]
+    # objects that do not move within an episode (a marked zone): an estimator's reading of them can be
+    # averaged over time (vla.perception.smooth)
+    static: tuple[str, ...] = ()
 
 
 def pick_place_features(poses: np.ndarray, eef_pos: np.ndarray) -> np.ndarray:
@@ -34,7 +37,7 @@ def pick_place_poses(features: np.ndarray) -> np.ndarray:
     return np.stack([f[:7], zone])
 
 
-PICK_PLACE = ObjectFeatures(("cube", "zone"), pick_place_features, pick_place_poses)
+PICK_PLACE = ObjectFeatures(("cube", "zone"), pick_place_features, pick_place_poses, static=("zone",))
 # tasks whose object features come from poses (the native tasks without are not in here)
 OBJECT_FEATURES = {"pick_place": PICK_PLACE, "pick_place_square": PICK_PLACE}
 
@@ -47,6 +50,12 @@ def pose_features(task: str) -> tuple[tuple[str, ...], Callable[[np.ndarray, np.
         raise ValueError(f"task '{task}' has no object poses to read (tasks with: {with_poses})")
     f = OBJECT_FEATURES[task]
     return f.poses, f.features
+
+
+def static_objects(task: str) -> tuple[str, ...]:
+    """The objects of `task` that stay where they are within an episode."""
+    pose_features(task)  # an unknown task is the same error as there
+    return OBJECT_FEATURES[task].static
 
 
 def poses_from_states(task: str, states: np.ndarray) -> np.ndarray:

@@ -84,3 +84,33 @@ def test_a_missing_estimator_is_one_clear_error(tmp_path: Path) -> None:
 
     with pytest.raises(CheckpointError, match="not a pose estimator"):
         PoseEstimator.load(tmp_path)
+
+
+def test_smoothing_publishes_the_zones_moving_average(estimator: str, domain_id: int) -> None:
+    from builtin_interfaces.msg import Time
+
+    from vla.perception.smooth import ema_update
+
+    ctx = rclpy.context.Context()
+    rclpy.init(context=ctx, domain_id=domain_id)
+    node = PoseNode(PoseNodeConfig(estimator=estimator, smoothing=0.3), context=ctx)
+    est = PoseEstimator.load(estimator)
+    out: list = []
+    node.pub.publish = out.append
+    rng = np.random.default_rng(0)
+    try:
+        mean = None
+        for k in range(3):
+            frames = {c: rng.integers(0, 256, (24, 24, 3), dtype=np.uint8) for c in CAMERAS}
+            for c, img in frames.items():
+                msg = Image(height=24, width=24, encoding="rgb8", step=72, data=img.tobytes())
+                msg.header.stamp = Time(sec=100 + k, nanosec=0)
+                node._on_image(msg, c)
+            node.tick()
+            mean = ema_update(mean, est.estimate(frames)[1, :3], 0.3)
+            zone = out[-1].poses[1].position
+            np.testing.assert_allclose([zone.x, zone.y, zone.z], mean, atol=1e-5)
+        assert len(out) == 3
+    finally:
+        node.node.destroy_node()
+        rclpy.shutdown(context=ctx)

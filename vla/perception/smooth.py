@@ -1,0 +1,43 @@
+"""Averaging an estimator's readings of the objects that do not move (pure math, no torch).
+
+A pose estimator's error on a static object (pick_place's zone) changes from frame to frame as the arm
+moves across it, and is largest when the hand hides it, which is when the policy places the cube on it.
+An exponential moving average of its position (weight `alpha` on the newest reading) carries the
+unoccluded frames' estimate through the occlusion. Moving objects pass through untouched. Ours fills a gap:
+a model-based tracker (FoundationPose, arXiv 2312.08344) tracks every object; a per-frame regressor has no
+memory but this.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def ema_update(mean: np.ndarray | None, reading: np.ndarray, alpha: float) -> np.ndarray:
+    """The moving average after one more reading (the reading itself when there is no average yet)."""
+    r = np.asarray(reading, np.float64)
+    return r.copy() if mean is None else (1.0 - alpha) * np.asarray(mean, np.float64) + alpha * r
+
+
+class StaticSmoother:
+    """poses [K, 7] -> poses with the `static` objects' positions averaged over the readings since `reset`."""
+
+    def __init__(self, objects: tuple[str, ...], static: tuple[str, ...], alpha: float) -> None:
+        if not 0 < alpha <= 1:
+            raise ValueError(f"smoothing alpha must be in (0, 1] (1: off), got {alpha}")
+        unknown = [o for o in static if o not in objects]
+        if unknown:
+            raise ValueError(f"static object '{unknown[0]}' is not among the estimator's objects {list(objects)}")
+        self.index = [objects.index(o) for o in static]
+        self.alpha = alpha
+        self.mean: dict[int, np.ndarray] = {}
+
+    def reset(self) -> None:
+        self.mean.clear()
+
+    def __call__(self, poses: np.ndarray) -> np.ndarray:
+        out = np.array(poses, np.float64, copy=True)
+        for k in self.index:
+            self.mean[k] = ema_update(self.mean.get(k), out[k, :3], self.alpha)
+            out[k, :3] = self.mean[k]
+        return out
