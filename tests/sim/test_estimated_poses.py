@@ -9,20 +9,14 @@ import pytest
 
 from sim.estimated_poses import EstimatedPosesEnv, without_pose_kinds
 from sim.evaluate import EvalConfig, run_evaluation
-from tests.vla.perception.helpers import CAMERAS, pose_store
-from vla.config import load_config
-from vla.perception.config import PerceptionConfig
+from tests.vla.perception.helpers import CAMERAS, debug_estimator
 from vla.perception.estimator import PoseEstimator
-from vla.perception.train import train
 from vla.registry import TASKS
 
 
 @pytest.fixture(scope="module")
 def estimator(tmp_path_factory: pytest.TempPathFactory) -> str:
-    tmp = tmp_path_factory.mktemp("est")
-    store = pose_store(tmp / "s.zarr", 2, image_size=24)
-    train(store, load_config(PerceptionConfig, "perception", "debug", [f"out_dir={tmp / 'est'}"]), progress=False)
-    return str(tmp / "est")
+    return debug_estimator(tmp_path_factory.mktemp("est"))
 
 
 def test_the_state_reads_the_estimators_poses_of_the_rendered_frames_and_the_truth_stays(estimator: str) -> None:

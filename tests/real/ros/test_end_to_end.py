@@ -227,19 +227,13 @@ def test_deploy_stage_runs_an_episode(tmp_path, obs_mode, poses, domain_id) -> N
     would not start. With deploy.poses=estimator they come from the pose node over the bridge's camera
     images, and the bridge publishes none."""
     from real.stages import deploy_stage
-    from tests.vla.perception.helpers import pose_store
-    from vla.config import load_config
+    from tests.vla.perception.helpers import debug_estimator
     from vla.job import DemoStageConfig, DeployStageConfig, JobConfig, JobContext
-    from vla.perception.config import PerceptionConfig
-    from vla.perception.train import train
 
     ckpt = build_tiny_checkpoint(tmp_path / "ckpt", objects=obs_mode == "state")
     results: dict = {"pretrain": {"checkpoint": str(ckpt)}}
     if poses == "estimator":
-        est = tmp_path / "est"
-        train(pose_store(tmp_path / "poses.zarr", 2, image_size=84),
-              load_config(PerceptionConfig, "perception", "debug", [f"out_dir={est}"]), progress=False)
-        results["perception"] = {"estimator": str(est)}
+        results["perception"] = {"estimator": debug_estimator(tmp_path, image_size=84)}
     # the fixture's domain: under pytest-xdist each worker has its own range (a draw from 1-100 in both
     # workers could put this test's nodes in another test's domain)
     ctx = JobContext(JobConfig(demos=DemoStageConfig(obs_mode=obs_mode),

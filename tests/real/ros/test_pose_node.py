@@ -14,21 +14,15 @@ from sensor_msgs.msg import Image  # noqa: E402
 
 from real.ros.pose_node import PoseNode, PoseNodeConfig  # noqa: E402
 from tests.real.ros.helpers import in_process_bridge  # noqa: E402
-from tests.vla.perception.helpers import CAMERAS, pose_store  # noqa: E402
-from vla.config import load_config  # noqa: E402
-from vla.perception.config import PerceptionConfig  # noqa: E402
+from tests.vla.perception.helpers import CAMERAS, debug_estimator  # noqa: E402
 from vla.perception.estimator import PoseEstimator  # noqa: E402
-from vla.perception.train import train  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.timeout(300)]
 
 
 @pytest.fixture(scope="module")
 def estimator(tmp_path_factory: pytest.TempPathFactory) -> str:
-    tmp = tmp_path_factory.mktemp("est")
-    store = pose_store(tmp / "s.zarr", 2, image_size=24)
-    train(store, load_config(PerceptionConfig, "perception", "debug", [f"out_dir={tmp / 'est'}"]), progress=False)
-    return str(tmp / "est")
+    return debug_estimator(tmp_path_factory.mktemp("est"))
 
 
 def _wait(cond, timeout_s: float = 20.0) -> bool:

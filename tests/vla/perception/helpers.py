@@ -45,3 +45,15 @@ def pose_store(path: Path, episodes: int, image_size: int = 24, state_dim: int =
         store.append_episode(ep)
     store.close()
     return path
+
+
+def debug_estimator(folder: Path, image_size: int = 24) -> str:
+    """A pose estimator trained for the debug preset's two steps on a two-episode store: what tests that need
+    a real estimator folder (its files, cameras and objects), not an accurate one, load."""
+    from vla.config import load_config
+    from vla.perception.config import PerceptionConfig
+    from vla.perception.train import train
+
+    store = pose_store(folder / "poses.zarr", 2, image_size=image_size)
+    train(store, load_config(PerceptionConfig, "perception", "debug", [f"out_dir={folder / 'est'}"]), progress=False)
+    return str(folder / "est")
