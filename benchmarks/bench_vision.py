@@ -94,9 +94,45 @@ def figures(runs: Path, gt: Path) -> dict[str, Any]:
         out["estimated_pose_realistic"] = {**_rate(r), "perturb": r["config"]["perturb"]}
         out["ground_truth_pose_realistic"] = {**_rate(g), "perturb": g["config"]["perturb"]}
         out["estimated_minus_ground_truth_realistic"] = paired_difference(_per_seed(g), _per_seed(r))
+    tune = tune_readings(runs)
+    if tune:
+        out["tune"] = tune
     reads, why = deployed_reads_sim_state()
     out["deployed_policy_reads_sim_state"] = reads
     out["deployed_policy_inputs"] = why
+    return out
+
+
+# development readings on 100 tune seeds (offset 62000): name -> (run folder under --runs, what it is, paired with)
+TUNE = {
+    "ground_truth": ("tune_gt", "the job's refined policy, the simulator's poses", ""),
+    "estimator": ("tune_est", "the same policy, this estimator's poses (1,000 episodes, 4,000 steps)",
+                  "ground_truth"),
+    "estimator_smoothed": ("tune_est_s01", "the same, the zone's estimates averaged (poses_smoothing=0.1)", "estimator"),
+    "job_stage_estimator": ("tune_jobest", "the same policy, the perception stage's default recipe (300 episodes, "
+                            "2,000 steps; runs/percjob62)", "ground_truth"),
+    "job_stage_estimator_smoothed": ("tune_jobest_s01", "the same, poses_smoothing=0.1", "job_stage_estimator"),
+    "pretrained_gt_demos_gt": ("estdemos/tune_gtpolicy_gt", "the job's pretrained policy (demos with the "
+                               "simulator's poses), the simulator's poses", ""),
+    "pretrained_gt_demos_est": ("estdemos/tune_gtpolicy_est", "the same, this estimator's poses",
+                                "pretrained_gt_demos_gt"),
+    "pretrained_est_demos_est": ("estdemos/tune_est", "pretrained as the job does on demos whose poses are this "
+                                 "estimator's (the same 40 seeds), this estimator's poses", "pretrained_gt_demos_est"),
+    "pretrained_est_demos_gt": ("estdemos/tune_gt", "the same, the simulator's poses", "pretrained_gt_demos_gt"),
+}
+
+
+def tune_readings(runs: Path) -> dict[str, Any]:
+    """The tune-range readings that exist, each with its paired difference against the one it is read with."""
+    got = {k: json.loads((runs / d / "summary.json").read_text()) for k, (d, _, _) in TUNE.items()
+           if (runs / d / "summary.json").exists()}
+    out: dict[str, Any] = {}
+    for k, s in got.items():
+        row: dict[str, Any] = {"what": TUNE[k][1], **_rate(s), "pick_cube": s["subtask_success"].get("pick_cube")}
+        base = TUNE[k][2]
+        if base in got:
+            row[f"minus_{base}"] = paired_difference(_per_seed(got[base]), _per_seed(s))
+        out[k] = row
     return out
 
 
@@ -132,6 +168,15 @@ def write_page(f: dict[str, Any]) -> None:
               "own errors on the perturbed frames instead.", "",
               f"`deployed_policy_reads_sim_state`: {str(f['deployed_policy_reads_sim_state']).lower()} "
               f"({f['deployed_policy_inputs']}).", ""]
+    if f.get("tune"):
+        lines += ["## Development readings (100 tune seeds, the job's execution)", "",
+                  "| reading | what | success | grasped | against |", "|---|---|---|---|---|"]
+        for k, row in f["tune"].items():
+            vs = next(((b, v) for b, v in ((key[6:], val) for key, val in row.items() if key.startswith("minus_"))),
+                      None)
+            lines.append(f"| {k} | {row['what']} | {row['success']:.2f} | {row['pick_cube']:.2f} | "
+                         + (f"{vs[0]}: {format_paired(vs[1])}" if vs else "") + " |")
+        lines.append("")
     (RESULTS / "vision.md").write_text("\n".join(lines) + "\n")
 
 
