@@ -108,7 +108,8 @@ TUNE = {
     "ground_truth": ("tune_gt", "the job's refined policy, the simulator's poses", ""),
     "estimator": ("tune_est", "the same policy, this estimator's poses (1,000 episodes, 4,000 steps)",
                   "ground_truth"),
-    "estimator_smoothed": ("tune_est_s01", "the same, the zone's estimates averaged (poses_smoothing=0.1)", "estimator"),
+    "estimator_smoothed": ("tune_est_s01", "the same, the zone's estimates averaged (poses_smoothing=0.1)",
+                           "estimator"),
     "job_stage_estimator": ("tune_jobest", "the same policy, the perception stage's default recipe (300 episodes, "
                             "2,000 steps; runs/percjob62)", "ground_truth"),
     "job_stage_estimator_smoothed": ("tune_jobest_s01", "the same, poses_smoothing=0.1", "job_stage_estimator"),
