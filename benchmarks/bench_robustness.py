@@ -163,6 +163,10 @@ def write_page(data: dict[str, Any]) -> None:
         for k, why in block.get("not_applicable", {}).items():
             lines.append(f"| {k} | not applicable | | | | {why} |")
         lines += ["", f"Target met: {block['target_met']}; worst single perturbation: {block['worst_single']}.", ""]
+        if block.get("measured_with_clipped_wrist_camera"):
+            lines += ["**Measured with a rendering defect** (fixed in 4fc4657): an invisible cube parked 5 m down "
+                      "moved every camera's near clipping plane to 6 cm and clipped the wrist camera. Its clean run "
+                      "re-measured since: " + block["measured_with_clipped_wrist_camera"] + ". Awaiting a re-run.", ""]
     if "constant_feature_blowup_fixed" in data:
         lines += ["## The constant-feature defect", "",
                   f"`{data['constant_feature_test']}`: passed = {data['constant_feature_blowup_fixed']}; its figures "
