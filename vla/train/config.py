@@ -32,6 +32,9 @@ class TrainConfig:
     # perception-head loss on a batch of them; the policy's perception_dim is set from the file
     perception_frames: str = ""
     perception_weight: float = 1.0
+    # the object poses' and the arm's sensor errors drawn into each training window, by the perturbation
+    # suite's names and units (vla/train/augment.py), e.g. "pose_bias:8,pose_noise:3"; "": off
+    augment: str = ""
     log_every: int = 50
     val_every: int = 1000
     val_batches: int = 8
@@ -52,6 +55,9 @@ class TrainConfig:
                 raise ValueError(f"TrainConfig: {name} must be >= 1, got {getattr(self, name)}")
         if not (self.target_clip == 0 or self.target_clip >= 1):  # also rejects NaN
             raise ValueError(f"TrainConfig: target_clip must be 0 (off) or >= 1, got {self.target_clip}")
+        from vla.train.augment import parse_augment
+
+        parse_augment(self.augment)  # a bad name fails here, naming it
         if not self.perception_weight >= 0:
             raise ValueError(f"TrainConfig: perception_weight must be >= 0, got {self.perception_weight}")
         if self.lr <= 0 or not 0 <= self.ema_decay < 1 or self.warmup_steps < 0 or self.grad_clip < 0:

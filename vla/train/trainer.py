@@ -35,6 +35,7 @@ from vla.data.stats import Stats
 from vla.policy.checkpoint import CheckpointError, load_state_into, load_tensors, save_checkpoint
 from vla.policy.model import VLAModel
 from vla.train import distributed
+from vla.train.augment import augment_states, parse_augment
 from vla.train.config import TrainConfig
 from vla.train.ema import EMA
 from vla.train.optim import lr_at, make_optimizer, optimizer_from_tensors, optimizer_to_tensors
@@ -95,6 +96,7 @@ class Trainer:
         self.step = 0
         self._loss_fn = functools.partial(self.model.compute_loss, target_clip=cfg.target_clip)
         self._perception = None
+        self._augment = parse_augment(cfg.augment)
         if cfg.perception_frames:
             from vla.train.perception import PerceptionFrames
 
@@ -159,6 +161,8 @@ class Trainer:
         lr = lr_at(self.step, cfg.lr, cfg.warmup_steps, cfg.steps, cfg.min_lr_ratio)
         for g in self.opt.param_groups:
             g["lr"] = lr
+        if self._augment:
+            batch = self._augmented(batch)
         with self._autocast():
             loss, metrics = self._loss_fn(batch, self._generator(step_seed(self._rank_seed + 1, self.step)))
             if self._perception is not None:
@@ -177,6 +181,17 @@ class Trainer:
             self.ema.update(self.model)
         self.step += 1
         return {**metrics, "lr": lr, "grad_norm": float(grad_norm)}
+
+    def _augmented(self, batch: dict[str, Any]) -> dict[str, Any]:
+        """The batch with its states' sensor errors drawn (seeded per step: a resumed run draws the same)."""
+        if "task" not in batch:
+            raise KeyError("train.augment: the training batch has no 'task' key (which object features to rebuild)")
+        tasks = batch["task"]
+        rng = np.random.default_rng(step_seed(self._rank_seed + 3, self.step))
+        state = batch["state"]
+        out = augment_states(state.detach().cpu().numpy(), tasks if isinstance(tasks, str) else [str(t) for t in tasks],
+                             self._augment, rng)
+        return {**batch, "state": torch.as_tensor(out, dtype=state.dtype, device=state.device)}
 
     def _add_perception(self, loss: torch.Tensor, metrics: dict[str, float]) -> tuple[torch.Tensor, dict[str, float]]:
         """The flow loss plus the perception head's on a batch of labelled frames (seeded per step, so a

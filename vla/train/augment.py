@@ -1,0 +1,90 @@
+"""State augmentation in training (`train.augment`): the object poses and the arm's state a real robot's
+sensors report, drawn into each training window with the perturbation suite's own names and units
+(vla.perturb), so a policy learns from demos whose poses carry a pose estimator's errors.
+
+`train.augment=pose_bias:8,pose_noise:3` adds, to every window's object poses, an offset of up to 8 mm in
+a random direction and per-step Gaussian noise of up to 3 mm. As in domain randomisation
+(`demos.randomize`, vla.perturb.draw_severities) each window draws its own severities from [0, the given
+one], so the batch spans clean to the full severity. The targets (actions, future states) stay clean:
+the expert acted on the true poses, which is what the policy should learn to do from noisy ones.
+
+The poses come back from the state's object features (vla.robot.objects: features -> poses), are
+perturbed as the evaluator perturbs them (`Perturber.poses`), and the features are rebuilt with the
+window's hand position, so `cube - hand` moves with the cube as it does on a robot. Data augmentation of
+low-dimensional inputs with the noise of the deployed sensor is the standard remedy (e.g. robomimic's
+observation noise, arXiv 2108.03298, and the noise injection of DART, arXiv 1703.09327, which perturbs the
+expert's actions instead); ours names the errors in physical units and shares them with the evaluator.
+Latency and dropout are not here: a window of one observation has no earlier pose to deliver late.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from vla.perturb import KINDS, axis_angle_quat, parse_perturb, quat_mul_xyzw, random_unit
+from vla.robot.objects import OBJECT_FEATURES, object_feature_count
+
+AUGMENT_KINDS = ("pose_noise", "pose_rot_noise", "pose_bias", "proprio_noise")
+PROPRIO_DIM = 9  # the native arm's hand position 3, orientation 4, fingers 2 (vla.perturb.Perturber.proprio)
+
+
+def parse_augment(text: str) -> dict[str, float]:
+    """`NAME:SEVERITY,...` of the kinds training can draw -> {kind: severity}; '' or 'none' -> {}."""
+    kinds = parse_perturb(text) if str(text).strip() else {}
+    bad = [k for k in kinds if k not in AUGMENT_KINDS]
+    if bad:
+        how = ("a window of one observation has no earlier pose" if KINDS[bad[0]].group == "pose"
+               else "it acts on images, the scene or the arm, which the collection randomises (demos.randomize)")
+        raise ValueError(f"train.augment: '{bad[0]}' cannot be drawn in training ({how}); it takes "
+                         f"{', '.join(AUGMENT_KINDS)}")
+    return kinds
+
+
+def check_task(task: str, state_dim: int) -> None:
+    """A clear error where the states hold no object poses in the layout augmentation rebuilds."""
+    if task not in OBJECT_FEATURES:
+        raise ValueError(f"train.augment: task '{task}' has no object poses in its state (tasks with: "
+                         f"{', '.join(sorted(OBJECT_FEATURES))})")
+    want = PROPRIO_DIM + object_feature_count(task)
+    if state_dim != want:
+        raise ValueError(f"train.augment: task '{task}' states have {state_dim} values, expected {want} "
+                         f"(the arm's {PROPRIO_DIM}, then the object features: a store with obs_mode=state)")
+
+
+def augment_states(states: np.ndarray, tasks: str | Sequence[str], kinds: Mapping[str, float],
+                   rng: np.random.Generator) -> np.ndarray:
+    """states [B, To, D] (raw, obs_mode=state) of `tasks` (one, or one per window) -> the same with each
+    window's drawn errors. Pure: the input is not changed; the same rng state gives the same draws."""
+    x = np.array(states, np.float64, copy=True)
+    if not kinds:
+        return x
+    if x.ndim != 3:
+        raise ValueError(f"train.augment: states must be [B, To, D], got shape {x.shape}")
+    per_window = [tasks] * len(x) if isinstance(tasks, str) else list(tasks)
+    if len(per_window) != len(x):
+        raise ValueError(f"train.augment: {len(per_window)} tasks for {len(x)} windows")
+    for task in set(per_window):
+        check_task(task, x.shape[2])
+    for b, task in enumerate(per_window):
+        spec = OBJECT_FEATURES[task]
+        n = object_feature_count(task)
+        sev = {k: float(rng.uniform(0.0, s)) for k, s in sorted(kinds.items())}
+        bias = random_unit(rng) * sev.get("pose_bias", 0.0) * 1e-3
+        for t in range(x.shape[1]):
+            row = x[b, t]
+            if sev.get("proprio_noise"):
+                sd = sev["proprio_noise"] * 1e-3
+                row[:3] += rng.normal(0.0, sd, 3)
+                row[7:9] += rng.normal(0.0, sd, 2)
+            poses = spec.poses_from(row[-n:])
+            poses[:, :3] += bias
+            if sev.get("pose_noise"):
+                poses[:, :3] += rng.normal(0.0, sev["pose_noise"] * 1e-3, size=(len(poses), 3))
+            if sev.get("pose_rot_noise"):
+                for i in range(len(poses)):
+                    turn = axis_angle_quat(random_unit(rng), np.deg2rad(rng.normal(0.0, sev["pose_rot_noise"])))
+                    poses[i, 3:7] = quat_mul_xyzw(turn, poses[i, 3:7])
+            row[-n:] = spec.features(poses, row[:3])
+    return x
