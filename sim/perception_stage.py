@@ -3,7 +3,9 @@ so the deployed state policy reads no simulator state (vla.perception; docs/depl
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 from typing import Any
 
 from vla.job import JobContext, stage
@@ -41,10 +43,56 @@ def perception_stage(ctx: JobContext) -> dict[str, Any]:
     summary = train(stores["train"], pcfg)
     err = evaluate(out / "estimator", stores["eval"], progress=False)
     first = seed_range(ctx.config.eval.seed_range).start + COLLECT_OFFSET
-    return {"estimator": str(out / "estimator"), "frames": summary["frames"], "steps": cfg.steps,
-            "randomized": cfg.randomize,
-            **{f"{o} error mm (median, p90)": f"{err[o]['position_mm_median']:.1f}, {err[o]['position_mm_p90']:.1f}"
-               for o in err if isinstance(err[o], dict)},
-            "measured on": f"{err['frames']} frames of {cfg.eval_episodes} expert episodes, "
-                           f"{ctx.config.eval.seed_range} seeds from {first}",
-            "seconds": round(time.perf_counter() - t0, 1)}
+    row = {"estimator": str(out / "estimator"), "frames": summary["frames"], "steps": cfg.steps,
+           "randomized": cfg.randomize,
+           **{f"{o} error mm (median, p90)": f"{err[o]['position_mm_median']:.1f}, {err[o]['position_mm_p90']:.1f}"
+              for o in err if isinstance(err[o], dict)},
+           "measured on": f"{err['frames']} frames of {cfg.eval_episodes} expert episodes, "
+                          f"{ctx.config.eval.seed_range} seeds from {first}"}
+    if cfg.policy_episodes:
+        row.update(policy_on_estimates(ctx, out / "estimator", out / "policy_estimated"))
+    return {**row, "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def deployed_policy(ctx: JobContext) -> tuple[Path, str, Path | None]:
+    """(checkpoint, which, its ground-truth evaluation summary on the eval seeds or None) of the policy the
+    deploy stage runs."""
+    if ctx.config.deploy.policy == "refined":
+        refined = ctx.results.get("refine", {})
+        if "checkpoint" not in refined:
+            raise ValueError("perception: deploy.policy=refined but the refine stage made no checkpoint; "
+                             "set perception.policy_episodes=0 or run refine first")
+        evals = sorted((ctx.out_dir / "refine").glob("iter_*/eval/summary.json"))
+        return Path(refined["checkpoint"]), "refined", evals[-1] if evals else None
+    done = ctx.out_dir / "eval_torch" / "summary.json"
+    return ctx.checkpoint, "pretrained", done if done.exists() else None
+
+
+def policy_on_estimates(ctx: JobContext, estimator: Path, out: Path) -> dict[str, Any]:
+    """The deployed policy with the estimator's poses on the first `perception.policy_episodes` eval seeds,
+    against the simulator's poses on the same seeds (the eval or refine stage's run when it has them)."""
+    from sim.evaluate import EvalConfig, run_evaluation, seed_outcomes
+    from vla.metrics import paired_difference
+
+    cfg, ev, demos = ctx.config.perception, ctx.config.eval, ctx.config.demos
+    ckpt, who, truth = deployed_policy(ctx)
+    common = dict(task=demos.task, policy=str(ckpt), episodes=cfg.policy_episodes, seed_range=ev.seed_range,
+                  workers=ev.workers, n_action_steps=ev.n_action_steps, temporal_ensemble=ev.temporal_ensemble,
+                  temporal_ensemble_every=ev.temporal_ensemble_every, image_size=demos.image_size,
+                  obs_mode=demos.obs_mode)
+    est = run_evaluation(EvalConfig(**common, videos=2, out_dir=str(out), poses=str(estimator),
+                                    poses_smoothing=cfg.smoothing), progress=False)
+    truth_outcomes = seed_outcomes(json.loads(truth.read_text())) if truth is not None else {}
+    est_outcomes = seed_outcomes(est)
+    if not set(est_outcomes) <= set(truth_outcomes):  # not measured on these seeds yet
+        again = EvalConfig(**common, videos=0, out_dir=str(out.parent / "policy_truth"))
+        truth_outcomes = seed_outcomes(run_evaluation(again, progress=False))
+    gt = {s: truth_outcomes[s] for s in est_outcomes}
+    d = paired_difference(gt, est_outcomes)
+    n, s_est, s_gt = len(est_outcomes), sum(est_outcomes.values()), sum(gt.values())
+    ctx.attach("perception", "plot", out / "summary.png", f"{who} policy on the estimator's poses")
+    return {"policy": who, "success, estimated poses": f"{s_est}/{n}", "success, simulator's poses": f"{s_gt}/{n}",
+            "estimated minus simulator's": f"{d['mean']:+.2f} [{d['lo']:+.2f}, {d['hi']:+.2f}] "
+                                           f"({d['better']} seeds better, {d['worse']} worse)",
+            "estimated_success": round(s_est / n, 4), "ground_truth_success": round(s_gt / n, 4),
+            "ratio": round(s_est / s_gt, 3) if s_gt else None}

@@ -166,6 +166,10 @@ class PerceptionStageConfig:
     steps: int = 2000
     eval_episodes: int = 50
     overrides: list[str] = field(default_factory=list)  # perception config overrides, e.g. ["channels=[16,32]"]
+    # the deployed policy (deploy.policy) on the estimator's poses on the first this many of the eval seeds,
+    # paired with its ground-truth result on them (0: not measured)
+    policy_episodes: int = 100
+    smoothing: float = 1.0  # the static objects' smoothing in that evaluation (deploy.pose_smoothing's meaning)
 
 
 @dataclass
@@ -256,6 +260,9 @@ class JobConfig:
                 raise ConfigError("deploy.poses=estimator: the policy reads no object poses (demos.obs_mode=image)")
             if "perception" not in self.stages or self.stages.index("perception") > self.stages.index("deploy"):
                 raise ConfigError("deploy.poses=estimator needs the perception stage before deploy in stages")
+        if self.perception.policy_episodes < 0 or not 0 < self.perception.smoothing <= 1:
+            raise ConfigError("perception needs policy_episodes >= 0 and 0 < smoothing <= 1, got "
+                              f"{self.perception.policy_episodes}, {self.perception.smoothing}")
         if self.perception.episodes < 2 or self.perception.steps < 1 or self.perception.eval_episodes < 1:
             raise ConfigError("perception needs episodes >= 2, steps >= 1 and eval_episodes >= 1, got "
                               f"{self.perception.episodes}, {self.perception.steps}, {self.perception.eval_episodes}")

@@ -12,16 +12,45 @@ from vla.job import DemoStageConfig, JobConfig, JobContext, PerceptionStageConfi
 from vla.perception.estimator import PoseEstimator
 
 
+SMALL = ["channels=[8,8]", "keypoints=4", "hidden=16"]
+
+
 def test_the_stage_collects_labelled_frames_trains_and_measures_an_estimator(tmp_path: Path) -> None:
     cfg = JobConfig(demos=DemoStageConfig(obs_mode="state", image_size=24, workers=1),
-                    perception=PerceptionStageConfig(episodes=2, eval_episodes=1, steps=2,
-                                                     overrides=["channels=[8,8]", "keypoints=4", "hidden=16"]))
+                    perception=PerceptionStageConfig(episodes=2, eval_episodes=1, steps=2, overrides=SMALL,
+                                                     policy_episodes=0))
     out = perception_stage(JobContext(cfg, tmp_path / "job"))
     est = PoseEstimator.load(out["estimator"])
     assert est.objects == ("cube", "zone") and est.image_size["agentview"] == (24, 24)
     assert "cube error mm (median, p90)" in out and "report seeds" in out["measured on"]
+    assert "estimated_success" not in out
     with pytest.raises(ValueError, match="reads no object poses"):
         perception_stage(JobContext(JobConfig(), tmp_path / "job2"))
+
+
+def test_the_stage_measures_the_deployed_policy_on_its_estimates_against_the_truth(tmp_path: Path) -> None:
+    """The policy the deploy stage runs, on the estimator's poses and on the simulator's, on the same seeds."""
+    from vla.job import DeployStageConfig
+    from vla.train.pretrain import run_training
+
+    cfg = JobConfig(demos=DemoStageConfig(obs_mode="state", image_size=24, workers=1),
+                    deploy=DeployStageConfig(policy="pretrained"),
+                    perception=PerceptionStageConfig(episodes=2, eval_episodes=1, steps=2, overrides=SMALL,
+                                                     policy_episodes=2))
+    ctx = JobContext(cfg, tmp_path / "job")
+    cfg.perception.policy_episodes = 0  # first the estimator's store, on which the debug policy trains
+    perception_stage(ctx)
+    result = run_training(ctx.out_dir / "perception" / "train.zarr", tmp_path / "train", "tiny", "debug",
+                          ["train.steps=2", "train.batch_size=2", "data.val_fraction=0"])
+    ctx.results["pretrain"] = {"checkpoint": str(result.last_checkpoint)}
+    cfg.perception.policy_episodes = 2
+    out = perception_stage(ctx)
+    assert out["policy"] == "pretrained" and out["success, estimated poses"].endswith("/2")
+    assert 0.0 <= out["estimated_success"] <= 1.0 and 0.0 <= out["ground_truth_success"] <= 1.0
+    summary = (ctx.out_dir / "perception" / "policy_estimated" / "summary.json").read_text()
+    assert '"estimated_poses"' in summary and "perception/estimator" in summary
+    truth = ctx.out_dir / "perception" / "policy_truth" / "summary.json"  # no eval stage ran: measured here
+    assert truth.exists()
 
 
 @pytest.mark.parametrize("overrides, match", [
