@@ -26,7 +26,10 @@ def wait_for(pred: Callable[[], object], timeout: float, what: str) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def stop_group(proc, timeout: float = 20.0) -> None:
+STOP_TIMEOUT_S = 60.0  # a clean ROS shutdown takes 1-3 s here; on a loaded 2-core machine it once took over 15
+
+
+def stop_group(proc, timeout: float = STOP_TIMEOUT_S) -> None:
     """SIGINT to a child started with start_new_session (the node and what wraps it), SIGKILL if it lingers."""
     import os
     import signal

@@ -25,7 +25,7 @@ from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
 from real.ros.spinner import BackgroundSpinner  # noqa: E402
 from real.testing import SyntheticPolicy  # noqa: E402
-from tests.real.ros.helpers import wait_for  # noqa: E402
+from tests.real.ros.helpers import STOP_TIMEOUT_S, wait_for  # noqa: E402
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(120)]
 
@@ -205,7 +205,7 @@ def test_policy_node_over_dds(tmp_path, domain_id, interface):
     finally:
         proc.send_signal(signal.SIGINT)
         try:
-            out, _ = proc.communicate(timeout=15)
+            out, _ = proc.communicate(timeout=STOP_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             proc.kill()
             out, _ = proc.communicate()
@@ -222,7 +222,7 @@ def start_node(cfg: Path) -> subprocess.Popen:
 def stop_node(proc: subprocess.Popen) -> str:
     proc.send_signal(signal.SIGINT)
     try:
-        out, _ = proc.communicate(timeout=15)
+        out, _ = proc.communicate(timeout=STOP_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         proc.kill()
         out, _ = proc.communicate()

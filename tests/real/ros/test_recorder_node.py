@@ -65,7 +65,7 @@ def test_deployed_episodes_are_stored_with_the_operators_label(tmp_path: Path, d
     finally:
         mon.close()
         for proc in reversed(procs):  # the node first: it flushes its recorder on SIGINT
-            stop_group(proc, 30)
+            stop_group(proc)
         for f in logs.values():
             f.close()
     node_log = (tmp_path / "node.log").read_text()
