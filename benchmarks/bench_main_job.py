@@ -58,6 +58,16 @@ def main() -> None:
     if "deploy" in summary:
         dep_s, dep_n = success_of(summary["deploy"]["success"])
         figures |= {"main_job_deploy_success": round(dep_s / dep_n, 3), "main_job_deploy_episodes": dep_n}
+        for key in ("inputs", "reads simulator state"):
+            if key in summary["deploy"]:
+                figures[f"main_job_deploy_{key.replace(' ', '_')}"] = summary["deploy"][key]
+    if "estimated_success" in summary.get("perception", {}):
+        p = summary["perception"]
+        figures |= {"main_job_estimated_pose_success": p["estimated_success"],
+                    "main_job_ground_truth_pose_success": p["ground_truth_success"],
+                    "main_job_estimated_over_ground_truth": p["ratio"],
+                    "main_job_estimated_minus_ground_truth": p["estimated minus simulator's"],
+                    "main_job_pose_error_mm": {k.split()[0]: p[k] for k in p if k.endswith("error mm (median, p90)")}}
     # the stages' own seconds, summed: with --no-run the only timing there is (vla run's start-up not in it)
     figures["main_job_stages_s"] = round(sum(float(f.get("seconds", 0)) for f in summary.values()))
     if seconds is not None:

@@ -169,6 +169,39 @@ def write_page(f: dict[str, Any]) -> None:
               "own errors on the perturbed frames instead.", "",
               f"`deployed_policy_reads_sim_state`: {str(f['deployed_policy_reads_sim_state']).lower()} "
               f"({f['deployed_policy_inputs']}).", ""]
+    if f.get("main_job"):
+        j = f["main_job"]
+        e = j["estimator"]
+        lines += ["## The main job's own estimator and deployment", "",
+                  f"`{j['dir']}`: the perception stage's estimator ({e['episodes']} randomised expert episodes, "
+                  f"{e['steps']} steps; error on fresh eval-range episodes, median / p90 mm: cube {e.get('cube')}, "
+                  f"zone {e.get('zone')}), and the {j['policy']} policy"
+                  + (f" (trained with `train.augment={j['train_augment']}`)" if j.get("train_augment") else "")
+                  + f" on it, {j['episodes']} {j['seed_range']} seeds:", "",
+                  "| poses | success |", "|---|---|",
+                  f"| the simulator's | {j['ground_truth_success']:.3f} |",
+                  f"| the job's estimator | {j['estimated_success']:.3f} |",
+                  f"| estimated minus simulator's, paired | {j['estimated_minus_ground_truth']} |", "",
+                  f"Estimated over ground truth: {j['estimated_over_ground_truth']}. Deployed over ROS 2: "
+                  f"{j['deploy'].get('success')} ({j['deploy'].get('inputs')}; reads simulator state: "
+                  f"{j['deploy'].get('reads simulator state')}). The job's stages took {j['total_stage_seconds']} s "
+                  "in all: " + ", ".join(f"{k} {v:.0f}" for k, v in j["stage_seconds"].items() if v is not None)
+                  + ".", ""]
+    if f.get("augment_tune"):
+        a = f["augment_tune"]
+        lines += ["## Training for the estimator's errors (`train.augment`, tune seeds)", "",
+                  f"Two jobs on the same demos and rollout seeds, {a['episodes']} `{a['seed_range']}` eval seeds: "
+                  f"`{a['base']}` as the preset trains, `{a['augmented']}` with `train.augment={a['augment']}` in "
+                  "pretraining and in both refine rounds. Both refined policies on the simulator's poses and on the "
+                  "base job's estimator.", "",
+                  "| refined policy | simulator's poses | estimated poses | estimated minus simulator's |",
+                  "|---|---|---|---|",
+                  f"| as the preset trains | {a['base_gt']:.3f} | {a['base_est']:.3f} | "
+                  f"{format_paired(a['base_est_minus_gt'])} |",
+                  f"| with train.augment | {a['aug_gt']:.3f} | {a['aug_est']:.3f} | "
+                  f"{format_paired(a['aug_est_minus_gt'])} |",
+                  f"| augmented minus preset, paired | {format_paired(a['aug_minus_base_gt'])} | "
+                  f"{format_paired(a['aug_minus_base_est'])} | |", ""]
     if f.get("tune"):
         lines += ["## Development readings (100 tune seeds, the job's execution)", "",
                   "| reading | what | success | grasped | against |", "|---|---|---|---|---|"]
@@ -181,15 +214,75 @@ def write_page(f: dict[str, Any]) -> None:
     (RESULTS / "vision.md").write_text("\n".join(lines) + "\n")
 
 
+def job_block(job: Path) -> dict[str, Any]:
+    """The main job's own estimator and its deployed policy on it (the perception stage's row) and the deploy
+    stage's episodes over ROS 2, from a finished `vla run`."""
+    summary = json.loads((job / "summary.json").read_text())
+    p, d = summary["perception"], summary.get("deploy", {})
+    if "estimated_success" not in p:
+        raise ValueError(f"{job}: its perception stage did not measure the policy (perception.policy_episodes=0)")
+    config = json.loads((job / "job.json").read_text())
+    est = json.loads((job / "perception" / "policy_estimated" / "summary.json").read_text())
+    return {"dir": str(job), "seed_range": est["seed_range"], "episodes": est["episodes"],
+            "estimator": {"episodes": config["perception"]["episodes"], "steps": p["steps"],
+                          **{k.split()[0]: p[k] for k in p if k.endswith("error mm (median, p90)")}},
+            "policy": p["policy"], "estimated_success": p["estimated_success"],
+            "ground_truth_success": p["ground_truth_success"], "estimated_over_ground_truth": p["ratio"],
+            "estimated_minus_ground_truth": p["estimated minus simulator's"],
+            "train_augment": config["pretrain"].get("overrides", []) and
+            next((o.split("=", 1)[1] for o in config["pretrain"]["overrides"] if o.startswith("train.augment=")), ""),
+            "deploy": {k: d[k] for k in ("success", "inputs", "reads simulator state", "mode", "backend") if k in d},
+            "stage_seconds": {k: v.get("seconds") for k, v in summary.items()},
+            "total_stage_seconds": round(sum(float(v.get("seconds", 0)) for v in summary.values()))}
+
+
+def augment_block(base: Path, aug: Path, aug_est: Path) -> dict[str, Any]:
+    """Tune-range reading of `train.augment`: two jobs on the same demos and seeds, one trained with it (pretrain
+    and refine), both refined policies on the simulator's poses and on the same estimator's, paired by seed."""
+    def final(job: Path) -> dict[str, Any]:
+        return json.loads(sorted((job / "refine").glob("iter_*/eval/summary.json"))[-1].read_text())
+
+    runs = {"base_gt": final(base), "base_est": json.loads((base / "perception" / "policy_estimated" /
+                                                             "summary.json").read_text()),
+            "aug_gt": final(aug), "aug_est": json.loads((aug_est / "summary.json").read_text())}
+    seeds = set.intersection(*(set(_per_seed(r)) for r in runs.values()))
+    per = {k: {s: v for s, v in _per_seed(r).items() if s in seeds} for k, r in runs.items()}
+    config = json.loads((aug / "job.json").read_text())
+    out: dict[str, Any] = {"seed_range": runs["base_gt"]["seed_range"], "episodes": len(seeds),
+                           "augment": next(o.split("=", 1)[1] for o in config["pretrain"]["overrides"]
+                                           if o.startswith("train.augment=")),
+                           "base": str(base), "augmented": str(aug)}
+    for k, v in per.items():
+        out[k] = round(sum(v.values()) / len(v), 4)
+    out["aug_minus_base_gt"] = paired_difference(per["base_gt"], per["aug_gt"])
+    out["aug_minus_base_est"] = paired_difference(per["base_est"], per["aug_est"])
+    out["base_est_minus_gt"] = paired_difference(per["base_gt"], per["base_est"])
+    out["aug_est_minus_gt"] = paired_difference(per["aug_gt"], per["aug_est"])
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=Path, default=Path("runs/pose62b"))
     ap.add_argument("--ground-truth", type=Path, default=Path("runs/robustness_job"))
+    ap.add_argument("--job", type=Path, help="a finished main job with the perception stage: its own figures")
+    ap.add_argument("--augment", type=Path, nargs=3, metavar=("BASE_JOB", "AUG_JOB", "AUG_EST_EVAL"),
+                    help="the tune-range train.augment reading (runs/s5/tune_jobs.sh)")
     args = ap.parse_args()
-    f = figures(args.runs, args.ground_truth)
+    f: dict[str, Any] = {}
+    if (args.runs / "report_est").exists():
+        f = figures(args.runs, args.ground_truth)
+    else:  # the earlier runs are gone: their figures stay as the file has them
+        print(f"{args.runs}: not here; keeping vision.json's estimator and report figures")
+    if args.job:
+        f["main_job"] = job_block(args.job)
+    if args.augment:
+        f["augment_tune"] = augment_block(*args.augment)
+    reads, why = deployed_reads_sim_state()
+    f |= {"deployed_policy_reads_sim_state": reads, "deployed_policy_inputs": why}
     write_result("vision", f, seed_range="report",
                  key_figures=["estimated_pose_success", "ground_truth_pose_success", "deployed_policy_reads_sim_state"])
-    write_page(f)
+    write_page(json.loads((RESULTS / "vision.json").read_text()))
     print((RESULTS / "vision.md").read_text())
 
 
