@@ -133,6 +133,7 @@ class WindowDataset(Dataset):
         self.obs_horizon, self.action_horizon = obs_horizon, action_horizon
         self.index = build_window_index(table.episode_starts, table.episode_ends, self.episodes, stride)
         self._instruction, self._task = table.instruction, table.task
+        self._episode_starts = np.asarray(table.episode_starts, np.int64)
         self.instruction_aliases = {k: (k, *v) for k, v in (instruction_aliases or {}).items()}
         n = self.store.n_steps
         self.loss_weights = _per_step("loss_weights", loss_weights, n, np.float32)
@@ -211,6 +212,14 @@ class WindowDataset(Dataset):
             **({"loss_weight": torch.from_numpy(self.loss_weights[act_idx] * self._supervised(act < end[:, None], t))}
                if self.loss_weights is not None else {}),
         }
+
+    def earlier_states(self, episodes: np.ndarray, steps: np.ndarray, lag: int) -> np.ndarray:
+        """The raw states [B, To, D] that windows (store episode, step within it) would see `lag` steps
+        earlier, each clipped at its episode's first step (what a sensor `lag` steps late delivers)."""
+        episodes, steps = np.asarray(episodes, np.int64), np.asarray(steps, np.int64)
+        start = self._episode_starts[episodes]
+        obs = (start + steps)[:, None] + np.arange(-self.obs_horizon + 1, 1)[None] - int(lag)
+        return self._low_dim["state"][np.maximum(obs, start[:, None])]
 
     def _supervised(self, act_mask: np.ndarray, t: np.ndarray | int) -> np.ndarray:
         """`act_mask` ([H] or [B, H]) limited to the actions before `supervise_until` of the

@@ -14,7 +14,11 @@ window's hand position, so `cube - hand` moves with the cube as it does on a rob
 low-dimensional inputs with the noise of the deployed sensor is the standard remedy (e.g. robomimic's
 observation noise, arXiv 2108.03298, and the noise injection of DART, arXiv 1703.09327, which perturbs the
 expert's actions instead); ours names the errors in physical units and shares them with the evaluator.
-Latency and dropout are not here: a window of one observation has no earlier pose to deliver late.
+`pose_latency:L` delivers each window's object poses 0..L steps late (a whole number drawn per window)
+and `pose_dropout:P` re-sends, with a chance drawn from [0, P] per step, the pose of one step before; both
+read the window's earlier states (`history`, from the dataset: WindowDataset.earlier_states), clipped at
+the episode's start as the evaluator's first steps are. A real dropout may repeat a pose for several
+steps in a row; here it is one step, the common case at the severities a lab sees.
 """
 
 from __future__ import annotations
@@ -23,10 +27,10 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from vla.perturb import KINDS, axis_angle_quat, parse_perturb, quat_mul_xyzw, random_unit
+from vla.perturb import axis_angle_quat, draw_severities, parse_perturb, quat_mul_xyzw, random_unit
 from vla.robot.objects import OBJECT_FEATURES, object_feature_count
 
-AUGMENT_KINDS = ("pose_noise", "pose_rot_noise", "pose_bias", "proprio_noise")
+AUGMENT_KINDS = ("pose_noise", "pose_rot_noise", "pose_bias", "pose_latency", "pose_dropout", "proprio_noise")
 PROPRIO_DIM = 9  # the native arm's hand position 3, orientation 4, fingers 2 (vla.perturb.Perturber.proprio)
 
 
@@ -35,8 +39,8 @@ def parse_augment(text: str) -> dict[str, float]:
     kinds = parse_perturb(text) if str(text).strip() else {}
     bad = [k for k in kinds if k not in AUGMENT_KINDS]
     if bad:
-        how = ("a window of one observation has no earlier pose" if KINDS[bad[0]].group == "pose"
-               else "it acts on images, the scene or the arm, which the collection randomises (demos.randomize)")
+        how = "it acts on the cameras, the scene, the images or the commands, which the collection randomises " \
+              "(demos.randomize)"
         raise ValueError(f"train.augment: '{bad[0]}' cannot be drawn in training ({how}); it takes "
                          f"{', '.join(AUGMENT_KINDS)}")
     return kinds
@@ -53,10 +57,17 @@ def check_task(task: str, state_dim: int) -> None:
                          f"(the arm's {PROPRIO_DIM}, then the object features: a store with obs_mode=state)")
 
 
+def history_lags(kinds: Mapping[str, float]) -> int:
+    """How many steps back `augment_states` may read poses: the latency, plus one for a dropout."""
+    return int(kinds.get("pose_latency", 0)) + (1 if kinds.get("pose_dropout", 0) > 0 else 0)
+
+
 def augment_states(states: np.ndarray, tasks: str | Sequence[str], kinds: Mapping[str, float],
-                   rng: np.random.Generator) -> np.ndarray:
+                   rng: np.random.Generator, history: Mapping[int, np.ndarray] | None = None) -> np.ndarray:
     """states [B, To, D] (raw, obs_mode=state) of `tasks` (one, or one per window) -> the same with each
-    window's drawn errors. Pure: the input is not changed; the same rng state gives the same draws."""
+    window's drawn errors. `history` {lag: the states [B, To, D] the same windows had `lag` steps earlier}
+    for lags 1..history_lags(kinds). Pure: the input is not changed; the same rng state gives the same
+    draws."""
     x = np.array(states, np.float64, copy=True)
     if not kinds:
         return x
@@ -67,10 +78,14 @@ def augment_states(states: np.ndarray, tasks: str | Sequence[str], kinds: Mappin
         raise ValueError(f"train.augment: {len(per_window)} tasks for {len(x)} windows")
     for task in set(per_window):
         check_task(task, x.shape[2])
+    lags = history_lags(kinds)
+    missing = [k for k in range(1, lags + 1) if history is None or k not in history]
+    if missing:
+        raise ValueError(f"train.augment: pose_latency / pose_dropout need the states {missing} steps earlier")
     for b, task in enumerate(per_window):
         spec = OBJECT_FEATURES[task]
         n = object_feature_count(task)
-        sev = {k: float(rng.uniform(0.0, s)) for k, s in sorted(kinds.items())}
+        sev = draw_severities(kinds, rng)
         bias = random_unit(rng) * sev.get("pose_bias", 0.0) * 1e-3
         for t in range(x.shape[1]):
             row = x[b, t]
@@ -78,7 +93,9 @@ def augment_states(states: np.ndarray, tasks: str | Sequence[str], kinds: Mappin
                 sd = sev["proprio_noise"] * 1e-3
                 row[:3] += rng.normal(0.0, sd, 3)
                 row[7:9] += rng.normal(0.0, sd, 2)
-            poses = spec.poses_from(row[-n:])
+            lag = int(sev.get("pose_latency", 0)) + int(rng.random() < sev.get("pose_dropout", 0.0))
+            seen = row if lag == 0 else np.asarray(history[lag][b, t], np.float64)  # type: ignore[index]
+            poses = spec.poses_from(seen[-n:])
             poses[:, :3] += bias
             if sev.get("pose_noise"):
                 poses[:, :3] += rng.normal(0.0, sev["pose_noise"] * 1e-3, size=(len(poses), 3))

@@ -35,7 +35,7 @@ from vla.data.stats import Stats
 from vla.policy.checkpoint import CheckpointError, load_state_into, load_tensors, save_checkpoint
 from vla.policy.model import VLAModel
 from vla.train import distributed
-from vla.train.augment import augment_states, parse_augment
+from vla.train.augment import augment_states, history_lags, parse_augment
 from vla.train.config import TrainConfig
 from vla.train.ema import EMA
 from vla.train.optim import lr_at, make_optimizer, optimizer_from_tensors, optimizer_to_tensors
@@ -189,8 +189,16 @@ class Trainer:
         tasks = batch["task"]
         rng = np.random.default_rng(step_seed(self._rank_seed + 3, self.step))
         state = batch["state"]
+        history = None
+        if history_lags(self._augment):
+            earlier = getattr(self.train_data, "earlier_states", None)
+            if earlier is None or "episode_index" not in batch:
+                raise ValueError("train.augment: pose_latency / pose_dropout read earlier states, which only a "
+                                 "WindowDataset's batches give")
+            eps, steps = np.asarray(batch["episode_index"]), np.asarray(batch["step_index"])
+            history = {k: earlier(eps, steps, k) for k in range(1, history_lags(self._augment) + 1)}
         out = augment_states(state.detach().cpu().numpy(), tasks if isinstance(tasks, str) else [str(t) for t in tasks],
-                             self._augment, rng)
+                             self._augment, rng, history)
         return {**batch, "state": torch.as_tensor(out, dtype=state.dtype, device=state.device)}
 
     def _add_perception(self, loss: torch.Tensor, metrics: dict[str, float]) -> tuple[torch.Tensor, dict[str, float]]:

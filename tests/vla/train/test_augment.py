@@ -29,8 +29,7 @@ def windows(b: int = 16, to: int = 2) -> np.ndarray:
 def test_parse_takes_pose_and_arm_kinds_and_names_the_rest() -> None:
     assert parse_augment("") == {} and parse_augment("none") == {}
     assert parse_augment("pose_bias:8,pose_noise:3") == {"pose_bias": 8.0, "pose_noise": 3.0}
-    with pytest.raises(ValueError, match=r"'pose_latency' cannot be drawn in training .*no earlier pose"):
-        parse_augment("pose_latency:1")
+    assert parse_augment("pose_latency:2,pose_dropout:0.3") == {"pose_latency": 2.0, "pose_dropout": 0.3}
     with pytest.raises(ValueError, match=r"'camera_shift' cannot be drawn in training .*demos.randomize"):
         parse_augment("camera_shift:10")
     with pytest.raises(ValueError, match="did you mean 'pose_bias'"):
@@ -68,6 +67,24 @@ def test_noise_differs_step_to_step_and_the_same_seed_draws_the_same() -> None:
     np.testing.assert_allclose(a[..., 16:19], a[..., 9:12] - a[..., :3], atol=1e-12)
 
 
+def test_latency_delivers_an_earlier_pose_with_the_current_hand() -> None:
+    x = windows(b=64, to=1)
+    earlier = {1: x.copy(), 2: x.copy()}
+    earlier[1][..., 9:12] -= 0.01  # the cube 1 cm back one step earlier, 2 cm two steps earlier
+    earlier[2][..., 9:12] -= 0.02
+    earlier[1][..., :3] = earlier[2][..., :3] = 0.5  # the hand elsewhere then: its current position must stay
+    out = augment_states(x, "pick_place", {"pose_latency": 2}, np.random.default_rng(0), earlier)
+    back = np.round((x[:, 0, 9] - out[:, 0, 9]) / 0.01).astype(int)
+    assert set(back.tolist()) == {0, 1, 2}  # a whole number of steps late, drawn per window from 0..2
+    np.testing.assert_allclose(out[..., :3], x[..., :3])
+    np.testing.assert_allclose(out[..., 16:19], out[..., 9:12] - out[..., :3], atol=1e-12)
+    dropped = augment_states(x, "pick_place", {"pose_dropout": 1.0}, np.random.default_rng(0), earlier)
+    late = np.isclose(dropped[:, 0, 9], x[:, 0, 9] - 0.01)
+    assert 0 < late.sum() < len(late)  # some steps re-send the pose of one step before, the rest are on time
+    with pytest.raises(ValueError, match=r"need the states \[2\] steps earlier"):
+        augment_states(x, "pick_place", {"pose_latency": 2}, np.random.default_rng(0), {1: x})
+
+
 def test_states_without_object_poses_are_a_clear_error() -> None:
     with pytest.raises(ValueError, match="task 'lift' has no object poses in its state"):
         augment_states(windows(), "lift", {"pose_noise": 1.0}, np.random.default_rng(0))
@@ -93,8 +110,14 @@ def test_training_sees_the_drawn_errors_and_the_targets_stay_clean(tmp_path: Pat
     batch = train_ds.get_batch(np.arange(8))
     trainer("").train_step(batch)
     trainer("pose_bias:20").train_step(batch)
-    clean, noisy = seen
+    trainer("pose_latency:3").train_step(batch)
+    clean, noisy, late = seen
     assert torch.equal(clean["state"], batch["state"])
     moved = (noisy["state"] - batch["state"])[..., 9:12].norm(dim=-1)
     assert moved.max() > 1e-3 and moved.max() <= 0.02 + 1e-6
     assert torch.equal(noisy["action"], batch["action"]) and torch.equal(noisy["future_state"], batch["future_state"])
+    # late poses are ones the episode had earlier (the store's own states), never invented ones
+    stored = {tuple(np.round(r, 5)) for r in train_ds.store.read("state", 0, train_ds.store.n_steps)[:, 9:12]}
+    cubes = late["state"][..., 9:12].reshape(-1, 3).numpy()
+    assert all(tuple(np.round(c, 5)) in stored for c in cubes)
+    assert not torch.equal(late["state"], batch["state"])
