@@ -117,6 +117,7 @@ def main(argv: list[str] | None = None) -> None:
     # Our own handlers: rclpy's would shut the context down under the running control loop; this way
     # SIGINT / SIGTERM stop the loop first (the arm keeps its last, safe command), then ROS.
     rclpy.init(args=ros_args, signal_handler_options=SignalHandlerOptions.NO)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # inherited ignored from a background job: see init_ros
     signal.signal(signal.SIGTERM, _interrupt)
     node = LifecyclePolicyNode(args.name)
     if args.autostart and node.trigger_configure() == TransitionCallbackReturn.SUCCESS:

@@ -213,10 +213,13 @@ def test_policy_node_over_dds(tmp_path, domain_id, interface):
     assert proc.returncode in (0, -signal.SIGINT), out
 
 
-def start_node(cfg: Path) -> subprocess.Popen:
+def start_node(cfg: Path, ignore_sigint: bool = False) -> subprocess.Popen:
+    def ignore() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # survives exec, as a background job's does
+
     return subprocess.Popen([sys.executable, "-m", "real.ros.policy_node", "--config", str(cfg), "--duration", "60"],
                             cwd=ROOT, env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+                            text=True, preexec_fn=ignore if ignore_sigint else None)
 
 
 def stop_node(proc: subprocess.Popen) -> str:
@@ -359,13 +362,16 @@ def test_the_node_refuses_a_policy_whose_object_poses_the_config_does_not_give()
         PolicyNode(deploy_config_from_dict({**raw, "objects": {"count": 3}}), hybrid)
 
 
-def test_ctrl_c_shuts_the_node_down_cleanly(tmp_path, domain_id):
+@pytest.mark.parametrize("inherited", ["default", "ignored"])
+def test_ctrl_c_shuts_the_node_down_cleanly(tmp_path, domain_id, inherited):
     """Defect 9: SIGINT while the control loop runs used to let rclpy's own handler shut the context down
     under the loop (a FATAL "control loop died: ... context is invalid", sometimes a spin-thread
-    traceback). Now the loop and the spin thread stop first, then ROS: exit 0, one INFO line, no FATAL."""
+    traceback). Now the loop and the spin thread stop first, then ROS: exit 0, one INFO line, no FATAL.
+    `ignored`: a node started from a shell script's background job inherits SIGINT ignored; it used to
+    ignore every stop request until SIGKILL (the main job's deploy stage lost 15 s an episode to it)."""
     cfg = write_config(tmp_path, "forward")
     arm = FakeArm("forward")
-    proc = start_node(cfg)
+    proc = start_node(cfg, ignore_sigint=inherited == "ignored")
     try:
         wait_for(lambda: len(arm.commands) >= 40 and "running" in arm.diag_message, 40, "the node running")
     finally:
