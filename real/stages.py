@@ -240,7 +240,9 @@ def _ms(seconds: float | None) -> float | None:
 def deploy_stage(ctx: JobContext) -> dict[str, Any]:
     """One (or `deploy.episodes`) pick_place episode(s) through ROS 2 against the MuJoCo bridge."""
     cfg = ctx.config.deploy
-    if cfg.policy == "refined":  # JobConfig.validate checked the stage order
+    if cfg.policy == "refined":  # JobConfig.validate checked the stage order (or overwrite=false lets it be earlier)
+        if "refine" not in ctx.results:
+            raise ConfigError("deploy.policy=refined: this job has no refine result (run the refine stage first)")
         refined = ctx.results["refine"]
         if "checkpoint" not in refined:
             raise ConfigError(f"deploy.policy=refined: the refine stage's {refined['method']} made "
@@ -253,7 +255,12 @@ def deploy_stage(ctx: JobContext) -> dict[str, Any]:
         ckpt = ctx.checkpoint
     path = ckpt / "onnx" if cfg.backend == "onnx" else ckpt
     objects_task = ctx.config.demos.task if ctx.config.demos.obs_mode == "state" else ""  # the policy reads poses
-    estimator = ctx.results["perception"]["estimator"] if objects_task and cfg.poses == "estimator" else ""
+    estimator = ""
+    if objects_task and cfg.poses == "estimator":
+        if "estimator" not in ctx.results.get("perception", {}):
+            raise ConfigError("deploy.poses=estimator: this job has no perception result (run the perception stage "
+                              "first, or deploy.poses=bridge)")
+        estimator = ctx.results["perception"]["estimator"]
     result = run_deploy(path, ctx.out_dir / "deploy", episodes=cfg.episodes, mode=cfg.mode, backend=cfg.backend,
                         rate_hz=cfg.rate_hz, timeout_s=cfg.timeout_s, domain_id=cfg.ros_domain_id,
                         objects_task=objects_task, first_seed=seed_range(ctx.config.eval.seed_range).start,

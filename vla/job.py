@@ -208,6 +208,13 @@ class JobConfig:
     perception: PerceptionStageConfig = field(default_factory=PerceptionStageConfig)
     deploy: DeployStageConfig = field(default_factory=DeployStageConfig)
 
+    def _runs_before(self, first: str, then: str) -> bool:
+        """Whether stage `first` runs before `then`; with overwrite=false a `first` left out of stages may
+        be the finished job's (its stage then finds it in the results, or says it is missing)."""
+        if first not in self.stages:
+            return not self.overwrite
+        return self.stages.index(first) < self.stages.index(then)
+
     def validate(self) -> None:
         """At load, so that a wrong value fails before a quarter of an hour of earlier stages."""
         for stage_name in self.stages:
@@ -258,7 +265,7 @@ class JobConfig:
         if "deploy" in self.stages and self.deploy.poses == "estimator":
             if self.demos.obs_mode != "state":
                 raise ConfigError("deploy.poses=estimator: the policy reads no object poses (demos.obs_mode=image)")
-            if "perception" not in self.stages or self.stages.index("perception") > self.stages.index("deploy"):
+            if not self._runs_before("perception", "deploy"):
                 raise ConfigError("deploy.poses=estimator needs the perception stage before deploy in stages")
         if self.perception.policy_episodes < 0 or not 0 < self.perception.smoothing <= 1:
             raise ConfigError("perception needs policy_episodes >= 0 and 0 < smoothing <= 1, got "
@@ -270,8 +277,7 @@ class JobConfig:
             parse_perturb(self.perception.randomize)
         except ValueError as e:
             raise ConfigError(f"perception.randomize: {e}") from None
-        if "deploy" in self.stages and self.deploy.policy == "refined" and (
-                "refine" not in self.stages or self.stages.index("refine") > self.stages.index("deploy")):
+        if "deploy" in self.stages and self.deploy.policy == "refined" and not self._runs_before("refine", "deploy"):
             raise ConfigError("deploy.policy=refined needs the refine stage before deploy in stages "
                               "(or deploy.policy=pretrained)")
 

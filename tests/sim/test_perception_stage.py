@@ -11,7 +11,6 @@ from vla.config import ConfigError, load_config
 from vla.job import DemoStageConfig, JobConfig, JobContext, PerceptionStageConfig
 from vla.perception.estimator import PoseEstimator
 
-
 SMALL = ["channels=[8,8]", "keypoints=4", "hidden=16"]
 
 
@@ -64,3 +63,20 @@ def test_the_stage_measures_the_deployed_policy_on_its_estimates_against_the_tru
 def test_the_deploy_stages_pose_source_is_checked_at_load(overrides: list[str], match: str) -> None:
     with pytest.raises(ConfigError, match=match):
         load_config(JobConfig, "job", "default", overrides)
+
+
+def test_a_finished_job_can_deploy_again_alone_with_its_earlier_estimator(tmp_path: Path) -> None:
+    """overwrite=false stages=[deploy]: the perception and refine stages may be the finished job's; without
+    their results the stage says which one is missing instead of a KeyError."""
+    from real.stages import deploy_stage
+
+    cfg = load_config(JobConfig, "job", "default", ["overwrite=false", "stages=[deploy]"])
+    assert cfg.deploy.poses == "estimator" and cfg.deploy.policy == "refined"
+    with pytest.raises(ConfigError, match="needs the perception stage"):
+        load_config(JobConfig, "job", "default", ["stages=[deploy]"])
+    with pytest.raises(ConfigError, match="no refine result"):
+        deploy_stage(JobContext(cfg, tmp_path / "job"))
+    ctx = JobContext(cfg, tmp_path / "job2", results={"refine": {"method": "hg_dagger", "checkpoint": str(tmp_path)}})
+    (tmp_path / "onnx").mkdir()
+    with pytest.raises(ConfigError, match="no perception result"):
+        deploy_stage(ctx)
