@@ -31,10 +31,24 @@ def success_of(cell: str) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
+def command_args() -> str:
+    """This run's arguments as typed, the --note paragraph left out (it is on the page itself)."""
+    argv, out, skip = sys.argv[1:], [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == "--note":
+            skip = True
+        elif not a.startswith("--note="):
+            out.append(a)
+    return " ".join(out)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="runs/main")
     ap.add_argument("--no-run", action="store_true", help="only read the summary of a finished run")
+    ap.add_argument("--note", default="", help="a paragraph for the page (e.g. a stage re-run and why)")
     ap.add_argument("overrides", nargs="*")
     args = ap.parse_args()
     out = (ROOT / args.out).resolve()
@@ -81,7 +95,7 @@ def main() -> None:
     rows = "\n".join(f"| {stage} | " + ", ".join(f"{k}: {v}" for k, v in fig.items()).replace("|", "/") + " |"
                      for stage, fig in summary.items())
     (RESULTS / "main_job.md").write_text(
-        f"# The main job (`make run`)\n\nCommand: `python benchmarks/bench_main_job.py {' '.join(sys.argv[1:])}`"
+        f"# The main job (`make run`)\n\nCommand: `python benchmarks/bench_main_job.py {command_args()}`"
         f"  \nMachine: {platform.machine()}, {os.cpu_count()} CPUs, no GPU. Written "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}."
         + (f" Wall time of `vla run`: **{seconds} s**." if seconds is not None else "")
@@ -89,6 +103,7 @@ def main() -> None:
         "the preset's settings (demos, steps, the ensemble's rate and stride, EMA, the rollout budget) were chosen "
         "on the job's old evaluation seeds 1000-1199 (now inside `collect`) before the ranges existed; no setting "
         "was chosen on `report`."
+        + (f"\n\n{args.note}" if args.note else "")
         + f"\n\n| stage | what it did and measured |\n|---|---|\n{rows}\n\n"
         f"Seeds: the evaluations' `{seed_range}` range (vla.protocol). Figures: `main_job.json` "
         f"({', '.join(sorted(figures))}). The report a person opens: "

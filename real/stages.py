@@ -167,6 +167,7 @@ def run_deploy(policy_path: str | Path, out_dir: Path, episodes: int = 1, mode: 
     # The nodes run in out_dir (any working directory works for them): every path they get is absolute.
     out_dir, policy_path = Path(out_dir).resolve(), Path(policy_path).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "episodes.jsonl").unlink(missing_ok=True)  # the bridge appends: a rerun's file holds its own only
     node_cfg = write_node_config(out_dir / "policy_node.yaml", policy_path, backend, mode, rate_hz, delay_s,
                                  objects_task=objects_task)
     bridge_cfg = BRIDGE_CONFIG

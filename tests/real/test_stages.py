@@ -43,9 +43,9 @@ def test_a_wrong_deploy_policy_fails_at_load_before_any_stage_runs():
     with pytest.raises(ConfigError, match=r"deploy\.policy must be pretrained or refined, got 'best'"):
         load_config(JobConfig, "job", "default", ["deploy.policy=best"])
     with pytest.raises(ConfigError, match="needs the refine stage before deploy"):
-        load_config(JobConfig, "job", "default", ["stages=[sim_demos,pretrain,export,deploy]"])
+        load_config(JobConfig, "job", "default", ["stages=[sim_demos,pretrain,export,deploy]", "deploy.poses=bridge"])
     cfg = load_config(JobConfig, "job", "default", ["stages=[sim_demos,pretrain,export,deploy]",
-                                                    "deploy.policy=pretrained"])
+                                                    "deploy.policy=pretrained", "deploy.poses=bridge"])
     assert cfg.deploy.policy == "pretrained"
 
 
