@@ -187,7 +187,7 @@ def write_page(f: dict[str, Any]) -> None:
                      "not met by the job's own estimator; the larger one above meets it). ")
                   +
                   "Its error is the same at every distance of the hand from the cube (9 mm median from 0-3 cm to "
-                  "over 20 cm: experiments/pose_error_by_reach.py): not worse at the grasp, but too coarse for it. "
+                  "over 20 cm: experiments/pose_error_by_reach.py): not worse at the grasp. "
                   "Deployed over ROS 2: "
                   f"{j['deploy'].get('success')} ({j['deploy'].get('inputs')}; reads simulator state: "
                   f"{j['deploy'].get('reads simulator state')}). The job's stages took {j['total_stage_seconds']} s "
