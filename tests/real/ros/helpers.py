@@ -26,7 +26,7 @@ def wait_for(pred: Callable[[], object], timeout: float, what: str) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-STOP_TIMEOUT_S = 60.0  # a clean ROS shutdown takes 1-3 s here; on a loaded 2-core machine it once took over 15
+STOP_TIMEOUT_S = 60.0  # a clean ROS shutdown takes 1-3 s here; room for a loaded CI machine before SIGKILL
 
 
 def stop_group(proc, timeout: float = STOP_TIMEOUT_S) -> None:
