@@ -30,9 +30,11 @@ def without_pose_kinds(spec: str) -> tuple[str, list[str]]:
 
 class EstimatedPosesEnv(gym.Wrapper):
     """`smoothing` < 1: the task's static objects (a zone) are read as the moving average of their estimates
-    since the episode began, the newest weighted `smoothing` (vla.perception.smooth)."""
+    since the episode began, the newest weighted `smoothing` (vla.perception.smooth); with `rest_gate_mm` > 0
+    its moving objects (a cube) too, while they stay within that distance of their average."""
 
-    def __init__(self, env: Any, estimator: str | Any, task: str = "", smoothing: float = 1.0) -> None:
+    def __init__(self, env: Any, estimator: str | Any, task: str = "", smoothing: float = 1.0,
+                 rest_gate_mm: float = 0.0) -> None:
         super().__init__(env)
         from vla.perception.estimator import PoseEstimator
         from vla.perception.smooth import StaticSmoother
@@ -48,8 +50,10 @@ class EstimatedPosesEnv(gym.Wrapper):
         if tuple(objects) != self.estimator.objects:
             raise ValueError(f"poses={estimator}: the estimator reads {list(self.estimator.objects)}, task "
                              f"'{name}' needs {list(objects)}")
-        self.smoother = StaticSmoother(self.estimator.objects, static_objects(name) if smoothing < 1 else (),
-                                       smoothing)
+        static = static_objects(name) if smoothing < 1 else ()
+        moving = tuple(o for o in objects if o not in static) if smoothing < 1 and rest_gate_mm > 0 else ()
+        self.smoother = StaticSmoother(self.estimator.objects, static, smoothing, rest=moving,
+                                       gate=rest_gate_mm * 1e-3)
         own = tuple(getattr(u, "cameras", ()) or ())
         missing = [c for c in self.estimator.cameras if c not in own]
         if missing:

@@ -125,7 +125,8 @@ def run_worker(spec: dict[str, Any]) -> Iterator[EpisodeResult]:
     if spec.get("poses"):
         from sim.estimated_poses import EstimatedPosesEnv
 
-        env = EstimatedPosesEnv(env, spec["poses"], spec["task"], spec.get("poses_smoothing", 1.0))
+        env = EstimatedPosesEnv(env, spec["poses"], spec["task"], spec.get("poses_smoothing", 1.0),
+                                spec.get("poses_rest_gate_mm", 0.0))
     policy = load_policy(spec["policy"], env, noise=spec["noise"], skill=spec["skill"],
                          seed=spec["seeds"][0] if spec["seeds"] else 0, noise_scale=spec.get("noise_scale"),
                          expert_options=expert_options(spec))

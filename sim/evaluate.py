@@ -348,7 +348,7 @@ def _estimated_poses(config: EvalConfig, progress: bool) -> tuple[EvalConfig, di
         probe.close()
     return replace(config, perturb=perturb, randomize=randomize), {
         "estimator": config.poses, "cameras": est.cameras, "trained_on": est.meta.get("trained_on"),
-        "smoothing": config.poses_smoothing, "left_out": left + left_r}
+        "smoothing": config.poses_smoothing, "rest_gate_mm": config.poses_rest_gate_mm, "left_out": left + left_r}
 
 
 def _run_local(specs: list[dict[str, Any]], tmp: Path, total: int, progress: bool, desc: str) -> list[EpisodeResult]:

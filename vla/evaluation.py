@@ -39,6 +39,9 @@ class EnvSettings:
     # with poses: the weight of the newest estimate in the moving average of the task's static objects'
     # positions (a zone), restarted each episode; 1 reads every frame on its own (vla.perception.smooth)
     poses_smoothing: float = 1.0
+    # with poses and poses_smoothing < 1: > 0 averages the task's moving objects (the cube) too, while their
+    # estimates stay within this many mm of their average (at rest); a jump past it restarts the average
+    poses_rest_gate_mm: float = 0.0
 
     def env_kwargs(self) -> dict[str, Any]:
         """The task factory's keywords ("" obs_mode is resolved before an env is made: image by default)."""
@@ -58,6 +61,8 @@ class EnvSettings:
         parse_perturb(self.randomize)
         if not 0 < self.poses_smoothing <= 1:
             raise ValueError(f"poses_smoothing must be in (0, 1] (1: off), got {self.poses_smoothing}")
+        if not self.poses_rest_gate_mm >= 0:
+            raise ValueError(f"poses_rest_gate_mm must be >= 0 (0: off), got {self.poses_rest_gate_mm}")
         if parse_perturb(self.perturb) and parse_perturb(self.randomize):
             raise ValueError(f"perturb ({self.perturb}) and randomize ({self.randomize}) are both set; "
                              "an episode takes one of them")

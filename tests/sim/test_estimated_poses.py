@@ -78,4 +78,22 @@ def test_smoothing_averages_the_zones_estimates_over_the_episode_and_restarts_wi
             obs, *_ = env.step(np.zeros(7, np.float32))
     with pytest.raises(ValueError, match="poses_smoothing"):
         EvalConfig(poses_smoothing=0).validate()
+    with pytest.raises(ValueError, match="poses_rest_gate_mm"):
+        EvalConfig(poses_rest_gate_mm=-1).validate()
+    env.close()
+
+
+def test_a_rest_gate_averages_the_cube_while_its_estimates_stay_close(estimator: str) -> None:
+    from vla.perception.smooth import gated_update
+
+    inner = TASKS.make("pick_place", obs_mode="state", cameras=CAMERAS, image_size=24)
+    env = EstimatedPosesEnv(inner, estimator, "pick_place", smoothing=0.2, rest_gate_mm=1000.0)
+    est = PoseEstimator.load(estimator)
+    obs, _ = env.reset(seed=3)
+    mean = None
+    for _ in range(3):
+        raw = est.estimate(obs["images"])
+        mean = gated_update(mean, raw[0, :3], 0.2, 1.0)
+        np.testing.assert_allclose(obs["state"][9:12], mean, atol=1e-6)  # the cube's features: averaged
+        obs, *_ = env.step(np.zeros(7, np.float32))
     env.close()

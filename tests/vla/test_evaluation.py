@@ -11,9 +11,10 @@ from vla.refine.config import RefineConfig
 def test_a_run_hands_the_evaluator_exactly_the_shared_settings() -> None:
     cfg = RefineConfig(n_action_steps=4, temporal_ensemble=0.3, cameras=[], obs_mode="state", workers=1)
     kw = settings(cfg)
-    assert set(kw) == {f.name for f in fields(Execution)} and len(kw) == 15
+    assert set(kw) == {f.name for f in fields(Execution)} and len(kw) == 16
     assert (kw["n_action_steps"], kw["temporal_ensemble"], kw["obs_mode"], kw["perturb"]) == (4, 0.3, "state", "none")
-    assert (kw["poses"], kw["poses_smoothing"]) == ("", 1.0)  # the simulator's poses unless an estimator is named
+    # the simulator's poses unless an estimator is named
+    assert (kw["poses"], kw["poses_smoothing"], kw["poses_rest_gate_mm"]) == ("", 1.0, 0.0)
     assert settings(cfg, ChunkSettings) == {"n_action_steps": 4, "temporal_ensemble": 0.3, "temporal_ensemble_every": 1}
     assert EnvSettings(obs_mode="", cameras=["agentview"], horizon=30).env_kwargs() == {
         "image_size": 84, "obs_mode": "image", "cameras": ("agentview",), "horizon": 30}

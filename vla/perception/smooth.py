@@ -19,17 +19,33 @@ def ema_update(mean: np.ndarray | None, reading: np.ndarray, alpha: float) -> np
     return r.copy() if mean is None else (1.0 - alpha) * np.asarray(mean, np.float64) + alpha * r
 
 
-class StaticSmoother:
-    """poses [K, 7] -> poses with the `static` objects' positions averaged over the readings since `reset`."""
+def gated_update(mean: np.ndarray | None, reading: np.ndarray, alpha: float, gate: float) -> np.ndarray:
+    """The moving average of an object that may move: restarted at the reading when the reading is more than
+    `gate` (metres) from the average (it moved), averaged otherwise (it is at rest; what differs is the
+    estimator's frame-to-frame error)."""
+    r = np.asarray(reading, np.float64)
+    if mean is None or float(np.linalg.norm(r - np.asarray(mean, np.float64))) > gate:
+        return r.copy()
+    return ema_update(mean, r, alpha)
 
-    def __init__(self, objects: tuple[str, ...], static: tuple[str, ...], alpha: float) -> None:
+
+class StaticSmoother:
+    """poses [K, 7] -> poses with the `static` objects' positions averaged over the readings since `reset`,
+    and the `rest` objects' (ones that move, such as a cube) averaged while they stay within `gate` metres
+    of their average (gated_update)."""
+
+    def __init__(self, objects: tuple[str, ...], static: tuple[str, ...], alpha: float,
+                 rest: tuple[str, ...] = (), gate: float = 0.0) -> None:
         if not 0 < alpha <= 1:
             raise ValueError(f"smoothing alpha must be in (0, 1] (1: off), got {alpha}")
-        unknown = [o for o in static if o not in objects]
+        unknown = [o for o in (*static, *rest) if o not in objects]
         if unknown:
-            raise ValueError(f"static object '{unknown[0]}' is not among the estimator's objects {list(objects)}")
+            raise ValueError(f"object '{unknown[0]}' is not among the estimator's objects {list(objects)}")
+        if rest and not gate > 0:
+            raise ValueError(f"smoothing objects at rest needs a gate > 0 (metres), got {gate}")
         self.index = [objects.index(o) for o in static]
-        self.alpha = alpha
+        self.rest = [objects.index(o) for o in rest if o not in static]
+        self.alpha, self.gate = alpha, gate
         self.mean: dict[int, np.ndarray] = {}
 
     def reset(self) -> None:
@@ -39,5 +55,8 @@ class StaticSmoother:
         out = np.array(poses, np.float64, copy=True)
         for k in self.index:
             self.mean[k] = ema_update(self.mean.get(k), out[k, :3], self.alpha)
+            out[k, :3] = self.mean[k]
+        for k in self.rest:
+            self.mean[k] = gated_update(self.mean.get(k), out[k, :3], self.alpha, self.gate)
             out[k, :3] = self.mean[k]
         return out

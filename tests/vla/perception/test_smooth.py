@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from vla.perception.smooth import StaticSmoother, ema_update
+from vla.perception.smooth import StaticSmoother, ema_update, gated_update
 from vla.robot.objects import static_objects
 
 
@@ -41,3 +41,20 @@ def test_bad_settings_are_refused_and_pick_place_s_zone_is_static() -> None:
     with pytest.raises(ValueError, match="not among"):
         StaticSmoother(("cube",), ("zone",), alpha=0.5)
     assert static_objects("pick_place") == ("zone",)
+
+
+def test_an_object_at_rest_is_averaged_until_it_jumps_past_the_gate() -> None:
+    assert gated_update(None, np.array([1.0, 0.0, 0.0]), 0.5, 0.02).tolist() == [1.0, 0.0, 0.0]
+    np.testing.assert_allclose(gated_update(np.zeros(3), np.array([0.01, 0, 0]), 0.5, 0.02), [0.005, 0, 0])
+    np.testing.assert_allclose(gated_update(np.zeros(3), np.array([0.03, 0, 0]), 0.5, 0.02), [0.03, 0, 0])
+    s = StaticSmoother(("cube", "zone"), ("zone",), alpha=0.5, rest=("cube",), gate=0.02)
+    a = np.zeros((2, 7))
+    a[:, 6] = 1
+    near, lifted = a.copy(), a.copy()
+    near[:, 0] = 0.01
+    lifted[0, 2] = 0.05  # the cube 5 cm up: it moved, so it is read as it is
+    s(a)
+    assert s(near)[0, 0] == pytest.approx(0.005)
+    assert s(lifted)[0, 2] == pytest.approx(0.05)
+    with pytest.raises(ValueError, match="gate > 0"):
+        StaticSmoother(("cube",), (), alpha=0.5, rest=("cube",))
