@@ -232,6 +232,12 @@ def write_page(f: dict[str, Any]) -> None:
     (RESULTS / "vision.md").write_text("\n".join(lines) + "\n")
 
 
+def _train_augment(job_config: dict[str, Any]) -> str:
+    """The `train.augment` a job's pretraining ran with ("" for none)."""
+    return next((o.split("=", 1)[1] for o in job_config["pretrain"].get("overrides", [])
+                 if o.startswith("train.augment=")), "")
+
+
 def job_block(job: Path) -> dict[str, Any]:
     """The main job's own estimator and its deployed policy on it (the perception stage's row) and the deploy
     stage's episodes over ROS 2, from a finished `vla run`."""
@@ -247,8 +253,7 @@ def job_block(job: Path) -> dict[str, Any]:
             "policy": p["policy"], "estimated_success": p["estimated_success"],
             "ground_truth_success": p["ground_truth_success"], "estimated_over_ground_truth": p["ratio"],
             "estimated_minus_ground_truth": p["estimated minus simulator's"],
-            "train_augment": config["pretrain"].get("overrides", []) and
-            next((o.split("=", 1)[1] for o in config["pretrain"]["overrides"] if o.startswith("train.augment=")), ""),
+            "train_augment": _train_augment(config),
             "deploy": {k: d[k] for k in ("success", "inputs", "reads simulator state", "mode", "backend") if k in d},
             "stage_seconds": {k: v.get("seconds") for k, v in summary.items()},
             "total_stage_seconds": round(sum(float(v.get("seconds", 0)) for v in summary.values()))}
@@ -267,8 +272,7 @@ def augment_block(base: Path, aug: Path, aug_est: Path) -> dict[str, Any]:
     per = {k: {s: v for s, v in _per_seed(r).items() if s in seeds} for k, r in runs.items()}
     config = json.loads((aug / "job.json").read_text())
     out: dict[str, Any] = {"seed_range": runs["base_gt"]["seed_range"], "episodes": len(seeds),
-                           "augment": next(o.split("=", 1)[1] for o in config["pretrain"]["overrides"]
-                                           if o.startswith("train.augment=")),
+                           "augment": _train_augment(config),
                            "base": str(base), "augmented": str(aug)}
     for k, v in per.items():
         out[k] = round(sum(v.values()) / len(v), 4)

@@ -37,8 +37,8 @@ class EstimatedPosesEnv(gym.Wrapper):
                  rest_gate_mm: float = 0.0) -> None:
         super().__init__(env)
         from vla.perception.estimator import PoseEstimator
-        from vla.perception.smooth import StaticSmoother
-        from vla.robot.objects import pose_features, static_objects
+        from vla.perception.smooth import task_smoother
+        from vla.robot.objects import pose_features
 
         u = env.unwrapped
         name = task or getattr(u, "TASK", type(u).__name__)
@@ -50,10 +50,7 @@ class EstimatedPosesEnv(gym.Wrapper):
         if tuple(objects) != self.estimator.objects:
             raise ValueError(f"poses={estimator}: the estimator reads {list(self.estimator.objects)}, task "
                              f"'{name}' needs {list(objects)}")
-        static = static_objects(name) if smoothing < 1 else ()
-        moving = tuple(o for o in objects if o not in static) if smoothing < 1 and rest_gate_mm > 0 else ()
-        self.smoother = StaticSmoother(self.estimator.objects, static, smoothing, rest=moving,
-                                       gate=rest_gate_mm * 1e-3)
+        self.smoother = task_smoother(name, self.estimator.objects, smoothing, rest_gate_mm)
         own = tuple(getattr(u, "cameras", ()) or ())
         missing = [c for c in self.estimator.cameras if c not in own]
         if missing:

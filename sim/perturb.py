@@ -28,9 +28,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from vla.perturb import KINDS, Perturber, groups_of, parse_perturb, quat_mul_xyzw
-
-PROPRIO = 9  # hand position 3, orientation 4 (wxyz in the state), fingers 2
+from vla.perturb import KINDS, PROPRIO, Perturber, groups_of, parse_perturb, quat_mul_xyzw
 
 
 def perturbed(env: Any, spec: str, obs_mode: str = "image", task: str = "", randomize: str = "none") -> Any:

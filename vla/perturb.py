@@ -81,6 +81,7 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
 # colours no task object has (pick_place's red cube and green zone, sort's and stack3's cubes are red, green, blue)
 DISTRACTOR_COLOURS = ((0.9, 0.75, 0.1), (0.6, 0.3, 0.7), (0.95, 0.5, 0.1), (0.5, 0.5, 0.5))
 GROUPS = ("pose", "proprio", "camera", "scene", "image", "action", "timing")
+PROPRIO = 9  # the native arm's state: hand position 3, orientation 4, fingers 2 (what `proprio` perturbs)
 
 
 def parse_perturb(text: str, presets: Mapping[str, Mapping[str, float]] | None = None) -> dict[str, float]:
@@ -173,6 +174,19 @@ def quat_mul_xyzw(a: np.ndarray, b: np.ndarray) -> np.ndarray:
                      aw * by - ax * bz + ay * bw + az * bx,
                      aw * bz + ax * by - ay * bx + az * bw,
                      aw * bw - ax * bx - ay * by - az * bz], -1)
+
+
+def turned(q: np.ndarray, sd_deg: float, rng: np.random.Generator) -> np.ndarray:
+    """Quaternion q (xyzw) turned about a random axis by a Gaussian angle of standard deviation `sd_deg`."""
+    return quat_mul_xyzw(axis_angle_quat(random_unit(rng), np.deg2rad(rng.normal(0.0, sd_deg))), q)
+
+
+def noisy_proprio(proprio: np.ndarray, sd_m: float, rng: np.random.Generator) -> np.ndarray:
+    """The arm's state with Gaussian noise of `sd_m` metres on the hand's position and the fingers."""
+    out = np.array(proprio, np.float64, copy=True)
+    out[:3] += rng.normal(0.0, sd_m, 3)
+    out[7:9] += rng.normal(0.0, sd_m, len(out[7:9]))
+    return out
 
 
 def gaussian_kernel(sigma: float) -> np.ndarray:
@@ -268,10 +282,8 @@ class Perturber:
         if self.s("pose_noise"):
             p[:, :3] += self.rng["pose_noise"].normal(0.0, self.s("pose_noise") * 1e-3, size=(len(p), 3))
         if self.s("pose_rot_noise"):
-            r = self.rng["pose_rot_noise"]
             for i in range(len(p)):
-                turn = axis_angle_quat(random_unit(r), np.deg2rad(r.normal(0.0, self.s("pose_rot_noise"))))
-                p[i, 3:7] = quat_mul_xyzw(turn, p[i, 3:7])
+                p[i, 3:7] = turned(p[i, 3:7], self.s("pose_rot_noise"), self.rng["pose_rot_noise"])
         lag = int(self.s("pose_latency"))
         if lag:
             self._pose_queue.append(p)
@@ -291,12 +303,9 @@ class Perturber:
 
     def proprio(self, proprio: np.ndarray) -> np.ndarray:
         """The arm's state (hand position 3, orientation 4, fingers 2; the native arm's layout)."""
-        out = np.array(proprio, np.float64, copy=True)
         if self.s("proprio_noise"):
-            sd = self.s("proprio_noise") * 1e-3
-            out[:3] += self.rng["proprio_noise"].normal(0.0, sd, 3)
-            out[7:9] += self.rng["proprio_noise"].normal(0.0, sd, len(out[7:9]))
-        return out
+            return noisy_proprio(proprio, self.s("proprio_noise") * 1e-3, self.rng["proprio_noise"])
+        return np.array(proprio, np.float64, copy=True)
 
     def images(self, images: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         if not self.active("image"):

@@ -37,8 +37,7 @@ from real.ros.bridge_node import pose_array
 from real.ros.convert import MessageError, image_to_rgb
 from real.ros.spinner import BackgroundSpinner, init_ros, run_node_until_stopped
 from vla.perception.estimator import PoseEstimator
-from vla.perception.smooth import StaticSmoother
-from vla.robot.objects import static_objects
+from vla.perception.smooth import task_smoother
 
 log = logging.getLogger(__name__)
 
@@ -73,8 +72,7 @@ class PoseNode:
     def __init__(self, cfg: PoseNodeConfig, context: Any = None) -> None:
         self.cfg = cfg
         self.estimator = PoseEstimator.load(cfg.estimator)
-        self.smoother = StaticSmoother(self.estimator.objects, static_objects(self.estimator.task)
-                                       if cfg.smoothing < 1 else (), cfg.smoothing)
+        self.smoother = task_smoother(self.estimator.task, self.estimator.objects, cfg.smoothing)
         self.node = rclpy.create_node("pose_estimator", context=context)
         self._lock = threading.Lock()
         self._frames: dict[str, tuple[np.ndarray, float, Any]] = {}  # camera -> (image, stamp s, stamp msg)

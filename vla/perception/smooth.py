@@ -60,3 +60,13 @@ class StaticSmoother:
             self.mean[k] = gated_update(self.mean.get(k), out[k, :3], self.alpha, self.gate)
             out[k, :3] = self.mean[k]
         return out
+
+
+def task_smoother(task: str, objects: tuple[str, ...], alpha: float, rest_gate_mm: float = 0.0) -> StaticSmoother:
+    """The smoother of `task`'s estimates of `objects`: with `alpha` < 1 its static objects averaged, and with
+    `rest_gate_mm` > 0 as well its moving ones while at rest; `alpha` = 1 passes every reading through."""
+    from vla.robot.objects import static_objects
+
+    static = static_objects(task) if alpha < 1 else ()
+    moving = tuple(o for o in objects if o not in static) if alpha < 1 and rest_gate_mm > 0 else ()
+    return StaticSmoother(objects, static, alpha, rest=moving, gate=rest_gate_mm * 1e-3)

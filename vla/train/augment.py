@@ -27,11 +27,10 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from vla.perturb import axis_angle_quat, draw_severities, parse_perturb, quat_mul_xyzw, random_unit
+from vla.perturb import PROPRIO, draw_severities, noisy_proprio, parse_perturb, random_unit, turned
 from vla.robot.objects import OBJECT_FEATURES, object_feature_count
 
 AUGMENT_KINDS = ("pose_noise", "pose_rot_noise", "pose_bias", "pose_latency", "pose_dropout", "proprio_noise")
-PROPRIO_DIM = 9  # the native arm's hand position 3, orientation 4, fingers 2 (vla.perturb.Perturber.proprio)
 
 
 def parse_augment(text: str) -> dict[str, float]:
@@ -51,10 +50,10 @@ def check_task(task: str, state_dim: int) -> None:
     if task not in OBJECT_FEATURES:
         raise ValueError(f"train.augment: task '{task}' has no object poses in its state (tasks with: "
                          f"{', '.join(sorted(OBJECT_FEATURES))})")
-    want = PROPRIO_DIM + object_feature_count(task)
+    want = PROPRIO + object_feature_count(task)
     if state_dim != want:
         raise ValueError(f"train.augment: task '{task}' states have {state_dim} values, expected {want} "
-                         f"(the arm's {PROPRIO_DIM}, then the object features: a store with obs_mode=state)")
+                         f"(the arm's {PROPRIO}, then the object features: a store with obs_mode=state)")
 
 
 def history_lags(kinds: Mapping[str, float]) -> int:
@@ -90,9 +89,7 @@ def augment_states(states: np.ndarray, tasks: str | Sequence[str], kinds: Mappin
         for t in range(x.shape[1]):
             row = x[b, t]
             if sev.get("proprio_noise"):
-                sd = sev["proprio_noise"] * 1e-3
-                row[:3] += rng.normal(0.0, sd, 3)
-                row[7:9] += rng.normal(0.0, sd, 2)
+                row[:PROPRIO] = noisy_proprio(row[:PROPRIO], sev["proprio_noise"] * 1e-3, rng)
             lag = int(sev.get("pose_latency", 0)) + int(rng.random() < sev.get("pose_dropout", 0.0))
             seen = row if lag == 0 else np.asarray(history[lag][b, t], np.float64)  # type: ignore[index]
             poses = spec.poses_from(seen[-n:])
@@ -101,7 +98,6 @@ def augment_states(states: np.ndarray, tasks: str | Sequence[str], kinds: Mappin
                 poses[:, :3] += rng.normal(0.0, sev["pose_noise"] * 1e-3, size=(len(poses), 3))
             if sev.get("pose_rot_noise"):
                 for i in range(len(poses)):
-                    turn = axis_angle_quat(random_unit(rng), np.deg2rad(rng.normal(0.0, sev["pose_rot_noise"])))
-                    poses[i, 3:7] = quat_mul_xyzw(turn, poses[i, 3:7])
+                    poses[i, 3:7] = turned(poses[i, 3:7], sev["pose_rot_noise"], rng)
             row[-n:] = spec.features(poses, row[:3])
     return x

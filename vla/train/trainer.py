@@ -189,14 +189,14 @@ class Trainer:
         tasks = batch["task"]
         rng = np.random.default_rng(step_seed(self._rank_seed + 3, self.step))
         state = batch["state"]
-        history = None
-        if history_lags(self._augment):
+        history, lags = None, history_lags(self._augment)
+        if lags:
             earlier = getattr(self.train_data, "earlier_states", None)
             if earlier is None or "episode_index" not in batch:
                 raise ValueError("train.augment: pose_latency / pose_dropout read earlier states, which only a "
                                  "WindowDataset's batches give")
             eps, steps = np.asarray(batch["episode_index"]), np.asarray(batch["step_index"])
-            history = {k: earlier(eps, steps, k) for k in range(1, history_lags(self._augment) + 1)}
+            history = {k: earlier(eps, steps, k) for k in range(1, lags + 1)}
         out = augment_states(state.detach().cpu().numpy(), tasks if isinstance(tasks, str) else [str(t) for t in tasks],
                              self._augment, rng, history)
         return {**batch, "state": torch.as_tensor(out, dtype=state.dtype, device=state.device)}
