@@ -67,7 +67,8 @@ class EstimatedPosesEnv(gym.Wrapper):
         return self._observe(obs), reward, terminated, truncated, info
 
     def _observe(self, obs: dict[str, Any]) -> dict[str, Any]:
-        poses = self.smoother(self.estimator.estimate({c: obs["images"][c] for c in self.estimator.cameras}))
         state = np.asarray(obs["state"], np.float64)
+        arm = state[:PROPRIO] if self.estimator.reads_arm else None
+        poses = self.smoother(self.estimator.estimate({c: obs["images"][c] for c in self.estimator.cameras}, arm))
         rest = self.env.unwrapped.features_from_poses(poses, state[:3])
         return {**obs, "state": np.concatenate([state[:PROPRIO], rest]).astype(np.float32)}

@@ -27,6 +27,11 @@ class PerceptionConfig:
     # the smallest scale a target is normalised by, in its unit (m, quaternion units): the zone's height is
     # the same in every frame, and 1 mm of it must not become a thousand standard deviations
     scale_floor: float = 0.01
+    # the estimator also reads the arm's state (hand pose, fingers): a wrist camera sees objects relative to
+    # the hand, which places them in the world only with the hand's pose
+    arm_state: bool = False
+    # positions estimated from the hand (object - hand) and the hand's position added back; needs arm_state
+    relative: bool = False
     log_every: int = 100
     val_every: int = 500
     seed: int = 0
@@ -41,5 +46,7 @@ class PerceptionConfig:
             raise ValueError(f"shift_px must be >= 0, got {self.shift_px}")
         if not 0 <= self.val_episodes < 1:
             raise ValueError(f"val_episodes must be in [0, 1), got {self.val_episodes}")
+        if self.relative and not self.arm_state:
+            raise ValueError("relative=true needs arm_state=true (the hand's position is added back)")
         if not self.lr > 0 or not self.scale_floor > 0:
             raise ValueError(f"lr and scale_floor must be > 0, got {self.lr}, {self.scale_floor}")

@@ -11,6 +11,7 @@ import numpy as np
 
 from vla.data.schema import closest
 from vla.perception.model import canonical_quat
+from vla.perturb import PROPRIO as ARM  # the arm's state that precedes a task's object features
 
 
 @dataclass
@@ -20,13 +21,14 @@ class Frames:
     episode: np.ndarray  # int [N]: the store's episode index of each frame
     task: str
     objects: tuple[str, ...]
+    arm: np.ndarray | None = None  # float64 [N, 9]: the arm's own state of each frame (hand, fingers)
 
     def __len__(self) -> int:
         return len(self.poses)
 
     def subset(self, mask: np.ndarray) -> Frames:
         return Frames({c: v[mask] for c, v in self.images.items()}, self.poses[mask], self.episode[mask],
-                      self.task, self.objects)
+                      self.task, self.objects, None if self.arm is None else self.arm[mask])
 
 
 def load_frames(path: str | Path, cameras: list[str] | None = None, every: int = 1,
@@ -54,22 +56,24 @@ def load_frames(path: str | Path, cameras: list[str] | None = None, every: int =
             raise ValueError(f"{path}: no camera '{c}'{closest(c, own)} (the store has {', '.join(own) or 'none'})")
     if not cams:
         raise ValueError(f"{path}: no cameras to estimate poses from")
-    want = 9 + object_feature_count(task)
+    want = ARM + object_feature_count(task)
     if store.schema.state_dim != want:
         raise ValueError(f"{path}: states are {store.schema.state_dim}-d; task '{task}' with its object poses "
                          f"has {want} (collect with obs_mode=state: `vla sim collect STORE obs_mode=state`)")
     index = np.arange(store.n_episodes) if episodes is None else np.asarray(episodes)
     images: dict[str, list[np.ndarray]] = {c: [] for c in cams}
-    poses, owner = [], []
+    poses, owner, arm = [], [], []
     for i in tqdm(index, desc=f"frames of {Path(path).name}", disable=not progress):
         start, end = store.episode_bounds(int(i))
         steps = np.arange(start, end)[::every] - start
         for c in cams:
             images[c].append(store.read(f"images/{c}", start, end)[steps])
-        poses.append(poses_from_states(task, store.read("state", start, end)[steps]))
+        states = store.read("state", start, end)[steps]
+        poses.append(poses_from_states(task, states))
+        arm.append(np.asarray(states[:, :ARM], np.float64))
         owner.append(np.full(len(steps), int(i)))
     return Frames({c: np.concatenate(v) for c, v in images.items()}, canonical_quat(np.concatenate(poses)),
-                  np.concatenate(owner), task, tuple(names))
+                  np.concatenate(owner), task, tuple(names), np.concatenate(arm))
 
 
 def split_episodes(n_episodes: int, share: float, seed: int) -> tuple[np.ndarray, np.ndarray]:

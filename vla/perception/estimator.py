@@ -30,6 +30,16 @@ class PoseEstimator:
         self.image_size: dict[str, tuple[int, int]] = {c: tuple(v) for c, v in meta["image_size"].items()}
         self.mean = np.asarray(meta["mean"], np.float64)
         self.scale = np.asarray(meta["scale"], np.float64)
+        # {"mean", "scale", "relative"}: the estimator also reads the arm's state (hand pose, fingers), and
+        # with `relative` its positions are estimated from the hand (the wrist camera's own frame of reference)
+        arm = meta.get("arm")
+        self.arm_mean = None if arm is None else np.asarray(arm["mean"], np.float64)
+        self.arm_scale = None if arm is None else np.asarray(arm["scale"], np.float64)
+        self.relative = bool(arm and arm.get("relative"))
+
+    @property
+    def reads_arm(self) -> bool:
+        return self.arm_mean is not None
 
     @classmethod
     def load(cls, folder: str | Path) -> PoseEstimator:
@@ -51,7 +61,7 @@ class PoseEstimator:
             raise CheckpointError(f"{weights}: does not match the sha256 {META} records (altered or truncated)")
         arch = meta["arch"]
         net = PoseNet(meta["cameras"], tuple(arch["channels"]), arch["keypoints"], arch["hidden"],
-                      len(meta["objects"]))
+                      len(meta["objects"]), len(meta["arm"]["mean"]) if meta.get("arm") else 0)
         try:
             net.load_state_dict(load_tensors(weights))
         except RuntimeError as e:
@@ -86,19 +96,38 @@ class PoseEstimator:
                 raise ValueError(f"pose estimator: camera '{c}' frame is {getattr(a, 'dtype', type(a).__name__)} "
                                  f"{tuple(a.shape)}, expected uint8 {('N', *want) if batched else want}")
 
-    @torch.no_grad()
-    def estimate_batch(self, images: Mapping[str, np.ndarray]) -> np.ndarray:
-        """{camera: uint8 [N, H, W, 3]} -> poses float64 [N, K, 7] (position m, quaternion xyzw), in the
-        order of `objects`."""
-        self.check_frames(images, batched=True)
-        out = self.net({c: torch.from_numpy(_writable(images[c])) for c in self.cameras})
-        poses = self.mean + self.scale * out.double().numpy()
-        return canonical_quat(poses.reshape(len(poses), len(self.objects), 7))
+    def check_arm(self, arm: np.ndarray | None, n: int | None) -> np.ndarray | None:
+        """The arm state [N, D] (or [D] when `n` is None) as float64, or one line naming what is wrong."""
+        if not self.reads_arm:
+            return None
+        d = len(self.arm_mean)
+        want = (d,) if n is None else (n, d)
+        a = None if arm is None else np.asarray(arm, np.float64)
+        if a is None or a.shape != want or not np.all(np.isfinite(a)):
+            got = "none" if a is None else f"{a.shape}{'' if np.all(np.isfinite(a)) else ' with NaN/inf'}"
+            raise ValueError(f"pose estimator: it reads the arm's state, expected {want} finite values, got {got}")
+        return a
 
-    def estimate(self, images: Mapping[str, np.ndarray]) -> np.ndarray:
-        """One frame per camera {camera: uint8 [H, W, 3]} -> poses [K, 7]."""
+    @torch.no_grad()
+    def estimate_batch(self, images: Mapping[str, np.ndarray], arm: np.ndarray | None = None) -> np.ndarray:
+        """{camera: uint8 [N, H, W, 3]} (and the arm's state [N, 9] for an estimator that reads it) -> poses
+        float64 [N, K, 7] (position m, quaternion xyzw), in the order of `objects`."""
+        self.check_frames(images, batched=True)
+        n = len(images[self.cameras[0]])
+        a = self.check_arm(arm, n)
+        x = None if a is None else torch.from_numpy(((a - self.arm_mean) / self.arm_scale).astype(np.float32))
+        out = self.net({c: torch.from_numpy(_writable(images[c])) for c in self.cameras}, x)
+        poses = (self.mean + self.scale * out.double().numpy()).reshape(n, len(self.objects), 7)
+        if self.relative:
+            poses[..., :3] += a[:, None, :3]
+        return canonical_quat(poses)
+
+    def estimate(self, images: Mapping[str, np.ndarray], arm: np.ndarray | None = None) -> np.ndarray:
+        """One frame per camera {camera: uint8 [H, W, 3]} (and the arm's state [9]) -> poses [K, 7]."""
         self.check_frames(images, batched=False)
-        return self.estimate_batch({c: np.asarray(images[c])[None] for c in self.cameras})[0]
+        a = self.check_arm(arm, None)
+        return self.estimate_batch({c: np.asarray(images[c])[None] for c in self.cameras},
+                                   None if a is None else a[None])[0]
 
 
 def _writable(a: np.ndarray) -> np.ndarray:

@@ -34,19 +34,29 @@ class CameraFeatures(nn.Module):
 
 
 class PoseNet(nn.Module):
-    """uint8 frames {camera: [N, H, W, 3]} -> normalised poses [N, K * 7]."""
+    """uint8 frames {camera: [N, H, W, 3]} (and, with `arm_dim` > 0, the normalised arm state [N, arm_dim])
+    -> normalised poses [N, K * 7].
+
+    The arm state is what lets a wrist camera count: what it sees is relative to the hand, and without the
+    hand's pose the head can only place an object in the world from the fixed cameras."""
 
     def __init__(self, cameras: list[str], channels: tuple[int, ...], keypoints: int, hidden: int,
-                 n_objects: int) -> None:
+                 n_objects: int, arm_dim: int = 0) -> None:
         super().__init__()
         self.cameras = list(cameras)
+        self.arm_dim = arm_dim
         self.encoders = nn.ModuleDict({c: CameraFeatures(channels, keypoints) for c in self.cameras})
-        width = sum(e.out_dim for e in self.encoders.values())
+        width = sum(e.out_dim for e in self.encoders.values()) + arm_dim
         self.head = nn.Sequential(nn.Linear(width, hidden), nn.SiLU(), nn.Linear(hidden, hidden), nn.SiLU(),
                                   nn.Linear(hidden, 7 * n_objects))
 
-    def forward(self, frames: dict[str, torch.Tensor]) -> torch.Tensor:
+    def forward(self, frames: dict[str, torch.Tensor], arm: torch.Tensor | None = None) -> torch.Tensor:
         feats = [self.encoders[c](to_input(frames[c])) for c in self.cameras]
+        if self.arm_dim:
+            if arm is None or arm.shape[-1] != self.arm_dim:
+                raise ValueError(f"the pose network reads the arm state ({self.arm_dim} values), got "
+                                 f"{None if arm is None else tuple(arm.shape)}")
+            feats.append(arm.float())
         return self.head(torch.cat(feats, dim=1))
 
 

@@ -26,11 +26,20 @@ def _batch(frames: Frames, idx: np.ndarray, shift_px: int, gen: torch.Generator)
     return out
 
 
+def estimate_frames(estimator: PoseEstimator, frames: Frames, batch: int = 256) -> np.ndarray:
+    """The estimator's poses [N, K, 7] of every frame, in batches."""
+    if not len(frames):
+        return np.zeros((0, len(estimator.objects), 7))
+    arm = frames.arm if estimator.reads_arm else None
+    return np.concatenate([estimator.estimate_batch({c: v[i:i + batch] for c, v in frames.images.items()},
+                                                    None if arm is None else arm[i:i + batch])
+                           for i in range(0, len(frames), batch)])
+
+
 def errors(estimator: PoseEstimator, frames: Frames, batch: int = 256) -> dict[str, Any]:
     """Per object: position error (mm) and rotation error (degrees; only where the object's rotation
     varies) at the median, p90 and mean over `frames`."""
-    pred = np.concatenate([estimator.estimate_batch({c: v[i:i + batch] for c, v in frames.images.items()})
-                           for i in range(0, len(frames), batch)]) if len(frames) else np.zeros((0, 1, 7))
+    pred = estimate_frames(estimator, frames, batch)
     out: dict[str, Any] = {"frames": len(frames), "episodes": len(np.unique(frames.episode))}
     for k, name in enumerate(estimator.objects):
         mm = position_error_mm(pred[:, k], frames.poses[:, k])
@@ -57,18 +66,26 @@ def train(store: str | Path, cfg: PerceptionConfig, progress: bool = True) -> di
     data = load_frames(store, cfg.cameras, cfg.every, progress=progress)
     train_set = data.subset(np.isin(data.episode, train_eps))
     val_set = data.subset(np.isin(data.episode, val_eps))
-    targets = train_set.poses.reshape(len(train_set), -1)
+    poses = train_set.poses.copy()
+    if cfg.relative:
+        poses[..., :3] -= train_set.arm[:, None, :3]
+    targets = poses.reshape(len(train_set), -1)
     mean, scale = target_scale(targets, cfg.scale_floor)
+    arm_dim = train_set.arm.shape[1] if cfg.arm_state else 0
+    arm_mean, arm_scale = target_scale(train_set.arm, cfg.scale_floor) if cfg.arm_state else (None, None)
     cameras = list(data.images)
-    net = PoseNet(cameras, tuple(cfg.channels), cfg.keypoints, cfg.hidden, len(data.objects))
+    net = PoseNet(cameras, tuple(cfg.channels), cfg.keypoints, cfg.hidden, len(data.objects), arm_dim)
     meta = {"task": data.task, "objects": list(data.objects), "cameras": cameras,
             "image_size": {c: list(v.shape[1:3]) for c, v in data.images.items()},
             "arch": {"channels": list(cfg.channels), "keypoints": cfg.keypoints, "hidden": cfg.hidden},
             "mean": mean.tolist(), "scale": scale.tolist()}
+    if cfg.arm_state:
+        meta["arm"] = {"mean": arm_mean.tolist(), "scale": arm_scale.tolist(), "relative": cfg.relative}
     estimator = PoseEstimator(net, meta)
     opt = torch.optim.AdamW(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg.lr, total_steps=cfg.steps, pct_start=0.05)
     y = torch.from_numpy(((targets - mean) / scale).astype(np.float32))
+    arm = None if not cfg.arm_state else torch.from_numpy(((train_set.arm - arm_mean) / arm_scale).astype(np.float32))
     gen = torch.Generator().manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     out_dir = Path(cfg.out_dir)
@@ -78,7 +95,7 @@ def train(store: str | Path, cfg: PerceptionConfig, progress: bool = True) -> di
     for step in bar:
         net.train()
         idx = rng.integers(0, len(train_set), cfg.batch_size)
-        loss = pose_loss(net(_batch(train_set, idx, cfg.shift_px, gen)), y[idx])
+        loss = pose_loss(net(_batch(train_set, idx, cfg.shift_px, gen), None if arm is None else arm[idx]), y[idx])
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
