@@ -6,9 +6,13 @@ camera driver's `/camera/<name>/image_raw`) and publishes geometry_msgs/PoseArra
 (frame `world`, the order of the task's OBJECT_POSES: what the MuJoCo bridge publishes from its ground
 truth and what the policy node's `objects` section reads). Each tick (`rate_hz`) with a new frame from
 every camera, none older than `max_age_s` against the newest, it estimates once and publishes, stamped
-with the oldest frame's stamp (the poses are as old as their oldest evidence). Every image is validated
-(encoding, size, byte count) and a bad one is dropped and counted; an estimate that is not finite is
-never published. Weights load from safetensors only (PoseEstimator.load checks their sha256).
+with the oldest frame's stamp (the poses are as old as their oldest evidence). An estimator that reads the
+arm's state (`vla perception train ... arm_state=true`) also gets the newest `joint_states_topic` message
+within `max_age_s` of the frames, turned into the hand's pose by the same forward kinematics the policy
+node's joint-space adapter uses (real.joint_vla.ArmKinematics); without one it waits. Every image and
+joint state is validated (encoding, size, byte count; names, lengths, finite values) and a bad one is
+dropped and counted; an estimate that is not finite is never published. Weights load from safetensors only
+(PoseEstimator.load checks their sha256).
 
 Run:  python -m real.ros.pose_node --estimator runs/pose/est --domain-id 7
 """
@@ -30,11 +34,11 @@ os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 import rclpy
 from geometry_msgs.msg import PoseArray
 from rclpy.qos import qos_profile_sensor_data
-from sensor_msgs.msg import Image
+from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import String
 
 from real.ros.bridge_node import pose_array
-from real.ros.convert import MessageError, image_to_rgb
+from real.ros.convert import MessageError, image_to_rgb, joint_positions
 from real.ros.spinner import BackgroundSpinner, init_ros, run_node_until_stopped
 from vla.perception.estimator import PoseEstimator
 from vla.perception.smooth import task_smoother
@@ -48,6 +52,7 @@ class PoseNodeConfig:
     camera_topic: str = "/camera/{name}/image_raw"
     objects_topic: str = "/perception/object_poses"
     status_topic: str = "/perception/status"
+    joint_states_topic: str = "/joint_states"  # read only by an estimator that reads the arm's state
     rate_hz: float = 20.0
     # frames of one estimate may be this far apart (s, by their header stamps); more waits for fresher ones
     max_age_s: float = 0.2
@@ -77,13 +82,21 @@ class PoseNode:
         self._lock = threading.Lock()
         self._frames: dict[str, tuple[np.ndarray, float, Any]] = {}  # camera -> (image, stamp s, stamp msg)
         self._used: dict[str, float] = {}
+        self._arm: tuple[np.ndarray, float] | None = None  # (the arm's state [9], stamp s)
         self.published = 0
-        self.rejected: dict[str, int] = {"image": 0, "nonfinite": 0}
+        self.rejected: dict[str, int] = {"image": 0, "joint_states": 0, "nonfinite": 0}
         self.pub = self.node.create_publisher(PoseArray, cfg.objects_topic, qos_profile_sensor_data)
         self.pub_status = self.node.create_publisher(String, cfg.status_topic, 10)
         for cam in self.estimator.cameras:
             self.node.create_subscription(Image, cfg.camera_topic.format(name=cam),
                                           lambda msg, c=cam: self._on_image(msg, c), qos_profile_sensor_data)
+        self.kinematics = None
+        if self.estimator.reads_arm:
+            from real.joint_vla import JOINT_NAMES, ArmKinematics
+
+            self.kinematics, self._joint_names = ArmKinematics(), tuple(JOINT_NAMES)
+            self.node.create_subscription(JointState, cfg.joint_states_topic, self._on_joint_state,
+                                          qos_profile_sensor_data)
         self.node.create_timer(1.0 / cfg.rate_hz, self.tick)
         self._spinner: BackgroundSpinner | None = None
         self._context = context
@@ -101,18 +114,33 @@ class PoseNode:
         with self._lock:
             self._frames[cam] = (img, t, msg.header.stamp)
 
+    def _on_joint_state(self, msg: Any) -> None:
+        try:
+            q = joint_positions(msg, self._joint_names)
+            arm = self.kinematics.proprio(q)
+        except (MessageError, ValueError) as e:
+            with self._lock:
+                self.rejected["joint_states"] += 1
+            self.node.get_logger().warning(f"joint state dropped: {e}", throttle_duration_sec=5.0)
+            return
+        t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+        with self._lock:
+            self._arm = (arm, t)
+
     def tick(self) -> None:
         """One estimate from every camera's latest frame, when each is new and they are close in time."""
         with self._lock:
             if len(self._frames) < len(self.estimator.cameras):
                 return
-            frames = dict(self._frames)
+            frames, arm = dict(self._frames), self._arm
         stamps = {c: f[1] for c, f in frames.items()}
         if all(self._used.get(c) == t for c, t in stamps.items()):
             return  # nothing new since the last estimate
         if max(stamps.values()) - min(stamps.values()) > self.cfg.max_age_s:
             return
-        poses = self.estimator.estimate({c: f[0] for c, f in frames.items()})
+        if self.kinematics is not None and (arm is None or abs(arm[1] - max(stamps.values())) > self.cfg.max_age_s):
+            return  # the hand's pose of these frames is not in yet
+        poses = self.estimator.estimate({c: f[0] for c, f in frames.items()}, None if arm is None else arm[0])
         if np.all(np.isfinite(poses)):
             poses = self.smoother(poses)
             oldest = min(frames.values(), key=lambda f: f[1])[2]
@@ -128,7 +156,8 @@ class PoseNode:
 
     def status(self) -> dict[str, Any]:
         return {"published": self.published, "rejected": dict(self.rejected), "cameras": self.estimator.cameras,
-                "objects": list(self.estimator.objects), "estimator": self.cfg.estimator}
+                "objects": list(self.estimator.objects), "estimator": self.cfg.estimator,
+                "reads_arm": self.estimator.reads_arm}
 
     def start(self) -> None:
         self._spinner = BackgroundSpinner(self.node, self._context)
@@ -147,6 +176,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--estimator", required=True, help="folder `vla perception train` wrote")
     ap.add_argument("--camera-topic", default=PoseNodeConfig.camera_topic)
     ap.add_argument("--objects-topic", default=PoseNodeConfig.objects_topic)
+    ap.add_argument("--joint-states-topic", default=PoseNodeConfig.joint_states_topic,
+                    help="the arm's joints, for an estimator that reads the arm's state")
     ap.add_argument("--rate-hz", type=float, default=PoseNodeConfig.rate_hz)
     ap.add_argument("--smoothing", type=float, default=PoseNodeConfig.smoothing,
                     help="weight of the newest estimate of a static object (1: off)")
@@ -155,6 +186,7 @@ def main(argv: list[str] | None = None) -> None:
     args, ros_args = ap.parse_known_args(argv)
     logging.basicConfig(level=logging.INFO)
     cfg = PoseNodeConfig(estimator=args.estimator, camera_topic=args.camera_topic, objects_topic=args.objects_topic,
+                         joint_states_topic=args.joint_states_topic,
                          rate_hz=args.rate_hz, smoothing=args.smoothing, ros_domain_id=args.domain_id)
     init_ros(ros_args, cfg.ros_domain_id)
     run_node_until_stopped(PoseNode(cfg), args.duration)

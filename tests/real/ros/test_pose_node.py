@@ -110,3 +110,47 @@ def test_smoothing_publishes_the_zones_moving_average(estimator: str, domain_id:
     finally:
         node.node.destroy_node()
         rclpy.shutdown(context=ctx)
+
+
+def test_an_estimator_that_reads_the_arm_waits_for_its_joint_state(tmp_path: Path, domain_id: int) -> None:
+    """The hand's pose comes from /joint_states through the policy node's forward kinematics; frames without
+    a joint state as recent are not estimated, and a bad joint state is dropped and counted."""
+    from builtin_interfaces.msg import Time
+    from sensor_msgs.msg import JointState
+
+    from real.joint_vla import JOINT_NAMES, ArmKinematics
+    from vla.robot.arm import HOME_QPOS
+
+    folder = debug_estimator(tmp_path, 24, "arm_state=true", "relative=true")
+    ctx = rclpy.context.Context()
+    rclpy.init(context=ctx, domain_id=domain_id)
+    node = PoseNode(PoseNodeConfig(estimator=folder), context=ctx)
+    est = PoseEstimator.load(folder)
+    out: list = []
+    node.pub.publish = out.append
+    frames = {c: np.random.default_rng(1).integers(0, 256, (24, 24, 3), dtype=np.uint8) for c in CAMERAS}
+    try:
+        for c, img in frames.items():
+            msg = Image(height=24, width=24, encoding="rgb8", step=72, data=img.tobytes())
+            msg.header.stamp = Time(sec=100, nanosec=0)
+            node._on_image(msg, c)
+        node.tick()
+        assert out == []  # no joint state yet
+        q = np.append(HOME_QPOS, 0.02)
+        bad = JointState(name=list(JOINT_NAMES)[:7], position=list(q[:7]))
+        node._on_joint_state(bad)
+        assert node.rejected["joint_states"] == 1
+        js = JointState(name=list(JOINT_NAMES), position=list(map(float, q)))
+        js.header.stamp = Time(sec=99, nanosec=0)  # a second before the frames: too old for them
+        node._on_joint_state(js)
+        node.tick()
+        assert out == []
+        js.header.stamp = Time(sec=100, nanosec=10_000_000)
+        node._on_joint_state(js)
+        node.tick()
+        assert len(out) == 1 and node.status()["reads_arm"]
+        got = np.array([[p.position.x, p.position.y, p.position.z] for p in out[0].poses])
+        np.testing.assert_allclose(got, est.estimate(frames, ArmKinematics().proprio(q))[:, :3], atol=1e-5)
+    finally:
+        node.node.destroy_node()
+        rclpy.shutdown(context=ctx)

@@ -47,7 +47,7 @@ def pose_store(path: Path, episodes: int, image_size: int = 24, state_dim: int =
     return path
 
 
-def debug_estimator(folder: Path, image_size: int = 24) -> str:
+def debug_estimator(folder: Path, image_size: int = 24, *overrides: str) -> str:
     """A pose estimator trained for the debug preset's two steps on a two-episode store: what tests that need
     a real estimator folder (its files, cameras and objects), not an accurate one, load."""
     from vla.config import load_config
@@ -55,5 +55,6 @@ def debug_estimator(folder: Path, image_size: int = 24) -> str:
     from vla.perception.train import train
 
     store = pose_store(folder / "poses.zarr", 2, image_size=image_size)
-    train(store, load_config(PerceptionConfig, "perception", "debug", [f"out_dir={folder / 'est'}"]), progress=False)
+    train(store, load_config(PerceptionConfig, "perception", "debug", [f"out_dir={folder / 'est'}", *overrides]),
+          progress=False)
     return str(folder / "est")
