@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+RELATIVE = ("none", "moving", "all")
+
 
 @dataclass
 class PerceptionConfig:
@@ -30,8 +32,9 @@ class PerceptionConfig:
     # the estimator also reads the arm's state (hand pose, fingers): a wrist camera sees objects relative to
     # the hand, which places them in the world only with the hand's pose
     arm_state: bool = False
-    # positions estimated from the hand (object - hand) and the hand's position added back; needs arm_state
-    relative: bool = False
+    # whose positions are estimated from the hand (object - hand, the hand's position added back; needs
+    # arm_state): none, moving (the task's objects that are not static: a cube the hand carries) or all
+    relative: str = "none"
     log_every: int = 100
     val_every: int = 500
     seed: int = 0
@@ -46,7 +49,9 @@ class PerceptionConfig:
             raise ValueError(f"shift_px must be >= 0, got {self.shift_px}")
         if not 0 <= self.val_episodes < 1:
             raise ValueError(f"val_episodes must be in [0, 1), got {self.val_episodes}")
-        if self.relative and not self.arm_state:
-            raise ValueError("relative=true needs arm_state=true (the hand's position is added back)")
+        if self.relative not in RELATIVE:
+            raise ValueError(f"relative must be one of {', '.join(RELATIVE)}, got {self.relative!r}")
+        if self.relative != "none" and not self.arm_state:
+            raise ValueError(f"relative={self.relative} needs arm_state=true (the hand's position is added back)")
         if not self.lr > 0 or not self.scale_floor > 0:
             raise ValueError(f"lr and scale_floor must be > 0, got {self.lr}, {self.scale_floor}")

@@ -30,12 +30,13 @@ class PoseEstimator:
         self.image_size: dict[str, tuple[int, int]] = {c: tuple(v) for c, v in meta["image_size"].items()}
         self.mean = np.asarray(meta["mean"], np.float64)
         self.scale = np.asarray(meta["scale"], np.float64)
-        # {"mean", "scale", "relative"}: the estimator also reads the arm's state (hand pose, fingers), and
-        # with `relative` its positions are estimated from the hand (the wrist camera's own frame of reference)
+        # {"mean", "scale", "relative"}: the estimator also reads the arm's state (hand pose, fingers), and the
+        # positions of the objects `relative` names are estimated from the hand (the wrist camera's frame)
         arm = meta.get("arm")
         self.arm_mean = None if arm is None else np.asarray(arm["mean"], np.float64)
         self.arm_scale = None if arm is None else np.asarray(arm["scale"], np.float64)
-        self.relative = bool(arm and arm.get("relative"))
+        named = (arm or {}).get("relative") or []
+        self.relative = np.array([o in named for o in self.objects])
 
     @property
     def reads_arm(self) -> bool:
@@ -118,8 +119,8 @@ class PoseEstimator:
         x = None if a is None else torch.from_numpy(((a - self.arm_mean) / self.arm_scale).astype(np.float32))
         out = self.net({c: torch.from_numpy(_writable(images[c])) for c in self.cameras}, x)
         poses = (self.mean + self.scale * out.double().numpy()).reshape(n, len(self.objects), 7)
-        if self.relative:
-            poses[..., :3] += a[:, None, :3]
+        if self.relative.any():
+            poses[:, self.relative, :3] += a[:, None, :3]
         return canonical_quat(poses)
 
     def estimate(self, images: Mapping[str, np.ndarray], arm: np.ndarray | None = None) -> np.ndarray:

@@ -26,6 +26,15 @@ def _batch(frames: Frames, idx: np.ndarray, shift_px: int, gen: torch.Generator)
     return out
 
 
+def relative_objects(task: str, objects: tuple[str, ...], which: str) -> tuple[str, ...]:
+    """The objects whose positions are estimated from the hand (PerceptionConfig.relative)."""
+    from vla.robot.objects import static_objects
+
+    if which == "none":
+        return ()
+    return tuple(o for o in objects if which == "all" or o not in static_objects(task))
+
+
 def estimate_frames(estimator: PoseEstimator, frames: Frames, batch: int = 256) -> np.ndarray:
     """The estimator's poses [N, K, 7] of every frame, in batches."""
     if not len(frames):
@@ -66,9 +75,9 @@ def train(store: str | Path, cfg: PerceptionConfig, progress: bool = True) -> di
     data = load_frames(store, cfg.cameras, cfg.every, progress=progress)
     train_set = data.subset(np.isin(data.episode, train_eps))
     val_set = data.subset(np.isin(data.episode, val_eps))
+    relative = relative_objects(data.task, data.objects, cfg.relative)
     poses = train_set.poses.copy()
-    if cfg.relative:
-        poses[..., :3] -= train_set.arm[:, None, :3]
+    poses[:, np.isin(data.objects, relative), :3] -= train_set.arm[:, None, :3]
     targets = poses.reshape(len(train_set), -1)
     mean, scale = target_scale(targets, cfg.scale_floor)
     arm_dim = train_set.arm.shape[1] if cfg.arm_state else 0
@@ -80,7 +89,7 @@ def train(store: str | Path, cfg: PerceptionConfig, progress: bool = True) -> di
             "arch": {"channels": list(cfg.channels), "keypoints": cfg.keypoints, "hidden": cfg.hidden},
             "mean": mean.tolist(), "scale": scale.tolist()}
     if cfg.arm_state:
-        meta["arm"] = {"mean": arm_mean.tolist(), "scale": arm_scale.tolist(), "relative": cfg.relative}
+        meta["arm"] = {"mean": arm_mean.tolist(), "scale": arm_scale.tolist(), "relative": list(relative)}
     estimator = PoseEstimator(net, meta)
     opt = torch.optim.AdamW(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg.lr, total_steps=cfg.steps, pct_start=0.05)

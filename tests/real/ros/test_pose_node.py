@@ -121,7 +121,7 @@ def test_an_estimator_that_reads_the_arm_waits_for_its_joint_state(tmp_path: Pat
     from real.joint_vla import JOINT_NAMES, ArmKinematics
     from vla.robot.arm import HOME_QPOS
 
-    folder = debug_estimator(tmp_path, 24, "arm_state=true", "relative=true")
+    folder = debug_estimator(tmp_path, 24, "arm_state=true", "relative=all")
     ctx = rclpy.context.Context()
     rclpy.init(context=ctx, domain_id=domain_id)
     node = PoseNode(PoseNodeConfig(estimator=folder), context=ctx)

@@ -86,29 +86,31 @@ def test_estimator_refuses_bad_frames_and_altered_weights(tmp_path: Path) -> Non
 
 def test_an_estimator_that_reads_the_arm_needs_its_state_and_adds_the_hand_back(tmp_path: Path) -> None:
     store = pose_store(tmp_path / "s.zarr", 2)
-    train(store, _cfg(tmp_path / "est", "val_episodes=0", "arm_state=true", "relative=true"), progress=False)
+    train(store, _cfg(tmp_path / "est", "val_episodes=0", "arm_state=true", "relative=moving"), progress=False)
     est = PoseEstimator.load(tmp_path / "est")
-    assert est.reads_arm and est.relative and len(est.arm_mean) == 9
+    assert est.reads_arm and est.relative.tolist() == [True, False] and len(est.arm_mean) == 9  # the zone is static
     frame = {c: np.zeros((24, 24, 3), np.uint8) for c in est.cameras}
     with pytest.raises(ValueError, match=r"reads the arm's state, expected \(9,\) finite values, got none"):
         est.estimate(frame)
     with pytest.raises(ValueError, match="with NaN/inf"):
         est.estimate(frame, np.full(9, np.nan))
-    last = est.net.head[-1]  # a head that says "the mean": what is left is the hand's position added back
+    last = est.net.head[-1]  # a head that says "the mean": what is left is the hand's position, added to the cube
     torch.nn.init.zeros_(last.weight)
     torch.nn.init.zeros_(last.bias)
     hand = np.array([0.1, -0.2, 0.3, 0, 0, 0, 1, 0.02, -0.02])
     poses = est.estimate(frame, hand)
     mean = est.mean.reshape(2, 7)[:, :3]
-    np.testing.assert_allclose(poses[:, :3], mean + hand[:3], atol=1e-6)
+    np.testing.assert_allclose(poses[:, :3], mean + np.stack([hand[:3], np.zeros(3)]), atol=1e-6)
     frames = load_frames(store, progress=False)
     assert frames.arm.shape == (len(frames), 9)
     assert evaluate(tmp_path / "est", store, progress=False)["cube"]["position_mm_median"] > 0
 
 
-def test_relative_needs_the_arm_state() -> None:
-    with pytest.raises(ValueError, match="relative=true needs arm_state=true"):
-        load_config(PerceptionConfig, "perception", "default", ["relative=true"])
+def test_relative_needs_the_arm_state_and_a_known_choice() -> None:
+    with pytest.raises(ValueError, match="relative=moving needs arm_state=true"):
+        load_config(PerceptionConfig, "perception", "default", ["relative=moving"])
+    with pytest.raises(ValueError, match="relative must be one of none, moving, all"):
+        load_config(PerceptionConfig, "perception", "default", ["arm_state=true", "relative=cube"])
 
 
 def test_the_estimator_learns_where_the_cube_is(tmp_path: Path) -> None:
