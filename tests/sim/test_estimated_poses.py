@@ -26,7 +26,7 @@ def test_the_state_reads_the_estimators_poses_of_the_rendered_frames_and_the_tru
     obs, _ = env.reset(seed=3)
     truth = inner.unwrapped._obs()["state"]
     for _ in range(2):
-        poses = est.estimate(obs["images"])
+        poses = est.estimate(obs["images"], obs["state"][:9])
         want = inner.unwrapped.features_from_poses(poses, obs["state"][:3])
         np.testing.assert_allclose(obs["state"][9:], want, atol=1e-6)
         np.testing.assert_allclose(obs["state"][:9], truth[:9])  # the arm's own state is the task's
@@ -71,7 +71,7 @@ def test_smoothing_averages_the_zones_estimates_over_the_episode_and_restarts_wi
         obs, _ = env.reset(seed=seed)
         mean = None
         for _ in range(3):
-            raw = est.estimate(obs["images"])
+            raw = est.estimate(obs["images"], obs["state"][:9])
             mean = ema_update(mean, raw[1, :3], 0.2)
             np.testing.assert_allclose(obs["state"][-3:], mean, atol=1e-6)  # the zone's features
             np.testing.assert_allclose(obs["state"][9:12], raw[0, :3], atol=1e-6)  # the cube's: as read
@@ -92,7 +92,7 @@ def test_a_rest_gate_averages_the_cube_while_its_estimates_stay_close(estimator:
     obs, _ = env.reset(seed=3)
     mean = None
     for _ in range(3):
-        raw = est.estimate(obs["images"])
+        raw = est.estimate(obs["images"], obs["state"][:9])
         mean = gated_update(mean, raw[0, :3], 0.2, 1.0)
         np.testing.assert_allclose(obs["state"][9:12], mean, atol=1e-6)  # the cube's features: averaged
         obs, *_ = env.step(np.zeros(7, np.float32))

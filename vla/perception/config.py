@@ -31,10 +31,10 @@ class PerceptionConfig:
     scale_floor: float = 0.01
     # the estimator also reads the arm's state (hand pose, fingers): a wrist camera sees objects relative to
     # the hand, which places them in the world only with the hand's pose
-    arm_state: bool = False
+    arm_state: bool = True
     # whose positions are estimated from the hand (object - hand, the hand's position added back; needs
     # arm_state): none, moving (the task's objects that are not static: a cube the hand carries) or all
-    relative: str = "none"
+    relative: str = "moving"
     log_every: int = 100
     val_every: int = 500
     seed: int = 0

@@ -12,6 +12,7 @@ rclpy = pytest.importorskip("rclpy")
 
 from sensor_msgs.msg import Image  # noqa: E402
 
+from real.joint_vla import ArmKinematics  # noqa: E402
 from real.ros.pose_node import PoseNode, PoseNodeConfig  # noqa: E402
 from tests.real.ros.helpers import in_process_bridge  # noqa: E402
 from tests.vla.perception.helpers import CAMERAS, debug_estimator  # noqa: E402
@@ -22,7 +23,12 @@ pytestmark = [pytest.mark.ros, pytest.mark.timeout(300)]
 
 @pytest.fixture(scope="module")
 def estimator(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return debug_estimator(tmp_path_factory.mktemp("est"))
+    return debug_estimator(tmp_path_factory.mktemp("est"))  # the default: it reads the arm's state
+
+
+@pytest.fixture(scope="module")
+def images_only(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return debug_estimator(tmp_path_factory.mktemp("est"), 24, "arm_state=false", "relative=none")
 
 
 def _wait(cond, timeout_s: float = 20.0) -> bool:
@@ -47,17 +53,22 @@ def test_poses_are_estimated_from_the_bridges_images_and_published_as_its_pose_a
                 before = set(node._used.values())  # the last tick's stamps: its frames may still be all there is
                 bridge._tick(t0 + k * bridge.period)
                 sent_images.append({c: bridge.obs["images"][c].copy() for c in CAMERAS})
+                q = np.clip(np.append(bridge.env.arm_qpos(), bridge.env.finger_qpos().mean()), bridge.lower,
+                            bridge.upper)  # as the bridge publishes it
 
                 def estimated_from_this_tick(before: set[float] = before) -> bool:  # this tick's frames, estimated
                     stamps = {f[1] for f in node._frames.values()}
                     return (len(node._frames) == 2 and len(stamps) == 1 and stamps != before
-                            and set(node._used.values()) == stamps)
+                            and set(node._used.values()) == stamps and node._arm is not None
+                            and node._arm[1] in stamps)
                 assert _wait(estimated_from_this_tick), "no PoseArray from the bridge's images"
             msg = out[-1]
             assert msg.header.frame_id == "world" and len(msg.poses) == 2
             got = np.array([[p.position.x, p.position.y, p.position.z, p.orientation.x, p.orientation.y,
                              p.orientation.z, p.orientation.w] for p in msg.poses])
-            want = PoseEstimator.load(estimator).estimate(sent_images[-1])  # the same frames, estimated here
+            arm = ArmKinematics().proprio(q)  # the hand's pose of the bridge's joint state, by the same kinematics
+            np.testing.assert_allclose(node._arm[0], arm, atol=1e-9)
+            want = PoseEstimator.load(estimator).estimate(sent_images[-1], arm)  # the same inputs, estimated here
             np.testing.assert_allclose(got, want, atol=1e-5)
             # a frame of the wrong size is dropped and counted, and estimates stop until good frames return
             n = len(out)
@@ -82,15 +93,15 @@ def test_a_missing_estimator_is_one_clear_error(tmp_path: Path) -> None:
         PoseEstimator.load(tmp_path)
 
 
-def test_smoothing_publishes_the_zones_moving_average(estimator: str, domain_id: int) -> None:
+def test_smoothing_publishes_the_zones_moving_average(images_only: str, domain_id: int) -> None:
     from builtin_interfaces.msg import Time
 
     from vla.perception.smooth import ema_update
 
     ctx = rclpy.context.Context()
     rclpy.init(context=ctx, domain_id=domain_id)
-    node = PoseNode(PoseNodeConfig(estimator=estimator, smoothing=0.3), context=ctx)
-    est = PoseEstimator.load(estimator)
+    node = PoseNode(PoseNodeConfig(estimator=images_only, smoothing=0.3), context=ctx)
+    est = PoseEstimator.load(images_only)
     out: list = []
     node.pub.publish = out.append
     rng = np.random.default_rng(0)
@@ -112,7 +123,7 @@ def test_smoothing_publishes_the_zones_moving_average(estimator: str, domain_id:
         rclpy.shutdown(context=ctx)
 
 
-def test_an_estimator_that_reads_the_arm_waits_for_its_joint_state(tmp_path: Path, domain_id: int) -> None:
+def test_an_estimator_that_reads_the_arm_waits_for_its_joint_state(estimator: str, domain_id: int) -> None:
     """The hand's pose comes from /joint_states through the policy node's forward kinematics; frames without
     a joint state as recent are not estimated, and a bad joint state is dropped and counted."""
     from builtin_interfaces.msg import Time
@@ -121,11 +132,10 @@ def test_an_estimator_that_reads_the_arm_waits_for_its_joint_state(tmp_path: Pat
     from real.joint_vla import JOINT_NAMES, ArmKinematics
     from vla.robot.arm import HOME_QPOS
 
-    folder = debug_estimator(tmp_path, 24, "arm_state=true", "relative=all")
     ctx = rclpy.context.Context()
     rclpy.init(context=ctx, domain_id=domain_id)
-    node = PoseNode(PoseNodeConfig(estimator=folder), context=ctx)
-    est = PoseEstimator.load(folder)
+    node = PoseNode(PoseNodeConfig(estimator=estimator), context=ctx)
+    est = PoseEstimator.load(estimator)
     out: list = []
     node.pub.publish = out.append
     frames = {c: np.random.default_rng(1).integers(0, 256, (24, 24, 3), dtype=np.uint8) for c in CAMERAS}
