@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 from vla.config import CONFIG_DIR, ConfigError
@@ -83,10 +84,17 @@ def stop_process(proc: subprocess.Popen, timeout: float = 15.0) -> int:
     return proc.returncode
 
 
-class Watcher:
-    """In-process rclpy observer: latest bridge status and policy diagnostics; resets the bridge."""
+TRUTH_TOPIC = "/sim/truth/object_poses"  # the bridge's ground truth beside a pose node: measured, never read
+ESTIMATES_TOPIC = "/perception/object_poses"  # the pose node's (and the policy node's objects section's)
 
-    def __init__(self, domain_id: int) -> None:
+
+class Watcher:
+    """In-process rclpy observer: latest bridge status and policy diagnostics; resets the bridge. With
+    `pose_topics` (estimates, truth) it pairs the pose node's PoseArrays with the bridge's ground truth of the
+    same stamp (the pose node stamps with its frames', the bridge its truth with the same tick's) and keeps
+    each pair's position error per object (mm) and how much later the estimate arrived (ms)."""
+
+    def __init__(self, domain_id: int, pose_topics: tuple[str, str] | None = None) -> None:
         os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")  # before rclpy loads rmw
         import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
@@ -106,6 +114,14 @@ class Watcher:
         self.node.create_subscription(String, "/task/status", self._on_status, 10)
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag, 10)
         self.reset_client = self.node.create_client(Trigger, "/bridge/reset")
+        self._truth: dict[tuple[int, int], tuple[np.ndarray, float]] = {}
+        self.pose_pairs: list[tuple[np.ndarray, float]] = []  # (error mm per object, lag ms)
+        if pose_topics is not None:
+            from geometry_msgs.msg import PoseArray
+            from rclpy.qos import qos_profile_sensor_data
+
+            self.node.create_subscription(PoseArray, pose_topics[0], self._on_estimate, qos_profile_sensor_data)
+            self.node.create_subscription(PoseArray, pose_topics[1], self._on_truth, qos_profile_sensor_data)
         self.spinner = BackgroundSpinner(self.node, self.ctx, period_s=0.05)
 
     def _on_status(self, msg: Any) -> None:
@@ -118,6 +134,31 @@ class Watcher:
         with self.lock:
             self.diag = {kv.key: float(kv.value) for kv in msg.status[0].values}
             self.diag_message = msg.status[0].message
+
+    @staticmethod
+    def _positions(msg: Any) -> tuple[tuple[int, int], np.ndarray]:
+        return ((msg.header.stamp.sec, msg.header.stamp.nanosec),
+                np.array([[p.position.x, p.position.y, p.position.z] for p in msg.poses]))
+
+    def _on_truth(self, msg: Any) -> None:
+        stamp, xyz = self._positions(msg)
+        with self.lock:
+            self._truth[stamp] = (xyz, time.monotonic())
+            if len(self._truth) > 200:  # ten seconds of ticks: an estimate is never that late
+                self._truth.pop(next(iter(self._truth)))
+
+    def _on_estimate(self, msg: Any) -> None:
+        stamp, xyz = self._positions(msg)
+        with self.lock:
+            truth = self._truth.get(stamp)
+            if truth is not None and truth[0].shape == xyz.shape:
+                self.pose_pairs.append((1e3 * np.linalg.norm(xyz - truth[0], axis=1),
+                                        1e3 * (time.monotonic() - truth[1])))
+
+    def take_pose_pairs(self) -> list[tuple[np.ndarray, float]]:
+        with self.lock:
+            out, self.pose_pairs = self.pose_pairs, []
+            return out
 
     def snapshot(self) -> tuple[dict[str, Any], dict[str, float]]:
         with self.lock:
@@ -171,10 +212,10 @@ def run_deploy(policy_path: str | Path, out_dir: Path, episodes: int = 1, mode: 
     node_cfg = write_node_config(out_dir / "policy_node.yaml", policy_path, backend, mode, rate_hz, delay_s,
                                  objects_task=objects_task)
     bridge_cfg = BRIDGE_CONFIG
-    if pose_estimator:  # no ground truth on the wire: only the pose node publishes poses
+    if pose_estimator:  # the policy reads the pose node's poses; the truth goes where only the watcher reads it
         bridge_cfg = out_dir / "bridge.yaml"
-        bridge_cfg.write_text(yaml.safe_dump({**yaml.safe_load(BRIDGE_CONFIG.read_text()), "objects_topic": None},
-                                             sort_keys=False))
+        bridge_cfg.write_text(yaml.safe_dump({**yaml.safe_load(BRIDGE_CONFIG.read_text()),
+                                              "objects_topic": TRUTH_TOPIC}, sort_keys=False))
     env = ros_env(domain_id)
     bridge_log = open(out_dir / "bridge.log", "w")  # noqa: SIM115 (closed in finally)
     bridge = subprocess.Popen([sys.executable, "-m", "real.ros.bridge_node", "--config", str(bridge_cfg),
@@ -188,7 +229,7 @@ def run_deploy(policy_path: str | Path, out_dir: Path, episodes: int = 1, mode: 
                                   str(Path(pose_estimator).resolve()), "--rate-hz", str(rate_hz),
                                   "--smoothing", str(pose_smoothing)],
                                  cwd=out_dir, env=env, stdout=pose_log, stderr=subprocess.STDOUT)
-    watcher = Watcher(domain_id)
+    watcher = Watcher(domain_id, (ESTIMATES_TOPIC, TRUTH_TOPIC) if pose_estimator else None)
     records: list[dict[str, Any]] = []
     t_start = time.monotonic()
     try:
@@ -197,7 +238,10 @@ def run_deploy(policy_path: str | Path, out_dir: Path, episodes: int = 1, mode: 
             if ep > 0:
                 watcher.reset()
                 wait_until(lambda e=ep: watcher.snapshot()[0].get("episode") == e, 10, f"episode {ep}", bridge)
+            watcher.take_pose_pairs()  # the reset's ticks are not the episode's
             records.append(_episode(watcher, node_cfg, env, out_dir / f"policy_node_{ep}.log", timeout_s, bridge))
+            if pose_estimator:
+                records[-1].update(pose_errors(watcher.take_pose_pairs(), objects_task))
     finally:
         watcher.close()
         if poses is not None:
@@ -206,7 +250,11 @@ def run_deploy(policy_path: str | Path, out_dir: Path, episodes: int = 1, mode: 
         stop_process(bridge)
         bridge_log.close()
     n_success = sum(r["success"] for r in records)
-    return {"episodes": len(records), "success": f"{n_success}/{len(records)}",
+    pose = {}
+    if pose_estimator:  # the medians over episodes of each episode's median
+        pose = {k: round(float(np.median([r[k] for r in records if r.get(k) is not None])), 1)
+                for k in records[0] if k.startswith("pose_") and any(r.get(k) is not None for r in records)}
+    return {"episodes": len(records), "success": f"{n_success}/{len(records)}", **pose,
             "success_rate": n_success / len(records), "records": records,
             "object_poses": ("" if not objects_task else f"pose node ({pose_estimator})" if pose_estimator
                              else "the bridge's ground truth"),
@@ -231,6 +279,19 @@ def _episode(watcher: Watcher, node_cfg: Path, env: dict[str, str], log_path: Pa
             "latency_p50_ms": _ms(diag.get("latency_p50_s")), "safety_violations": diag.get("safety_violations"),
             "commands_rejected": status["commands_rejected"], "commands_accepted": status["accepted"],
             "bridge_overruns": status["overruns"], "policy_node_exit": code}
+
+
+def pose_errors(pairs: list[tuple[np.ndarray, float]], task: str) -> dict[str, float | None]:
+    """One episode's median position error (mm) per object of `task` and median lag (ms) of the pose node's
+    estimates against the bridge's truth of the same ticks."""
+    from vla.robot.objects import pose_features
+
+    names, _ = pose_features(task)
+    if not pairs:
+        return {f"pose_{o}_mm": None for o in names} | {"pose_lag_ms": None, "pose_pairs": 0}
+    err = np.stack([p[0] for p in pairs])
+    return ({f"pose_{o}_mm": round(float(np.median(err[:, k])), 2) for k, o in enumerate(names)}
+            | {"pose_lag_ms": round(float(np.median([p[1] for p in pairs])), 1), "pose_pairs": len(pairs)})
 
 
 def _ms(seconds: float | None) -> float | None:
@@ -281,4 +342,6 @@ def deploy_stage(ctx: JobContext) -> dict[str, Any]:
             "wall s": round(sum(r["wall_s"] for r in recs) / len(recs), 2),
             "starved ticks": worst("starved_ticks"), "jitter p99 ms": worst("jitter_p99_ms"),
             "commands rejected": sum(r["commands_rejected"] for r in recs),
+            # the pose node's live error against the bridge's truth of the same ticks (only measured)
+            **{k.replace("_", " "): v for k, v in result.items() if k.startswith("pose_")},
             "dir": str(ctx.out_dir / "deploy"), "seconds": result["seconds"]}

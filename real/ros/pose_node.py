@@ -7,9 +7,11 @@ camera driver's `/camera/<name>/image_raw`) and publishes geometry_msgs/PoseArra
 truth and what the policy node's `objects` section reads). Each tick (`rate_hz`) with a new frame from
 every camera, none older than `max_age_s` against the newest, it estimates once and publishes, stamped
 with the oldest frame's stamp (the poses are as old as their oldest evidence). An estimator that reads the
-arm's state (`vla perception train ... arm_state=true`) also gets the newest `joint_states_topic` message
-within `max_age_s` of the frames, turned into the hand's pose by the same forward kinematics the policy
-node's joint-space adapter uses (real.joint_vla.ArmKinematics); without one it waits. Every image and
+arm's state (`vla perception train ... arm_state=true`) also gets the `joint_states_topic` message whose
+stamp is nearest the frames' (within `max_age_s`; a joint state newer than the frames would put the hand
+where it is now beside an image of where it was, and the cube estimated from the hand moves with it),
+turned into the hand's pose by the same forward kinematics the policy node's joint-space adapter uses
+(real.joint_vla.ArmKinematics); without one it waits. Every image and
 joint state is validated (encoding, size, byte count; names, lengths, finite values) and a bad one is
 dropped and counted; an estimate that is not finite is never published. Weights load from safetensors only
 (PoseEstimator.load checks their sha256).
@@ -24,6 +26,7 @@ import json
 import logging
 import os
 import threading
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,6 +74,18 @@ class PoseNodeConfig:
             raise ValueError(f"smoothing must be in (0, 1] (1: off), got {self.smoothing}")
 
 
+ARM_HISTORY = 256  # joint states kept to pair with frames: a second at a 250 Hz driver
+
+
+def nearest_in_time(history: list[tuple[np.ndarray, float]], t: float,
+                    max_gap_s: float) -> tuple[np.ndarray, float] | None:
+    """The (value, stamp) of `history` whose stamp is nearest `t`, or None when none is within `max_gap_s`."""
+    if not history:
+        return None
+    best = min(history, key=lambda h: abs(h[1] - t))
+    return best if abs(best[1] - t) <= max_gap_s else None
+
+
 class PoseNode:
     """Owns the estimator, the rclpy node and its timer. `start()` / `stop()`."""
 
@@ -82,7 +97,8 @@ class PoseNode:
         self._lock = threading.Lock()
         self._frames: dict[str, tuple[np.ndarray, float, Any]] = {}  # camera -> (image, stamp s, stamp msg)
         self._used: dict[str, float] = {}
-        self._arm: tuple[np.ndarray, float] | None = None  # (the arm's state [9], stamp s)
+        self.used_arm: tuple[np.ndarray, float] | None = None  # the joint state the last estimate read
+        self._arms: deque[tuple[np.ndarray, float]] = deque(maxlen=ARM_HISTORY)  # (the arm's state [9], stamp s)
         self.published = 0
         self.rejected: dict[str, int] = {"image": 0, "joint_states": 0, "nonfinite": 0}
         self.pub = self.node.create_publisher(PoseArray, cfg.objects_topic, qos_profile_sensor_data)
@@ -125,21 +141,24 @@ class PoseNode:
             return
         t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
         with self._lock:
-            self._arm = (arm, t)
+            self._arms.append((arm, t))
 
     def tick(self) -> None:
         """One estimate from every camera's latest frame, when each is new and they are close in time."""
         with self._lock:
             if len(self._frames) < len(self.estimator.cameras):
                 return
-            frames, arm = dict(self._frames), self._arm
+            frames, arms = dict(self._frames), list(self._arms)
         stamps = {c: f[1] for c, f in frames.items()}
         if all(self._used.get(c) == t for c, t in stamps.items()):
             return  # nothing new since the last estimate
         if max(stamps.values()) - min(stamps.values()) > self.cfg.max_age_s:
             return
-        if self.kinematics is not None and (arm is None or abs(arm[1] - max(stamps.values())) > self.cfg.max_age_s):
-            return  # the hand's pose of these frames is not in yet
+        arm = None
+        if self.kinematics is not None:
+            arm = nearest_in_time(arms, float(np.mean(list(stamps.values()))), self.cfg.max_age_s)
+            if arm is None:
+                return  # the hand's pose of these frames is not in yet
         poses = self.estimator.estimate({c: f[0] for c, f in frames.items()}, None if arm is None else arm[0])
         if np.all(np.isfinite(poses)):
             poses = self.smoother(poses)
@@ -148,7 +167,7 @@ class PoseNode:
             self.published += 1
         else:
             self.rejected["nonfinite"] += 1
-        self._used = stamps
+        self._used, self.used_arm = stamps, arm
         if not self.published:
             return
         if self.published % max(1, round(self.cfg.rate_hz)) == 1:

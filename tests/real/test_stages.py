@@ -1,10 +1,10 @@
 """real/stages.py: the deploy stage's packaged configs and the ROS child processes' environment."""
-
 from __future__ import annotations
 
 import os
 import sys
 
+import numpy as np
 import pytest
 
 from real import stages
@@ -55,3 +55,12 @@ def test_deploying_a_refined_policy_that_is_no_checkpoint_is_one_line(tmp_path):
                      results={"refine": {"method": "dsrl", "policy": "dsrl:ckpt=a,actor=b,mode=mean"}})
     with pytest.raises(ConfigError, match="dsrl made 'dsrl:ckpt=a,actor=b,mode=mean', not a checkpoint"):
         stages.deploy_stage(ctx)
+
+
+def test_pose_errors_are_each_objects_median_and_the_median_lag() -> None:
+    from real.stages import pose_errors
+
+    pairs = [(np.array([1.0, 10.0]), 5.0), (np.array([3.0, 20.0]), 15.0), (np.array([2.0, 30.0]), 10.0)]
+    assert pose_errors(pairs, "pick_place") == {"pose_cube_mm": 2.0, "pose_zone_mm": 20.0, "pose_lag_ms": 10.0,
+                                                "pose_pairs": 3}
+    assert pose_errors([], "pick_place")["pose_cube_mm"] is None

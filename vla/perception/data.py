@@ -10,8 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from vla.data.schema import closest
-from vla.perception.model import canonical_quat
-from vla.perturb import PROPRIO as ARM  # the arm's state that precedes a task's object features
+from vla.perception.model import ARM, canonical_quat  # ARM: the arm's state before a task's object features
 
 
 @dataclass

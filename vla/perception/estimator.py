@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from vla.perception.model import PoseNet, canonical_quat
+from vla.perception.model import ARM, PoseNet, arm_features, canonical_quat
 
 FORMAT = "pose-estimator v1"
 WEIGHTS, META = "estimator.safetensors", "estimator.json"
@@ -101,7 +101,7 @@ class PoseEstimator:
         """The arm state [N, D] (or [D] when `n` is None) as float64, or one line naming what is wrong."""
         if not self.reads_arm:
             return None
-        d = len(self.arm_mean)
+        d = ARM
         want = (d,) if n is None else (n, d)
         a = None if arm is None else np.asarray(arm, np.float64)
         if a is None or a.shape != want or not np.all(np.isfinite(a)):
@@ -116,7 +116,8 @@ class PoseEstimator:
         self.check_frames(images, batched=True)
         n = len(images[self.cameras[0]])
         a = self.check_arm(arm, n)
-        x = None if a is None else torch.from_numpy(((a - self.arm_mean) / self.arm_scale).astype(np.float32))
+        x = None if a is None else torch.from_numpy(((arm_features(a) - self.arm_mean) / self.arm_scale)
+                                                     .astype(np.float32))
         out = self.net({c: torch.from_numpy(_writable(images[c])) for c in self.cameras}, x)
         poses = (self.mean + self.scale * out.double().numpy()).reshape(n, len(self.objects), 7)
         if self.relative.any():

@@ -13,7 +13,15 @@ import torch
 from vla.perception.config import PerceptionConfig
 from vla.perception.data import Frames, load_frames, split_episodes
 from vla.perception.estimator import PoseEstimator
-from vla.perception.model import PoseNet, pose_loss, position_error_mm, rotation_error_deg, target_scale
+from vla.perception.model import (
+    ARM_FEATURES,
+    PoseNet,
+    arm_features,
+    pose_loss,
+    position_error_mm,
+    rotation_error_deg,
+    target_scale,
+)
 
 
 def _batch(frames: Frames, idx: np.ndarray, shift_px: int, gen: torch.Generator) -> dict[str, torch.Tensor]:
@@ -80,8 +88,9 @@ def train(store: str | Path, cfg: PerceptionConfig, progress: bool = True) -> di
     poses[:, np.isin(data.objects, relative), :3] -= train_set.arm[:, None, :3]
     targets = poses.reshape(len(train_set), -1)
     mean, scale = target_scale(targets, cfg.scale_floor)
-    arm_dim = train_set.arm.shape[1] if cfg.arm_state else 0
-    arm_mean, arm_scale = target_scale(train_set.arm, cfg.scale_floor) if cfg.arm_state else (None, None)
+    arm_in = arm_features(train_set.arm) if cfg.arm_state else None
+    arm_dim = ARM_FEATURES if cfg.arm_state else 0
+    arm_mean, arm_scale = target_scale(arm_in, cfg.scale_floor) if cfg.arm_state else (None, None)
     cameras = list(data.images)
     net = PoseNet(cameras, tuple(cfg.channels), cfg.keypoints, cfg.hidden, len(data.objects), arm_dim)
     meta = {"task": data.task, "objects": list(data.objects), "cameras": cameras,
@@ -94,7 +103,7 @@ def train(store: str | Path, cfg: PerceptionConfig, progress: bool = True) -> di
     opt = torch.optim.AdamW(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg.lr, total_steps=cfg.steps, pct_start=0.05)
     y = torch.from_numpy(((targets - mean) / scale).astype(np.float32))
-    arm = None if not cfg.arm_state else torch.from_numpy(((train_set.arm - arm_mean) / arm_scale).astype(np.float32))
+    arm = None if arm_in is None else torch.from_numpy(((arm_in - arm_mean) / arm_scale).astype(np.float32))
     gen = torch.Generator().manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     out_dir = Path(cfg.out_dir)

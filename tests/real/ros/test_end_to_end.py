@@ -225,8 +225,8 @@ def test_deploy_stage_runs_an_episode(tmp_path, obs_mode, poses, domain_id) -> N
     """The main job's `deploy` stage: bridge + policy node processes, one episode, summary figures. With
     obs_mode=state the policy reads object poses: without them it would never command, and the episode
     would not start. With deploy.poses=estimator they come from the pose node over the bridge's camera
-    images, and the bridge publishes none."""
-    from real.stages import deploy_stage
+    images, and the bridge publishes its truth only where the policy does not read it."""
+    from real.stages import TRUTH_TOPIC, deploy_stage
     from tests.vla.perception.helpers import debug_estimator
     from vla.job import DemoStageConfig, DeployStageConfig, JobConfig, JobContext
 
@@ -249,8 +249,10 @@ def test_deploy_stage_runs_an_episode(tmp_path, obs_mode, poses, domain_id) -> N
     else:
         assert "objects" not in node_cfg and out["reads simulator state"] is False
     if poses == "estimator":
-        assert yaml.safe_load((tmp_path / "job/deploy/bridge.yaml").read_text())["objects_topic"] is None
+        # the truth goes only to the watcher, which measures the pose node against it tick by tick
+        assert yaml.safe_load((tmp_path / "job/deploy/bridge.yaml").read_text())["objects_topic"] == TRUTH_TOPIC
         assert "pose node" in out["inputs"] and "pose node up" in (tmp_path / "job/deploy/pose_node.log").read_text()
+        assert out["pose cube mm"] > 0 and out["pose zone mm"] > 0 and out["pose lag ms"] >= 0
     assert out["success"] in ("0/1", "1/1") and out["mode"] == "ensemble"
     assert 0 < out["steps"] <= 200 and out["commands rejected"] == 0
     assert out["starved ticks"] is not None and out["jitter p99 ms"] is not None

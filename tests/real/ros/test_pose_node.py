@@ -59,15 +59,15 @@ def test_poses_are_estimated_from_the_bridges_images_and_published_as_its_pose_a
                 def estimated_from_this_tick(before: set[float] = before) -> bool:  # this tick's frames, estimated
                     stamps = {f[1] for f in node._frames.values()}
                     return (len(node._frames) == 2 and len(stamps) == 1 and stamps != before
-                            and set(node._used.values()) == stamps and node._arm is not None
-                            and node._arm[1] in stamps)
+                            and set(node._used.values()) == stamps and node.used_arm is not None
+                            and node.used_arm[1] in stamps)
                 assert _wait(estimated_from_this_tick), "no PoseArray from the bridge's images"
             msg = out[-1]
             assert msg.header.frame_id == "world" and len(msg.poses) == 2
             got = np.array([[p.position.x, p.position.y, p.position.z, p.orientation.x, p.orientation.y,
                              p.orientation.z, p.orientation.w] for p in msg.poses])
             arm = ArmKinematics().proprio(q)  # the hand's pose of the bridge's joint state, by the same kinematics
-            np.testing.assert_allclose(node._arm[0], arm, atol=1e-9)
+            np.testing.assert_allclose(node.used_arm[0], arm, atol=1e-9)
             want = PoseEstimator.load(estimator).estimate(sent_images[-1], arm)  # the same inputs, estimated here
             np.testing.assert_allclose(got, want, atol=1e-5)
             # a frame of the wrong size is dropped and counted, and estimates stop until good frames return
@@ -157,10 +157,23 @@ def test_an_estimator_that_reads_the_arm_waits_for_its_joint_state(estimator: st
         assert out == []
         js.header.stamp = Time(sec=100, nanosec=10_000_000)
         node._on_joint_state(js)
+        moved = JointState(name=list(JOINT_NAMES), position=list(map(float, q + 0.1)))
+        moved.header.stamp = Time(sec=100, nanosec=50_000_000)  # the next tick's, in before its images
+        node._on_joint_state(moved)
         node.tick()
         assert len(out) == 1 and node.status()["reads_arm"]
+        assert node.used_arm[1] == pytest.approx(100.01)  # the joint state nearest the frames, not the newest
         got = np.array([[p.position.x, p.position.y, p.position.z] for p in out[0].poses])
         np.testing.assert_allclose(got, est.estimate(frames, ArmKinematics().proprio(q))[:, :3], atol=1e-5)
     finally:
         node.node.destroy_node()
         rclpy.shutdown(context=ctx)
+
+
+def test_nearest_in_time_picks_the_closest_stamp_within_the_gap() -> None:
+    from real.ros.pose_node import nearest_in_time
+
+    history = [(np.full(9, k), 10.0 + 0.05 * k) for k in range(4)]
+    assert nearest_in_time(history, 10.06, 0.2)[1] == pytest.approx(10.05)
+    assert nearest_in_time(history, 10.2, 0.2)[1] == pytest.approx(10.15)
+    assert nearest_in_time(history, 11.0, 0.2) is None and nearest_in_time([], 10.0, 0.2) is None

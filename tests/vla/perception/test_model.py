@@ -33,3 +33,15 @@ def test_posenet_maps_frames_of_every_camera_to_seven_values_per_object() -> Non
     assert net(frames).shape == (5, 14)
     x = to_input(torch.tensor([[[[0, 255, 128]]]], dtype=torch.uint8))
     assert x.shape == (1, 3, 1, 1) and float(x.min()) == -1.0 and float(x.max()) == 1.0
+
+
+def test_arm_features_are_the_same_for_q_and_minus_q() -> None:
+    from vla.perception.model import arm_features
+
+    q = np.array([0.01, 0.999, 0.0, 0.02])
+    q /= np.linalg.norm(q)
+    a, b = np.concatenate([[0.1, 0.2, 0.3], q, [0.04, -0.04]]), np.concatenate([[0.1, 0.2, 0.3], -q, [0.04, -0.04]])
+    fa, fb = arm_features(np.stack([a, b]))
+    assert fa.shape == (11,)
+    np.testing.assert_allclose(fa, fb, atol=1e-12)
+    np.testing.assert_allclose(fa[[0, 1, 2, 9, 10]], a[[0, 1, 2, 7, 8]])

@@ -88,7 +88,7 @@ def test_an_estimator_that_reads_the_arm_needs_its_state_and_adds_the_hand_back(
     store = pose_store(tmp_path / "s.zarr", 2)
     train(store, _cfg(tmp_path / "est", "val_episodes=0", "arm_state=true", "relative=moving"), progress=False)
     est = PoseEstimator.load(tmp_path / "est")
-    assert est.reads_arm and est.relative.tolist() == [True, False] and len(est.arm_mean) == 9  # the zone is static
+    assert est.reads_arm and est.relative.tolist() == [True, False] and len(est.arm_mean) == 11  # the zone is static
     frame = {c: np.zeros((24, 24, 3), np.uint8) for c in est.cameras}
     with pytest.raises(ValueError, match=r"reads the arm's state, expected \(9,\) finite values, got none"):
         est.estimate(frame)
