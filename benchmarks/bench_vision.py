@@ -190,7 +190,11 @@ def write_page(f: dict[str, Any]) -> None:
                   +
                   "Deployed over ROS 2: "
                   f"{j['deploy'].get('success')} ({j['deploy'].get('inputs')}; reads simulator state: "
-                  f"{j['deploy'].get('reads simulator state')}). The job's stages took {j['total_stage_seconds']} s "
+                  f"{j['deploy'].get('reads simulator state')})"
+                  + (f"; the pose node's live error against the bridge's truth of the same ticks, median: cube "
+                     f"{j['deploy']['pose cube mm']} mm, zone {j['deploy']['pose zone mm']} mm, "
+                     f"{j['deploy']['pose lag ms']} ms late" if "pose cube mm" in j["deploy"] else "")
+                  + f". The job's stages took {j['total_stage_seconds']} s "
                   "in all: " + ", ".join(f"{k} {v:.0f}" for k, v in j["stage_seconds"].items() if v is not None)
                   + ".", ""]
     if f.get("augment_tune"):
@@ -243,7 +247,12 @@ def write_page(f: dict[str, Any]) -> None:
                   "on the robot the pose node's forward kinematics of `/joint_states`) and asked for the cube's "
                   "position from the hand, the bias falls by two thirds. The zone, which never moves with the "
                   "hand, is estimated worse from it, so only the task's moving objects are (`relative=moving`, "
-                  "chosen on these error figures; `all` and `moving` are within noise on success).", ""]
+                  "chosen on these error figures; `all` and `moving` are within noise on success). The raw "
+                  "quaternion rows measure well here and failed over ROS 2: the hand pointing down sits where the "
+                  "w >= 0 convention flips q to -q, the bridge's joint-space control leaves it on the other side "
+                  "of the flip than the simulator's own control does, and the pose node's cube was 37 mm off "
+                  "(13/20 deployed). The estimator now reads the quaternion as 6D rotation features, the same for "
+                  "q and -q (last row; 18/20 deployed, cube 8.8 mm live).", ""]
     if f.get("tune"):
         lines += ["## Development readings (100 tune seeds, the job's execution)", "",
                   "| reading | what | success | grasped | against |", "|---|---|---|---|---|"]
@@ -278,7 +287,8 @@ def job_block(job: Path) -> dict[str, Any]:
             "ground_truth_success": p["ground_truth_success"], "estimated_over_ground_truth": p["ratio"],
             "estimated_minus_ground_truth": p["estimated minus simulator's"],
             "train_augment": _train_augment(config),
-            "deploy": {k: d[k] for k in ("success", "inputs", "reads simulator state", "mode", "backend") if k in d},
+            "deploy": {k: d[k] for k in ("success", "inputs", "reads simulator state", "mode", "backend",
+                                         "pose cube mm", "pose zone mm", "pose lag ms") if k in d},
             "stage_seconds": {k: v.get("seconds") for k, v in summary.items()},
             "total_stage_seconds": round(sum(float(v.get("seconds", 0)) for v in summary.values()))}
 
@@ -310,8 +320,11 @@ def augment_block(base: Path, aug: Path, aug_est: Path) -> dict[str, Any]:
 # the estimator's inputs, tune seeds (runs/s6/arm_exp*.sh): run folder -> (estimator, what it reads)
 ARM_TUNE = {
     "t200_estimator": ("runs/main62/perception/estimator", "the cameras (the job's estimator before this change)"),
-    "t200_est_rel": ("runs/s6/est_rel", "the cameras and the arm's state; cube and zone from the hand"),
-    "t200_est_mov": ("runs/s6/est_mov", "the cameras and the arm's state; the cube from the hand (the default)"),
+    "t200_est_rel": ("runs/s6/est_rel", "the cameras and the arm's state (raw quaternion); cube and zone from "
+                     "the hand"),
+    "t200_est_mov": ("runs/s6/est_mov", "the cameras and the arm's state (raw quaternion); the cube from the hand"),
+    "t200_est_job63": ("runs/main63/perception/estimator", "the cameras and the arm's state (6D rotation); the "
+                       "cube from the hand: the default, the job's own"),
 }
 
 

@@ -1,7 +1,7 @@
 """How a pose estimator is wrong: per episode, the mean of its position error while the object rests (a bias
 the policy cannot average away) against what varies about that mean from step to step, on a store's frames.
 
-    python experiments/pose_error_bias.py STORE EST [EST ...] [--out experiments/results/pose_error_bias.json]
+    python experiments/pose_error_bias.py STORE EST [EST ...] [--out experiments/results/pose_error_bias.json] [--merge]
 
 For a moving object (the cube), only the frames before it leaves the table count (it rests until grasped);
 "near the hand" is the frames within 6 cm of the hand, where the grasp is decided. Prints one JSON line per estimator.
@@ -54,6 +54,7 @@ def main() -> None:
     ap.add_argument("store", type=Path)
     ap.add_argument("estimators", type=Path, nargs="+")
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "pose_error_bias.json")
+    ap.add_argument("--merge", action="store_true", help="keep --out's rows of other estimators (same store)")
     args = ap.parse_args()
     table = EpisodeStore.open(args.store).table()
     rows = []
@@ -72,6 +73,12 @@ def main() -> None:
                                   table.lengths, resting, near)
         rows.append(row)
         print(json.dumps(row))
+    if args.merge and args.out.exists():
+        old = json.loads(args.out.read_text())
+        if old["store"] != str(args.store):
+            raise SystemExit(f"--merge: {args.out} was measured on {old['store']}, not {args.store}")
+        mine = {r["estimator"] for r in rows}
+        rows = [r for r in old["rows"] if r["estimator"] not in mine] + rows
     out = {"store": str(args.store), "seed_range": range_of_seeds([int(s) for s in table.seed]), "rows": rows}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=1))

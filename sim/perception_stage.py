@@ -4,6 +4,7 @@ so the deployed state policy reads no simulator state (vla.perception; docs/depl
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,8 @@ def perception_stage(ctx: JobContext) -> dict[str, Any]:
     t0 = time.perf_counter()
     out = ctx.out_dir / "perception"
     stores = {"train": out / "train.zarr", "eval": out / "eval.zarr"}
+    for store in stores.values():  # a re-run (overwrite=false) collects them again: appending would double them
+        shutil.rmtree(store, ignore_errors=True)
     common = dict(task=demos.task, policy="expert", workers=demos.workers, image_size=demos.image_size, videos=0,
                   source="demo", obs_mode="state")
     run_evaluation(EvalConfig(**common, episodes=cfg.episodes, seed_range="collect", seed_offset=COLLECT_OFFSET,

@@ -23,6 +23,8 @@ def test_the_stage_collects_labelled_frames_trains_and_measures_an_estimator(tmp
     assert est.objects == ("cube", "zone") and est.image_size["agentview"] == (24, 24)
     assert "cube error mm (median, p90)" in out and "report seeds" in out["measured on"]
     assert "estimated_success" not in out
+    again = perception_stage(JobContext(cfg, tmp_path / "job"))  # a re-run replaces its stores, never appends
+    assert again["frames"] == out["frames"] and again["measured on"] == out["measured on"]
     with pytest.raises(ValueError, match="reads no object poses"):
         perception_stage(JobContext(JobConfig(), tmp_path / "job2"))
 
