@@ -200,7 +200,8 @@ def run_deploy(policy_path: str | Path, out_dir: Path, episodes: int = 1, mode: 
     """Run `episodes` episodes of pick_place over ROS 2; per-episode records + aggregates.
     `objects_task`: a policy trained with obs_mode=state, which reads object poses: the bridge's ground
     truth, or with `pose_estimator` (a `vla perception train` folder) the pose node's estimates from the
-    bridge's camera images, the bridge then publishing no poses at all."""
+    bridge's camera images and joint states, the bridge then publishing its truth only on TRUTH_TOPIC, which
+    the policy does not read and the watcher compares the estimates with (`pose_*` in each record)."""
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
     if pose_estimator and not objects_task:
