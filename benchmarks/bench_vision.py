@@ -63,7 +63,8 @@ def deployed_reads_sim_state() -> tuple[bool, str]:
     if job.demos.obs_mode != "state":
         return False, "camera-only policy (obs_mode=image)"
     if job.deploy.poses == "estimator":
-        return False, "object poses from the pose node (the perception stage's estimator over the cameras)"
+        return False, ("object poses from the pose node (the perception stage's estimator over the cameras and "
+                       "the arm's joint states)")
     return True, "object poses from the bridge's ground truth (deploy.poses=bridge)"
 
 
