@@ -11,10 +11,9 @@ arm's state (`vla perception train ... arm_state=true`) also gets the `joint_sta
 stamp is nearest the frames' (within `max_age_s`; a joint state newer than the frames would put the hand
 where it is now beside an image of where it was, and the cube estimated from the hand moves with it),
 turned into the hand's pose by the same forward kinematics the policy node's joint-space adapter uses
-(real.joint_vla.ArmKinematics); without one it waits. Every image and
-joint state is validated (encoding, size, byte count; names, lengths, finite values) and a bad one is
-dropped and counted; an estimate that is not finite is never published. Weights load from safetensors only
-(PoseEstimator.load checks their sha256).
+(real.joint_vla.ArmKinematics); without one it waits. Every image and joint state is validated (encoding,
+size, byte count; names, lengths, finite values) and a bad one is dropped and counted; an estimate that is
+not finite is never published. Weights load from safetensors only (PoseEstimator.load checks their sha256).
 
 Run:  python -m real.ros.pose_node --estimator runs/pose/est --domain-id 7
 """
