@@ -131,6 +131,11 @@ def instruction_text(msg: Any, max_chars: int) -> str:
     return text
 
 
+def stamp_seconds(stamp: Any) -> float:
+    """Header stamp (builtin_interfaces/Time) -> seconds."""
+    return stamp.sec + 1e-9 * stamp.nanosec
+
+
 def check_stamp(stamp: Any, now_s: float, tolerance_s: float) -> float:
     """Header stamp (builtin_interfaces/Time) -> its age in seconds against `now_s` (the node's ROS
     clock: wall time, or simulation time under `use_sim_time`). Raises StampError when it is unset

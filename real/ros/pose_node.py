@@ -40,7 +40,7 @@ from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import String
 
 from real.ros.bridge_node import pose_array
-from real.ros.convert import MessageError, image_to_rgb, joint_positions
+from real.ros.convert import MessageError, image_to_rgb, joint_positions, stamp_seconds
 from real.ros.spinner import BackgroundSpinner, init_ros, run_node_until_stopped
 from vla.perception.estimator import PoseEstimator
 from vla.perception.smooth import task_smoother
@@ -121,26 +121,23 @@ class PoseNode:
         try:
             img = image_to_rgb(msg, h, w)
         except MessageError as e:
-            with self._lock:
-                self.rejected["image"] += 1
-            self.node.get_logger().warning(f"camera {cam}: image dropped: {e}", throttle_duration_sec=5.0)
-            return
-        t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+            return self._drop("image", f"camera {cam}: image dropped: {e}")
         with self._lock:
-            self._frames[cam] = (img, t, msg.header.stamp)
+            self._frames[cam] = (img, stamp_seconds(msg.header.stamp), msg.header.stamp)
 
     def _on_joint_state(self, msg: Any) -> None:
         try:
             q = joint_positions(msg, self._joint_names)
             arm = self.kinematics.proprio(q)
         except (MessageError, ValueError) as e:
-            with self._lock:
-                self.rejected["joint_states"] += 1
-            self.node.get_logger().warning(f"joint state dropped: {e}", throttle_duration_sec=5.0)
-            return
-        t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+            return self._drop("joint_states", f"joint state dropped: {e}")
         with self._lock:
-            self._arms.append((arm, t))
+            self._arms.append((arm, stamp_seconds(msg.header.stamp)))
+
+    def _drop(self, kind: str, why: str) -> None:
+        with self._lock:
+            self.rejected[kind] += 1
+        self.node.get_logger().warning(why, throttle_duration_sec=5.0)
 
     def tick(self) -> None:
         """One estimate from every camera's latest frame, when each is new and they are close in time."""
