@@ -174,6 +174,11 @@ class SafetyFilter:
         return self._estop is not None
 
     @property
+    def at_rest(self) -> bool:
+        """The last command moved nothing: the filter has braked to a stop (or never started)."""
+        return self._q is None or not np.any(self._v)
+
+    @property
     def last_command(self) -> np.ndarray | None:
         return None if self._q is None else self._q.copy()
 

@@ -3,8 +3,10 @@
 Both sides run as their own processes, exactly as on a robot: `real.ros.bridge_node` (the robot)
 and `real.ros.policy_node` (executor + safety layer + the joint-space VLA adapter); this process
 only watches (`/task/status`, the policy node's `/diagnostics`) and resets the bridge between
-episodes, on its own ROS_DOMAIN_ID with localhost-only discovery. One fresh policy node per episode,
-so every episode starts with the safety layer initialised at the measured pose.
+episodes, on its own ROS_DOMAIN_ID with localhost-only discovery. One policy node for all episodes, as
+on a robot: between two it is paused (`~/pause`: it brakes to rest and goes silent), the bridge reset,
+and it resumes as a fresh node would start (its safety layer at the measured pose, a new executor, the
+policy's state reset, no input from before the reset). A node per episode cost ~4 s of start-up each.
 
 `run_deploy` is shared with `benchmarks/bench_deploy.py`.
 """
@@ -99,7 +101,7 @@ class Watcher:
         import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
         from std_msgs.msg import String
-        from std_srvs.srv import Trigger
+        from std_srvs.srv import SetBool, Trigger
 
         from real.ros.spinner import BackgroundSpinner
 
@@ -114,6 +116,8 @@ class Watcher:
         self.node.create_subscription(String, "/task/status", self._on_status, 10)
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag, 10)
         self.reset_client = self.node.create_client(Trigger, "/bridge/reset")
+        self.pause_client = self.node.create_client(SetBool, "/vla_policy/pause")
+        self._set_bool = SetBool
         self._truth: dict[tuple[int, int], tuple[np.ndarray, float]] = {}
         self.pose_pairs: list[tuple[np.ndarray, float]] = []  # (error mm per object, lag ms)
         if pose_topics is not None:
@@ -165,15 +169,25 @@ class Watcher:
             return dict(self.status), dict(self.diag)
 
     def reset(self, timeout: float = 20.0) -> dict[str, Any]:
-        if not self.reset_client.wait_for_service(timeout_sec=timeout):
-            raise RuntimeError("the bridge's /bridge/reset service did not appear")
-        future = self.reset_client.call_async(self._trigger.Request())
+        return json.loads(self._call(self.reset_client, self._trigger.Request(), timeout).message)
+
+    def pause(self, on: bool, timeout: float = 20.0) -> None:
+        """The policy node's ~/pause (true: brake to rest and go silent; false: a new episode)."""
+        reply = self._call(self.pause_client, self._set_bool.Request(data=on), timeout)
+        if not reply.success:
+            raise RuntimeError(f"/vla_policy/pause {on}: {reply.message}")
+
+    @staticmethod
+    def _call(client: Any, request: Any, timeout: float) -> Any:
+        if not client.wait_for_service(timeout_sec=timeout):
+            raise RuntimeError(f"the service {client.srv_name} did not appear")
+        future = client.call_async(request)
         end = time.monotonic() + timeout
         while not future.done():
             if time.monotonic() > end:
-                raise RuntimeError("no reply from /bridge/reset")
+                raise RuntimeError(f"no reply from {client.srv_name}")
             time.sleep(0.02)
-        return json.loads(future.result().message)
+        return future.result()
 
     def close(self) -> None:
         self.spinner.close()
@@ -210,6 +224,8 @@ def run_deploy(policy_path: str | Path, out_dir: Path, episodes: int = 1, mode: 
     out_dir, policy_path = Path(out_dir).resolve(), Path(policy_path).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "episodes.jsonl").unlink(missing_ok=True)  # the bridge appends: a rerun's file holds its own only
+    for old in out_dir.glob("policy_node_*.log"):  # a node per episode, before one node served them all
+        old.unlink()
     node_cfg = write_node_config(out_dir / "policy_node.yaml", policy_path, backend, mode, rate_hz, delay_s,
                                  objects_task=objects_task)
     bridge_cfg = BRIDGE_CONFIG
@@ -233,23 +249,38 @@ def run_deploy(policy_path: str | Path, out_dir: Path, episodes: int = 1, mode: 
     watcher = Watcher(domain_id, (ESTIMATES_TOPIC, TRUTH_TOPIC) if pose_estimator else None)
     records: list[dict[str, Any]] = []
     t_start = time.monotonic()
+    node_log = open(out_dir / "policy_node.log", "w")  # noqa: SIM115 (closed in finally)
+    # started beside the bridge: it loads while the bridge does, and holds until the robot's inputs come
+    node = subprocess.Popen([sys.executable, "-m", "real.ros.policy_node", "--config", str(node_cfg)],
+                            cwd=out_dir, env=env, stdout=node_log, stderr=subprocess.STDOUT)
     try:
         wait_until(lambda: watcher.snapshot()[0].get("episode") == 0, 60, "the bridge to come up", bridge)
         for ep in range(episodes):
             if ep > 0:
+                watcher.pause(True)
+                time.sleep(0.1)  # its last commands are delivered before the reset, not after
                 watcher.reset()
                 wait_until(lambda e=ep: watcher.snapshot()[0].get("episode") == e, 10, f"episode {ep}", bridge)
-            watcher.take_pose_pairs()  # the reset's ticks are not the episode's
-            records.append(_episode(watcher, node_cfg, env, out_dir / f"policy_node_{ep}.log", timeout_s, bridge))
+                time.sleep(0.2)  # the pose node's estimates of frames from before the reset have arrived
+                watcher.take_pose_pairs()  # the reset's ticks are not the episode's
+                watcher.pause(False)
+            else:
+                watcher.take_pose_pairs()
+            records.append(_episode(watcher, node, timeout_s, bridge))
             if pose_estimator:
                 records[-1].update(pose_errors(watcher.take_pose_pairs(), objects_task))
     finally:
         watcher.close()
+        code = stop_process(node)
+        for r in records:
+            r["policy_node_exit"] = code
+        node_log.close()
         if poses is not None:
             stop_process(poses)
             pose_log.close()
         stop_process(bridge)
         bridge_log.close()
+    (out_dir / "records.json").write_text(json.dumps(records, indent=1))
     n_success = sum(r["success"] for r in records)
     pose = {}
     if pose_estimator:  # the medians over episodes of each episode's median
@@ -262,24 +293,19 @@ def run_deploy(policy_path: str | Path, out_dir: Path, episodes: int = 1, mode: 
             "seconds": round(time.monotonic() - t_start, 1)}
 
 
-def _episode(watcher: Watcher, node_cfg: Path, env: dict[str, str], log_path: Path, timeout_s: float,
-             bridge: subprocess.Popen) -> dict[str, Any]:
+def _episode(watcher: Watcher, node: subprocess.Popen, timeout_s: float, bridge: subprocess.Popen) -> dict[str, Any]:
     episode = watcher.snapshot()[0].get("episode")
-    with open(log_path, "w") as log:
-        node = subprocess.Popen([sys.executable, "-m", "real.ros.policy_node", "--config", str(node_cfg)],
-                                cwd=log_path.parent, env=env, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            wait_until(lambda: watcher.snapshot()[0].get("done"), timeout_s, f"episode {episode} to finish", node)
-            time.sleep(0.6)  # one more diagnostics message (2 Hz) that covers the episode's end
-            status, diag = watcher.snapshot()
-        finally:
-            code = stop_process(node)
+    wait_until(lambda: watcher.snapshot()[0].get("done"), timeout_s, f"episode {episode} to finish", node)
+    if bridge.poll() is not None:
+        raise RuntimeError(f"the bridge exited with {bridge.returncode} during episode {episode}")
+    time.sleep(0.6)  # one more diagnostics message (2 Hz) that covers the episode's end
+    status, diag = watcher.snapshot()
     return {"episode": status["episode"], "seed": status["seed"], "success": bool(status["success"]),
             "steps": status["done_step"], "wall_s": status["done_wall_s"],
             "starved_ticks": diag.get("starved_ticks"), "jitter_p99_ms": _ms(diag.get("jitter_p99_s")),
             "latency_p50_ms": _ms(diag.get("latency_p50_s")), "safety_violations": diag.get("safety_violations"),
             "commands_rejected": status["commands_rejected"], "commands_accepted": status["accepted"],
-            "bridge_overruns": status["overruns"], "policy_node_exit": code}
+            "bridge_overruns": status["overruns"]}
 
 
 def pose_errors(pairs: list[tuple[np.ndarray, float]], task: str) -> dict[str, float | None]:

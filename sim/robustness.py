@@ -10,7 +10,7 @@ OUT/robustness.png, with each point's own evaluation (summary, videos) in OUT/sw
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +20,11 @@ from vla.metrics import format_paired, paired_difference, wilson_interval
 from vla.perturb import parse_perturb, scaled, spec_text
 
 
-def run_sweep(config: Any, progress: bool = True) -> dict[str, Any]:
-    """config: an EvalConfig with `perturb` and `perturb_sweep` set; returns robustness.json's content."""
+def run_sweep(config: Any, progress: bool = True, clean: dict[int, bool] | None = None) -> dict[str, Any]:
+    """config: an EvalConfig with `perturb` and `perturb_sweep` set; returns robustness.json's content.
+    `clean`: the same policy's outcomes per seed, unperturbed, with the same execution, on these seeds or
+    more (an evaluation already run): the x0 point is read from them instead of being run again (the
+    evaluation is deterministic per seed, so it would be the same)."""
     from sim.evaluate import run_evaluation
 
     factors = [float(f) for f in config.perturb_sweep]
@@ -34,16 +37,18 @@ def run_sweep(config: Any, progress: bool = True) -> dict[str, Any]:
     points: list[dict[str, Any]] = []
     per_seed: dict[float, dict[int, bool]] = {}
     for f in factors:
-        spec = spec_text(scaled(kinds, f))
-        sub = replace(config, perturb=spec, perturb_sweep=None, out_dir=str(out / f"sweep_{f:g}"),
-                      videos=config.videos if f == max(factors) else 0)
-        summary = run_evaluation(sub, progress=progress)
-        detail = summary["episodes_detail"]
-        per_seed[f] = {int(e["seed"]): bool(e["success"]) for e in detail}
-        n, k = len(detail), int(sum(e["success"] for e in detail))
+        sub = _point_config(config, f, factors)
+        seeds = sub.seed_list()
+        reused = f == 0 and clean is not None and set(seeds) <= set(clean)
+        if reused:
+            per_seed[f] = {s: clean[s] for s in seeds}
+        else:
+            summary = run_evaluation(sub, progress=progress)
+            per_seed[f] = {int(e["seed"]): bool(e["success"]) for e in summary["episodes_detail"]}
+        n, k = len(per_seed[f]), int(sum(per_seed[f].values()))
         lo, hi = wilson_interval(k, n)
-        points.append({"factor": f, "perturb": spec, "successes": k, "episodes": n, "success": k / n,
-                       "wilson95": [lo, hi]})
+        points.append({"factor": f, "perturb": sub.perturb, "successes": k, "episodes": n, "success": k / n,
+                       "wilson95": [lo, hi], **({"reused": "the clean evaluation's outcomes"} if reused else {})})
     if 0.0 in per_seed:
         clean = per_seed[0.0]
         for p in points:
@@ -60,6 +65,29 @@ def run_sweep(config: Any, progress: bool = True) -> dict[str, Any]:
                   f"[{p['wilson95'][0]:.0%}, {p['wilson95'][1]:.0%}]{extra}")
         print(f"robustness: {out / 'robustness.json'}, plot: {out / 'robustness.png'}")
     return result
+
+
+def _point_config(config: Any, factor: float, factors: list[float]) -> Any:
+    """The evaluation of one point of the sweep: every severity times `factor`, its own folder."""
+    return replace(config, perturb=spec_text(scaled(parse_perturb(config.perturb), factor)), perturb_sweep=None,
+                   out_dir=str(Path(config.out_dir) / f"sweep_{factor:g}"),
+                   videos=config.videos if factor == max(factors) else 0)
+
+
+def clean_outcomes(summary_file: Path, config: Any) -> dict[int, bool] | None:
+    """Outcomes per seed of an evaluation already run (`summary_file`, e.g. the refine stage's of the same
+    policy) that is this sweep's x0 point but for how many seeds it ran, its videos and its folder; None if
+    it is missing or differs in anything else (policy, task, execution, observations, seed range)."""
+    from sim.evaluate import seed_outcomes
+
+    if not Path(summary_file).exists():
+        return None
+    done = json.loads(Path(summary_file).read_text())
+    x0 = asdict(_point_config(config, 0.0, [0.0]))
+    # a setting left unset (None: cameras, horizon) is resolved from the policy and task, which are compared
+    differs = [k for k, v in x0.items() if k not in ("episodes", "videos", "out_dir") and v is not None
+               and done["config"].get(k, v) != v]
+    return None if differs else seed_outcomes(done)
 
 
 def plot_sweep(result: dict[str, Any], path: Path, ax: Any = None) -> Path:

@@ -117,7 +117,7 @@ def robustness_stage(ctx: JobContext) -> dict[str, Any]:
     seeds and execution, `robustness.perturb` with every severity times each of `robustness.factors`; the
     curve goes into the report."""
     from sim.evaluate import EvalConfig
-    from sim.robustness import run_sweep
+    from sim.robustness import clean_outcomes, run_sweep
 
     cfg, ev = ctx.config.robustness, ctx.config.eval
     ckpt, who = ctx.checkpoint, "pretrained"
@@ -134,13 +134,18 @@ def robustness_stage(ctx: JobContext) -> dict[str, Any]:
                         temporal_ensemble_every=ev.temporal_ensemble_every, image_size=ctx.config.demos.image_size,
                         obs_mode=ctx.config.demos.obs_mode, videos=2, out_dir=str(out_dir), perturb=cfg.perturb,
                         perturb_sweep=list(cfg.factors))
-    result = run_sweep(config, progress=True)
+    # the x0 point is the refine (or eval) stage's evaluation of the same policy on the first of the same seeds
+    evals = sorted((ctx.out_dir / "refine").glob("iter_*/eval/summary.json")) if who == "refined" else []
+    done = evals[-1] if evals else ctx.out_dir / "eval_torch" / "summary.json"
+    source = "the refine stage's evaluation" if evals else "the eval stage's evaluation"
+    result = run_sweep(config, progress=True, clean=clean_outcomes(done, config))
     ctx.attach("robustness", "plot", out_dir / "robustness.png",
                f"{who} policy: success against the severity of '{cfg.perturb}' (x1 is the preset)")
     row: dict[str, Any] = {"policy": who, "perturb": cfg.perturb, "seeds": f"{ev.seed_range} range, {cfg.episodes}"}
     for p in result["points"]:
         lo, hi = p["wilson95"]
-        row[f"x{p['factor']:g}"] = f"{p['successes']}/{p['episodes']} [{lo:.0%}, {hi:.0%}]"
+        row[f"x{p['factor']:g}"] = (f"{p['successes']}/{p['episodes']} [{lo:.0%}, {hi:.0%}]"
+                                    + (f" ({source})" if "reused" in p else ""))
     row["seconds"] = round(time.perf_counter() - t0, 1)
     return row
 
@@ -159,7 +164,7 @@ def refine_stage(ctx: JobContext) -> dict[str, Any]:
     in for the person) on the demo task; reports success before and after."""
     cfg = ctx.config.refine
     return _refine_round(ctx, "refine", cfg.method, cfg.iterations, cfg.episodes_per_iteration, cfg.eval_episodes,
-                         cfg.train_steps, cfg.workers, cfg.overrides)[0]
+                         cfg.train_steps, cfg.workers, cfg.overrides, eval_every=cfg.eval_every)[0]
 
 
 @stage("imagine")
@@ -184,8 +189,8 @@ def imagine_stage(ctx: JobContext) -> dict[str, Any]:
 
 
 def _refine_round(ctx: JobContext, stage_name: str, method: str, iterations: int, episodes: int, eval_episodes: int,
-                  train_steps: int, workers: int, overrides: list[str], method_args: dict[str, Any] | None = None
-                  ) -> tuple[dict[str, Any], RefineRun]:
+                  train_steps: int, workers: int, overrides: list[str], method_args: dict[str, Any] | None = None,
+                  eval_every: int = 1) -> tuple[dict[str, Any], RefineRun]:
     """`method` in the refinement loop from the pretrained checkpoint, in `out_dir/<stage_name>`,
     evaluated on the eval stage's seeds (whose result is version 0 when its settings match); success
     before and after, and the gain seed by seed."""
@@ -197,7 +202,7 @@ def _refine_round(ctx: JobContext, stage_name: str, method: str, iterations: int
     task = ctx.config.demos.task
     values = {"method": method, "task": task, "ckpt": str(ctx.checkpoint), "demos": str(ctx.store_path),
               "eval_seed_range": ctx.config.eval.seed_range,  # the eval stage's seeds
-              "out_dir": str(ctx.out_dir / stage_name), "iterations": iterations,
+              "out_dir": str(ctx.out_dir / stage_name), "iterations": iterations, "eval_every": eval_every,
               "episodes_per_iteration": episodes, "eval_episodes": eval_episodes,
               "workers": workers, "image_size": ctx.config.demos.image_size,
               "obs_mode": ctx.config.demos.obs_mode,
@@ -226,9 +231,9 @@ def _refine_round(ctx: JobContext, stage_name: str, method: str, iterations: int
             shutil.copy(evaluated, target)
     rows = run.run()
     before, after = rows[0], rows[-1]
-    first, last = run.evaluate(0), run.evaluate(len(rows) - 1)
+    first, last = run.evaluate(0), run.evaluate(after["version"])
     gain = paired_difference(seed_outcomes(first), seed_outcomes(last))
-    final = run.version_policy(len(rows) - 1)
+    final = run.version_policy(after["version"])
     ctx.attach(stage_name, "plot", run.out / "curves.png", f"{method}: success and data per iteration")
     _attach_videos(ctx, stage_name, last, f"after {method}")
 

@@ -120,6 +120,7 @@ class RefineStageConfig:
     iterations: int = 1
     episodes_per_iteration: int = 10  # rollouts collected with the intervener per iteration
     eval_episodes: int = 20
+    eval_every: int = 1  # evaluate every k-th round's policy and the last (the pretrained one is the eval stage's)
     train_steps: int = 500
     workers: int = 2
     overrides: list[str] = field(default_factory=list)  # refine config overrides, e.g. ["method_args.beta=0.5"]

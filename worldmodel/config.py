@@ -55,6 +55,12 @@ class WMTrainConfig:
     oversample_failures: float = 2.0
     # weight of windows whose sequence contains the success step (rare positives of the success head)
     oversample_success_end: float = 4.0
+    # chunk-truth sets of collect seeds (worldmodel/chunk_rank.py): K candidate chunks per state and their
+    # outcomes; w_rank weighs the pairwise order of the candidates' values, w_rank_value their value targets
+    rank_truth: list[str] = field(default_factory=list)
+    w_rank: float = 1.0
+    w_rank_value: float = 1.0
+    rank_states: int = 16  # states (each with its K candidates) per step
     val_fraction: float = 0.1
     split_seed: int = 0
     seed: int = 0
@@ -73,6 +79,9 @@ class WMTrainConfig:
             raise ValueError("need train.lr > 0, 0 < train.rho <= 1, 0 <= train.val_fraction < 1")
         if self.oversample_failures <= 0 or self.oversample_success_end <= 0:
             raise ValueError("train.oversample_* must be > 0")
+        if self.rank_truth and (self.rank_states < 1 or self.w_rank < 0 or self.w_rank_value < 0):
+            raise ValueError(f"train.rank_states must be >= 1 and train.w_rank, w_rank_value >= 0, got "
+                             f"{self.rank_states}, {self.w_rank}, {self.w_rank_value}")
 
 
 @dataclass

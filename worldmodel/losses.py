@@ -82,3 +82,18 @@ def simnorm(x: torch.Tensor, groups: int) -> torch.Tensor:
     if shape[-1] % groups:
         raise ValueError(f"latent size {shape[-1]} is not a multiple of simnorm group {groups}")
     return F.softmax(x.reshape(*shape[:-1], -1, groups), dim=-1).reshape(shape)
+
+
+def pairwise_rank_loss(scores: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """RankNet's logistic pairwise loss (Burges et al., ICML 2005) over the candidates of each state:
+    scores [..., S, K] (leading dims, e.g. ensemble members, share the labels), labels [S, K]; the mean of
+    softplus(s_j - s_i) over every pair (i, j) of one state with label_i > label_j. Ties and states whose
+    candidates all share a label add nothing; 0 when no pair is ordered. What it rewards is the order of
+    the chunks at one state, which a pointwise loss on states the model already tells apart does not."""
+    better = (labels[..., :, None] > labels[..., None, :]).to(scores.dtype)  # [S, K, K]
+    pairs = better.sum()
+    if pairs == 0:
+        return scores.sum() * 0.0  # keeps the graph: a batch without an ordered pair
+    margin = scores[..., :, None] - scores[..., None, :]  # [..., S, K, K]: s_i - s_j
+    lead = margin[..., 0, 0, 0].numel()  # the leading dims' size (1 without any)
+    return (F.softplus(-margin) * better).sum() / (pairs * lead)

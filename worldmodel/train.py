@@ -72,6 +72,13 @@ class WMTrainer:
         self.weights = step_weights(self.train_data, span, tc)
         self.opt = torch.optim.AdamW(model.parameters(), lr=tc.lr, weight_decay=tc.weight_decay)
         self.step = 0
+        self.chunk_sets = None
+        if tc.rank_truth:
+            from worldmodel.chunk_rank import check_folders, load_chunk_sets
+
+            check_folders(tc.rank_truth)
+            self.chunk_sets = load_chunk_sets(tc.rank_truth, job.model, job.model.gamma)
+            self.meta["rank_truth"] = {"sets": list(tc.rank_truth), "states": len(self.chunk_sets)}
 
     def resume(self, path: Path | None = None) -> int:
         path = path or latest_wm_checkpoint(self.out_dir)
@@ -120,6 +127,13 @@ class WMTrainer:
             rng = np.random.default_rng([tc.seed, self.step])
             batch = sample_batch(self.train_data, self.weights, tc.batch_size, mc, rng)
             loss, metrics = compute_loss(self.model, batch, tc)
+            if self.chunk_sets is not None:
+                from worldmodel.chunk_rank import chunk_rank_loss, sample_states
+
+                pairwise, pointwise = chunk_rank_loss(self.model, sample_states(self.chunk_sets, tc.rank_states, rng))
+                loss = loss + tc.w_rank * pairwise + tc.w_rank_value * pointwise
+                metrics.update(rank_pairwise=float(pairwise.detach()), rank_value=float(pointwise.detach()),
+                               loss=float(loss.detach()))
             self.opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), tc.grad_clip)

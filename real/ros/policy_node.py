@@ -13,6 +13,13 @@ Recording (a `recorder:` section with a store path, `real/recorder.py`): every e
 EpisodeStore, ended and labelled by the operator through `~/end_episode` (std_srvs/SetBool, true =
 success) or a std_msgs/Bool on `recorder.label_topic`; the next episode starts at once. Recording
 runs on its own thread and never delays a control tick; its counters are in the diagnostics.
+Service `~/pause` (std_srvs/SetBool): true brakes the arm to rest through the safety filter, then
+publishes nothing more (the controller keeps the last, resting command) and drops any inference in
+flight; the reply comes once the loop has stopped. False starts a new episode as a fresh node would:
+the policy's state reset, a new executor (plan, ensemble, statistics), the safety filter re-started
+at the first joint state received after the call, and no inference before every input (joints,
+cameras, object poses) has a message received after it. Between episodes (the scene reset by hand, or
+by the deploy stage's `/bridge/reset`) the node keeps its loaded policy and its ROS connections.
 Service `~/emergency_stop` (std_srvs/SetBool): true latches a hold; false clears it only when the
 config sets `allow_estop_clear: true` (any process on the ROS domain can call the service: protect it
 with SROS2 access control, see the README), else the reply is success=false and the latch stays.
@@ -73,6 +80,7 @@ from vla.data.schema import StoreSchema
 from vla.interfaces import Observation, Policy
 
 log = logging.getLogger(__name__)
+PAUSED = ("paused", "the ~/pause service: braking to rest, then no commands")
 
 
 class PolicyNode:
@@ -122,9 +130,14 @@ class PolicyNode:
 
         self.safety = SafetyFilter(cfg.limits, 1.0 / cfg.executor.rate_hz)
         self.worker = ThreadWorker(policy, self.clock)
-        self.executor = ChunkExecutor(self.worker, self._observation, self._send, self.safety, cfg.executor,
-                                      self.clock)
-        self.executor.check_observation = self._plausible
+        self.executor = self._new_executor()
+        # ~/pause: set by the service; `_idle` while the control loop publishes nothing (before its start,
+        # paused, or dead); inputs received before `_fresh_after` (the last resume) are not this episode's
+        self._paused = threading.Event()
+        self._idle = threading.Event()
+        self._idle.set()
+        self._fresh_after = -np.inf
+        self._add("service", SetBool, "~/pause", self._on_pause)
         self._spin_exec: SingleThreadedExecutor | None = None
         if self._owns_node:
             self._spin_exec = SingleThreadedExecutor(context=context)
@@ -143,6 +156,11 @@ class PolicyNode:
         self._threads = [threading.Thread(target=self._control, name="control", daemon=True)]
         if self._owns_node:
             self._threads.append(threading.Thread(target=self._spin, name="ros-spin", daemon=True))
+
+    def _new_executor(self) -> ChunkExecutor:
+        ex = ChunkExecutor(self.worker, self._observation, self._send, self.safety, self.cfg.executor, self.clock)
+        ex.check_observation = self._plausible
+        return ex
 
     def _add(self, kind: str, *args: Any) -> Any:
         entity = getattr(self.node, f"create_{kind}")(*args)
@@ -168,6 +186,38 @@ class PolicyNode:
             response.message = ("clearing over ROS is disabled (allow_estop_clear: false); "
                                 "restart the node to clear" if self.safety.estopped else "not stopped")
         return response
+
+    def _on_pause(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
+        response.success, response.message = (self._pause() if request.data else self._resume())
+        return response
+
+    def _pause(self, timeout_s: float = 5.0) -> tuple[bool, str]:
+        self._paused.set()
+        self.executor.external_hold = PAUSED
+        if not self._idle.wait(timeout_s):
+            return False, f"the arm did not come to rest within {timeout_s:g} s (still braking; call again)"
+        return True, "paused: the arm is at rest and no commands are published"
+
+    def _resume(self, timeout_s: float = 5.0) -> tuple[bool, str]:
+        if not self._paused.is_set():
+            return False, "not paused (call with true first)"
+        if self.control_error is not None:
+            return False, f"the control loop died ({self.control_error}): restart the node"
+        if not self._idle.is_set():
+            return False, "the arm is still braking from the pause: call again"
+        end = time.monotonic() + timeout_s
+        while self.worker.busy:  # the paused episode's last inference: its chunk is for a scene that is gone
+            self.worker.poll()
+            if time.monotonic() > end:
+                return False, f"an inference still runs after {timeout_s:g} s: call again"
+            time.sleep(0.005)
+        self.worker.policy.reset()
+        hold = self.executor.external_hold  # the lifecycle node's hold while inactive outlives the pause
+        self.executor = self._new_executor()
+        self.executor.external_hold = None if hold == PAUSED else hold
+        self._fresh_after = self.clock.now()
+        self._paused.clear()
+        return True, "resumed: a new episode starts from the next joint state"
 
     def _end_episode(self, success: bool) -> str:
         if self.recorder is None:
@@ -213,6 +263,8 @@ class PolicyNode:
         # clock: a dead camera or pose estimator holds the robot like dead joint states, and no clock
         # sync is needed.
         stamp = min([s.q_time, *s.image_times.values(), *([s.objects_time] if self.cfg.objects else [])])
+        if stamp <= self._fresh_after:  # an input from before the last resume: the scene it saw is gone
+            return None
         obs: Observation = {"images": s.images, "state": s.q.astype(np.float32),
                             "instruction": instruction, "timestamp": stamp}
         if self.cfg.objects is not None:  # received: checked above
@@ -260,6 +312,7 @@ class PolicyNode:
         level = (DiagnosticStatus.ERROR if dead else DiagnosticStatus.WARN if hold or rec_problem
                  else DiagnosticStatus.OK)
         message = (f"control loop died: {self.control_error}" if self.control_error
+                   else "paused: no commands" if self._paused.is_set() and self._idle.is_set()
                    else f"holding: {hold} ({detail})" if hold else "running")
         if rec is not None and not rec.alive:
             message += "; recorder dead (control goes on, nothing is recorded)"
@@ -279,24 +332,33 @@ class PolicyNode:
             self._spin_exec.spin_once(timeout_sec=0.05)
 
     def _control(self) -> None:
-        # Wait for the robot's position before commanding anything.
-        while not self._stop.is_set():
-            q = self.inputs.snapshot().q
-            if q is not None:
-                try:
-                    self.safety.reset(q)
-                    break
-                except ValueError as err:
-                    self.node.get_logger().error(f"not starting: {err}", throttle_duration_sec=5.0)
-            time.sleep(0.01)
-        if not self._stop.is_set():
+        while self._wait_for_start():  # an episode: from start (or resume) to a pause
             self.node.get_logger().info(f"control loop started at {self.cfg.executor.rate_hz:g} Hz, "
                                         f"mode {self.cfg.executor.mode}")
+            self._idle.clear()
             try:
-                self.executor.run(should_stop=self._stop.is_set)
+                self.executor.run(should_stop=lambda: self._stop.is_set() or (
+                    self._paused.is_set() and self.safety.at_rest))
             except Exception as exc:  # no more commands: the controller keeps the last (safe) one
                 self.control_error = f"{type(exc).__name__}: {exc}"
                 self.node.get_logger().fatal(f"control loop died: {self.control_error}")
+                return
+            finally:
+                self._idle.set()
+
+    def _wait_for_start(self) -> bool:
+        """Wait until not paused and the robot's position (received after the last resume) is known; the
+        safety filter starts there. False when the node stops first."""
+        while not self._stop.is_set():
+            s = self.inputs.snapshot()
+            if not self._paused.is_set() and s.q is not None and s.q_time > self._fresh_after:
+                try:
+                    self.safety.reset(s.q)
+                    return True
+                except ValueError as err:
+                    self.node.get_logger().error(f"not starting: {err}", throttle_duration_sec=5.0)
+            time.sleep(0.01)
+        return False
 
     @property
     def started(self) -> bool:

@@ -90,6 +90,27 @@ def test_emergency_stop_latches_until_cleared():
     np.testing.assert_allclose(cmd, 0.5, atol=1e-9)
 
 
+def test_a_hold_brakes_to_rest_within_the_acceleration_limit():
+    """at_rest: what the policy node's pause waits for before it goes silent."""
+    f = SafetyFilter(limits(2), DT)
+    assert f.at_rest  # not started: nothing moves
+    f.reset(np.zeros(2))
+    assert f.at_rest
+    for t in range(5):  # on the way: 0.25 s into a 1.5 rad move at 3 rad/s
+        f.step(np.array([1.5, -1.5]), t)
+    assert not f.at_rest
+    braking = []
+    for t in range(5, 200):
+        braking.append(f.step(None, t, ("paused", "test")))
+        if f.at_rest:
+            break
+    assert f.at_rest and len(braking) > 2  # it took ticks to stop, not one
+    speeds = np.abs(np.diff(np.stack(braking), axis=0)) / DT
+    assert np.all(np.diff(speeds, axis=0) <= 30.0 * DT + 1e-9)  # never faster again while braking
+    rest = f.last_command
+    np.testing.assert_array_equal(f.step(None, t + 1, ("paused", "test")), rest)  # at rest it stays
+
+
 def test_far_target_is_approached_within_velocity_and_acceleration_limits():
     lim = limits(2, vel=1.0, acc=4.0)
     f = SafetyFilter(lim, DT)

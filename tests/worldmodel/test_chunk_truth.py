@@ -80,3 +80,38 @@ def test_a_world_model_scores_every_candidate_and_the_report_compares_them(train
     assert scores.shape == values(arrays).shape == (2, 4) and np.isfinite(scores).all()
     report = chunk_report(scores, values(arrays))
     assert report["states"] == 2 and 0.0 <= report["regret"] <= 1.0
+
+
+@pytest.mark.slow
+def test_training_on_a_collect_truth_set_fits_the_order_of_its_candidates(pick_place_store: Path,
+                                                                          tmp_path: Path) -> None:
+    """train.rank_truth: the candidates' outcomes at one state train the value after each candidate; a set of
+    tune or report seeds is refused (they measure the model)."""
+    import torch
+
+    from tests.worldmodel.helpers import tiny_job
+    from worldmodel.checkpoint import load_checkpoint
+    from worldmodel.chunk_rank import chunk_rank_loss, load_chunk_sets, sample_states
+    from worldmodel.train import train_world_model
+
+    policy = state_policy(tmp_path)
+    folder = build(tiny(policy, tmp_path / "collect", seed_range="collect", seed_offset=900_000, execute=8,
+                        states_per_episode=2, horizon=40), progress=False)
+    arrays, _ = load_truth(folder)
+    arrays["success"][:, :2] = True  # a set whose candidates differ (a random tiny policy fails them all)
+    arrays["steps"][:, :2] = 10
+    np.savez_compressed(folder / "truth.npz", **arrays)
+    job = tiny_job("train.steps=40", "train.val_fraction=0", "train.rank_states=4", "train.w_rank=5",
+                   f"train.rank_truth=[{folder}]")
+    out = train_world_model([str(pick_place_store)], tmp_path / "wm", job)
+    assert "rank_pairwise" in out["last"]
+    model, _, meta, _, _ = load_checkpoint(tmp_path / "wm")
+    assert meta["rank_truth"]["states"] == 4
+    sets = load_chunk_sets([str(folder)], model.cfg, model.cfg.gamma)
+    assert sets.chunks.shape[1:3] == (4, 8) and (sets.value[:, :2] > 0.9).all() and (sets.value[:, 2:] == 0).all()
+    with torch.no_grad():
+        pairwise, _ = chunk_rank_loss(model, sample_states(sets, 4, np.random.default_rng(0)))
+    assert pairwise < 0.3  # log 2 = 0.69 is no order at all
+    tune = build(tiny(policy, tmp_path / "tune", execute=8, states_per_episode=1), progress=False)
+    with pytest.raises(ValueError, match="built on 'tune' seeds; training takes only collect-range sets"):
+        load_chunk_sets([str(tune)], model.cfg, model.cfg.gamma)

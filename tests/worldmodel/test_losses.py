@@ -79,3 +79,22 @@ def test_simnorm_is_a_softmax_per_group() -> None:
     assert torch.all(y >= 0)
     with pytest.raises(ValueError, match="multiple"):
         simnorm(torch.zeros(2, 10), 8)
+
+
+def test_pairwise_rank_loss_rewards_the_true_order_within_a_state_and_ignores_ties() -> None:
+    from worldmodel.losses import pairwise_rank_loss
+
+    labels = torch.tensor([[1.0, 0.0, 0.0], [1.0, 1.0, 1.0]])  # the second state orders nothing
+    right = torch.tensor([[3.0, -3.0, -3.0], [0.0, 5.0, -5.0]])
+    wrong = torch.tensor([[-3.0, 3.0, 3.0], [0.0, 5.0, -5.0]])
+    assert pairwise_rank_loss(right, labels) < 0.01 < 3.0 < pairwise_rank_loss(wrong, labels)
+    # two ordered pairs, each softplus(-(s_i - s_j)): equal scores give log 2
+    assert torch.isclose(pairwise_rank_loss(torch.zeros(2, 3), labels), torch.log(torch.tensor(2.0)))
+    # ensemble members share the labels: the mean over members
+    both = pairwise_rank_loss(torch.stack([right, wrong]), labels)
+    assert torch.isclose(both, (pairwise_rank_loss(right, labels) + pairwise_rank_loss(wrong, labels)) / 2)
+    # nothing ordered: 0, with a gradient path
+    flat = torch.zeros(2, 3, requires_grad=True)
+    loss = pairwise_rank_loss(flat, torch.ones(2, 3))
+    loss.backward()
+    assert loss.item() == 0.0 and flat.grad is not None

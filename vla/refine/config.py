@@ -29,6 +29,9 @@ class RefineConfig(Execution):
     iterations: int = 4  # collect -> train rounds; iteration k evaluates policy version k
     episodes_per_iteration: int = 20  # rollouts collected with the intervener per iteration
     eval_episodes: int = 50
+    # evaluate every k-th version and the last (version 0 always): the rounds between are trained on but
+    # not measured (the main job measures only before and after, a 200-episode evaluation saved per round)
+    eval_every: int = 1
     # the same seed list evaluates every version: eval_episodes seeds from eval_seed_offset of a named
     # range (vla.protocol): tune while a setting is being chosen, report for a figure
     eval_seed_range: str = "tune"
@@ -70,6 +73,10 @@ class RefineConfig(Execution):
         "demo_share": "the demos' share of the sampled windows is the method's: method_args.demo_share=S",
         "group_shares": "fixed shares per group are the method's: method_args.group_shares={demo: 1.0}"}
 
+    def evaluates(self, version: int) -> bool:
+        """Whether the loop evaluates policy version `version` (eval_every)."""
+        return version % self.eval_every == 0 or version == self.iterations
+
     def eval_seeds(self) -> list[int]:
         """The seeds that evaluate every version."""
         return protocol.seeds(self.eval_seed_range, self.eval_episodes, self.eval_seed_offset)
@@ -91,8 +98,8 @@ class RefineConfig(Execution):
             raise ValueError("refine needs ckpt= (the pretrained checkpoint folder)")
         if not self.demos:
             raise ValueError("refine needs demos= (the EpisodeStore the policy was pretrained on)")
-        if self.iterations < 1 or self.episodes_per_iteration < 1 or self.eval_episodes < 1:
-            raise ValueError("iterations, episodes_per_iteration and eval_episodes must be >= 1")
+        if self.iterations < 1 or self.episodes_per_iteration < 1 or self.eval_episodes < 1 or self.eval_every < 1:
+            raise ValueError("iterations, episodes_per_iteration, eval_episodes and eval_every must be >= 1")
         self.eval_seeds()  # an unknown range, or an offset that leaves it, fails here, naming it
         self.collect_seeds(self.iterations - 1)
         if self.intervener not in (None, "", "rac", "hg_dagger"):

@@ -215,8 +215,9 @@ class RefineRun:
         self.check_inputs()
         self.prepare()
         for k in range(self.cfg.iterations + 1):
-            self.evaluate(k)
-            self.write_records()
+            if self.cfg.evaluates(k):
+                self.evaluate(k)
+                self.write_records()
             if k == self.cfg.iterations:
                 break
             if not self.method.trained(self, k + 1):
@@ -230,7 +231,9 @@ class RefineRun:
         for k in range(self.cfg.iterations + 1):
             f = self.out / f"iter_{k:02d}" / "eval" / "summary.json"
             if not f.exists():
-                break
+                if self.cfg.evaluates(k):
+                    break  # not evaluated yet: the rows end at the loop's progress
+                continue  # trained, never measured (eval_every)
             s = json.loads(f.read_text())
             before = [x for j in range(k) for x in self.collect_seeds(j)]
             collected = np.isin(table.seed, before) & np.isin(table.source, EXECUTED) if table is not None else []

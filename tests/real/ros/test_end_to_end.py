@@ -220,9 +220,11 @@ def test_vla_drives_the_bridge_over_dds(tmp_path, domain_id) -> None:
     assert bridge.returncode == 0, bridge_log[-3000:]
 
 
-@pytest.mark.parametrize("obs_mode, poses", [("image", "bridge"), ("state", "bridge"), ("state", "estimator")])
-def test_deploy_stage_runs_an_episode(tmp_path, obs_mode, poses, domain_id) -> None:
-    """The main job's `deploy` stage: bridge + policy node processes, one episode, summary figures. With
+@pytest.mark.parametrize("obs_mode, poses, episodes", [("image", "bridge", 1), ("state", "bridge", 2),
+                                                       ("state", "estimator", 1)])
+def test_deploy_stage_runs_an_episode(tmp_path, obs_mode, poses, episodes, domain_id) -> None:
+    """The main job's `deploy` stage: bridge + policy node processes, episodes, summary figures; one policy
+    node for all episodes, paused while the bridge resets and resumed at the reset arm. With
     obs_mode=state the policy reads object poses: without them it would never command, and the episode
     would not start. With deploy.poses=estimator they come from the pose node over the bridge's camera
     images, and the bridge publishes its truth only where the policy does not read it."""
@@ -238,7 +240,7 @@ def test_deploy_stage_runs_an_episode(tmp_path, obs_mode, poses, domain_id) -> N
     # workers could put this test's nodes in another test's domain)
     ctx = JobContext(JobConfig(demos=DemoStageConfig(obs_mode=obs_mode),
                                deploy=DeployStageConfig(backend="torch", ros_domain_id=domain_id, timeout_s=90,
-                                                        poses=poses)),
+                                                        poses=poses, episodes=episodes)),
                      tmp_path / "job", results=results)
     out = deploy_stage(ctx)
     node_cfg = yaml.safe_load((tmp_path / "job/deploy/policy_node.yaml").read_text())
@@ -253,8 +255,11 @@ def test_deploy_stage_runs_an_episode(tmp_path, obs_mode, poses, domain_id) -> N
         assert yaml.safe_load((tmp_path / "job/deploy/bridge.yaml").read_text())["objects_topic"] == TRUTH_TOPIC
         assert "pose node" in out["inputs"] and "pose node up" in (tmp_path / "job/deploy/pose_node.log").read_text()
         assert out["pose cube mm"] > 0 and out["pose zone mm"] > 0 and out["pose lag ms"] >= 0
-    assert out["success"] in ("0/1", "1/1") and out["mode"] == "ensemble"
+    assert out["success"] in {f"{k}/{episodes}" for k in range(episodes + 1)} and out["mode"] == "ensemble"
     assert 0 < out["steps"] <= 200 and out["commands rejected"] == 0
     assert out["starved ticks"] is not None and out["jitter p99 ms"] is not None
-    episode = json.loads((tmp_path / "job/deploy/episodes.jsonl").read_text().splitlines()[0])
-    assert episode["done"] and episode["seed"] == 2_000_000 and episode["accepted"] > 0
+    done = [json.loads(line) for line in (tmp_path / "job/deploy/episodes.jsonl").read_text().splitlines()]
+    assert [e["seed"] for e in done] == [2_000_000 + k for k in range(episodes)]
+    assert all(e["done"] and e["accepted"] > 0 for e in done)
+    node_log = (tmp_path / "job/deploy/policy_node.log").read_text()
+    assert node_log.count("control loop started") == episodes  # one node, restarted once per episode

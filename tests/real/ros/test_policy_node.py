@@ -145,6 +145,15 @@ class FakeArm:
         assert future.result().success is expect_success, future.result().message
         return future.result().message
 
+    def pause(self, on: bool) -> tuple[bool, str]:
+        """The policy node's ~/pause service: (success, message)."""
+        client = getattr(self, "_pause_client", None) or self.node.create_client(SetBool, "/vla_policy/pause")
+        self._pause_client = client
+        assert client.wait_for_service(timeout_sec=10)
+        future = client.call_async(SetBool.Request(data=on))
+        wait_for(future.done, 10, "pause service reply")
+        return future.result().success, future.result().message
+
     def close(self) -> None:
         self.spinner.close()
         self.node.destroy_node()
@@ -487,3 +496,50 @@ def test_an_unseen_instruction_never_stalls_inference(tmp_path, domain_id, recor
     assert all(c["cached"] for c in log_), [c for c in log_ if not c["cached"]]  # no inference embedded anything
     assert float(diag.get("holds_inference_timeout", 0)) == 0 and float(diag["inference_failures"]) == 0, diag
     assert proc.returncode == 0, out
+
+
+def test_a_paused_node_publishes_nothing_and_resumes_as_a_fresh_episode_from_where_the_arm_is(tmp_path, domain_id):
+    """~/pause (the deploy stage's episodes on one node): true brakes to rest and then publishes nothing;
+    false restarts from the arm's new position (here moved while paused, as the bridge's reset does),
+    with a new executor whose plan and statistics start empty."""
+    cfg = write_config(tmp_path, "forward")
+    arm = FakeArm("forward")
+    proc = start_node(cfg)
+    try:
+        assert arm.pause(False) == (False, "not paused (call with true first)")
+        wait_for(lambda: len(arm.commands) >= 40 and float(arm.diag.get("chunks", 0)) >= 3, 40,
+                 "40 commands and 3 chunks")
+        ok, message = arm.pause(True)
+        assert ok, message
+        with arm.lock:
+            n_paused = len(arm.commands)
+            chunks_paused = float(arm.diag["chunks"])
+            before = np.stack(arm.commands)
+        time.sleep(0.5)
+        with arm.lock:
+            assert len(arm.commands) == n_paused  # silent while paused
+        np.testing.assert_allclose(before[-1], before[-2], atol=1e-12)  # it stopped at rest, not mid-move
+        assert np.all(np.abs(np.diff(before, axis=0)) <= 2 * VEL * 0.05 + 1e-9)
+        wait_for(lambda: "paused" in arm.diag_message, 5, "diagnostics reporting the pause")
+
+        moved = np.clip(before[-1] + 0.4, LOWER + 0.1, UPPER - 0.1)  # the arm put somewhere else
+        with arm.lock:
+            arm.q = moved
+        time.sleep(0.2)  # joint states from before the resume must not be where it restarts
+        ok, message = arm.pause(False)
+        assert ok, message
+        wait_for(lambda: "running" in arm.diag_message or "holding" in arm.diag_message, 10, "the new episode")
+        with arm.lock:
+            assert float(arm.diag["chunks"]) < chunks_paused  # a new executor's counts, not the first's
+        wait_for(lambda: len(arm.commands) > n_paused + 20, 20, "commands after the resume")
+        with arm.lock:
+            after = np.stack(arm.commands[n_paused:])
+        # the safety filter restarted at the moved arm: the first command is there, not where it paused
+        assert np.abs(after[0] - moved).max() <= VEL * 0.05 + 1e-9
+        assert np.abs(after[0] - before[-1]).max() > 0.3
+        assert np.all(np.abs(np.diff(after, axis=0)) <= 2 * VEL * 0.05 + 1e-9)
+        wait_for(lambda: "running" in arm.diag_message, 10, "running again")
+    finally:
+        out = stop_node(proc)
+        arm.close()
+    assert proc.returncode in (0, -signal.SIGINT), out

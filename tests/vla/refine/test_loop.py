@@ -145,6 +145,17 @@ def test_resume_skips_finished_work_and_continues(tmp_path: Path, pretrained: tu
     assert (table.source != "demo").sum() == 4  # no duplicate rollouts
 
 
+def test_eval_every_measures_only_the_chosen_versions_and_the_last(tmp_path: Path,
+                                                                     pretrained: tuple[Path, Path]) -> None:
+    cfg = config(tmp_path, pretrained, "hg_dagger", "iterations=2", "eval_every=2")
+    rows = RefineRun(cfg, progress=False).run()
+    assert [r["version"] for r in rows] == [0, 2] and rows[1]["env_episodes"] == 4
+    out = Path(cfg.out_dir)
+    assert not (out / "iter_01" / "eval").exists() and (out / "iter_01" / "train_info.json").exists()
+    with pytest.raises(ValueError, match="eval_every must be >= 1"):
+        RefineRun(config(tmp_path, pretrained, "hg_dagger", "eval_every=0"))
+
+
 def test_bad_config_is_named(tmp_path: Path, pretrained: tuple[Path, Path]) -> None:
     with pytest.raises(ValueError, match="unknown refinement method 'habcc'"):
         RefineRun(config(tmp_path, pretrained, "habcc"))
