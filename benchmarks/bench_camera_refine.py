@@ -1,0 +1,144 @@
+"""Issue 62 item 2: does a policy that reads only the cameras (and the arm) learn from a person's corrections?
+
+The policy here is the main job's state policy behind the job's pose estimator: every step the estimator reads
+the two camera frames and the arm's state and gives the policy the object poses, in the rollouts the person
+corrects, in the fine-tuning data (the stored states are the estimates the policy saw) and in every evaluation
+(`poses=ESTIMATOR` of the refinement loop). No simulator state reaches it, as in the job's deployment. The
+end-to-end image policy (`demos.obs_mode=image`) is not this one: it still does not learn from corrections
+(benchmarks/results/main_job_notes.md).
+
+For each training seed (a pretrained checkpoint of the job's recipe): the job's refine stage (`<job>/refine/
+config.json`: HG-DAgger, rounds, rollouts with the scripted person, fine-tuning steps, EMA) on estimated poses,
+and its equal-compute demos-only control (the same rounds and rollouts, every batch from the demos:
+`method_args.group_shares={demo: 1.0}`), both measured before and after on the same 200 report seeds with the
+same estimator (version 0's evaluation shared). `--method rac|habc` runs that method instead of HG-DAgger.
+
+    vla run out_dir=runs/s7/pre_s1 "stages=[sim_demos,stats,pretrain]" \\
+        'pretrain.overrides=["train.lr=1e-3","policy.noise_scale=0","train.seed=1"]'      # and seed 2
+    python benchmarks/bench_camera_refine.py --job runs/main64 --out runs/s7/camref \\
+        --pretrained runs/main64/train/checkpoints/step_00003000 \\
+        runs/s7/pre_s1/train/checkpoints/step_00003000 runs/s7/pre_s2/train/checkpoints/step_00003000
+
+Writes benchmarks/results/camera_refine.json / .md (`<method>` blocks: per training the refined, control and
+pretrained success and the paired differences; over the trainings the mean of refined - control with its t
+interval, as the issue's `camera_only_refine_gain_vs_control`). Resumable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from results_io import RESULTS, write_result
+
+from vla.metrics import format_paired, paired_difference, t_interval
+
+METHOD_KEY = {"hg_dagger": "camera_only_refine_gain_vs_control", "rac": "camera_only_rac_gain_vs_control",
+              "habc": "camera_only_habc_gain_vs_control"}
+
+
+def outcomes(summary: Path) -> dict[int, bool]:
+    return {int(e["seed"]): bool(e["success"]) for e in json.loads(summary.read_text())["episodes_detail"]}
+
+
+def run_pair(job: Path, ckpt: Path, seed: int, estimator: Path, out: Path, method: str) -> tuple[Path, Path]:
+    """The refinement on estimated poses and its demos-only control from `ckpt`; (refine dir, control dir)."""
+    from vla.config import load_config
+    from vla.refine.config import RefineConfig
+    from vla.refine.loop import RefineRun
+
+    base: dict[str, Any] = json.loads((job / "refine" / "config.json").read_text())
+    base.update(ckpt=str(ckpt), seed=seed, poses=str(estimator), method=method, videos=0,
+                eval_every=base["iterations"], method_args={})
+    dirs = (out / method, out / f"{method}_control")
+    for d, extra in zip(dirs, ({}, {"method_args": {"group_shares": {"demo": 1.0}}}), strict=True):
+        values = {**base, **extra, "out_dir": str(d)}
+        done = d / f"iter_{base['iterations']:02d}" / "eval" / "summary.json"
+        if done.exists():
+            continue
+        shared = out / "version0"  # one evaluation of the pretrained checkpoint on estimated poses for all
+        if (shared / "summary.json").exists() and not (d / "iter_00" / "eval").exists():
+            shutil.copytree(shared, d / "iter_00" / "eval")
+        run = RefineRun(load_config(RefineConfig, "refine", "default", [], values=values))
+        run.run()
+        if not (shared / "summary.json").exists():
+            shutil.copytree(d / "iter_00" / "eval", shared)
+    return dirs
+
+
+def compare(refine: Path, control: Path, rounds: int) -> dict[str, Any]:
+    last = f"iter_{rounds:02d}"
+    base = outcomes(refine / "iter_00" / "eval" / "summary.json")
+    ref = outcomes(refine / last / "eval" / "summary.json")
+    ctl = outcomes(control / last / "eval" / "summary.json")
+    return {"refine": str(refine), "control": str(control), "pretrained": float(np.mean(list(base.values()))),
+            "refined": float(np.mean(list(ref.values()))), "control_success": float(np.mean(list(ctl.values()))),
+            "episodes": len(base),
+            "refined_minus_pretrained": paired_difference(base, ref),
+            "control_minus_pretrained": paired_difference(base, ctl),
+            "refined_minus_control": paired_difference(ctl, ref)}
+
+
+def over(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    per = np.array([r["refined_minus_control"]["mean"] for r in rows])
+    lo, hi = t_interval(per) if len(per) > 1 else (float("nan"), float("nan"))
+    gain = np.array([r["refined_minus_pretrained"]["mean"] for r in rows])
+    glo, ghi = t_interval(gain) if len(gain) > 1 else (float("nan"), float("nan"))
+    return {"mean": float(per.mean()), "lo": lo, "hi": hi, "trainings": len(rows), "per_training": per.tolist(),
+            "refined_minus_pretrained": {"mean": float(gain.mean()), "lo": glo, "hi": ghi},
+            "refined_success": float(np.mean([r["refined"] for r in rows])),
+            "control_success": float(np.mean([r["control_success"] for r in rows]))}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--job", type=Path, required=True, help="a finished main job (refine/config.json, perception/)")
+    ap.add_argument("--pretrained", type=Path, nargs="+", required=True, help="one checkpoint per training seed")
+    ap.add_argument("--estimator", type=Path, help="default: <job>/perception/estimator")
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--method", default="hg_dagger", choices=sorted(METHOD_KEY))
+    args = ap.parse_args()
+    estimator = args.estimator or args.job / "perception" / "estimator"
+    rounds = json.loads((args.job / "refine" / "config.json").read_text())["iterations"]
+    rows = []
+    for seed, ckpt in enumerate(args.pretrained):
+        refine, control = run_pair(args.job, ckpt, seed, estimator, args.out / f"t{seed}", args.method)
+        rows.append({"training_seed": seed, "checkpoint": str(ckpt), **compare(refine, control, rounds)})
+    block = {"method": args.method, "estimator": str(estimator), "job": str(args.job), "rounds": rounds,
+             "trainings": rows, "over_trainings": over(rows)}
+    key = METHOD_KEY[args.method]
+    o = block["over_trainings"]
+    write_result("camera_refine", {args.method: block, key: {k: o[k] for k in ("mean", "lo", "hi", "trainings")}},
+                 seed_range="report", key_figures=[key])
+    data = json.loads((RESULTS / "camera_refine.json").read_text())
+    lines = ["# A policy that reads only the cameras, refined by a person's corrections (issue 62, item 2)", "",
+             "The job's state policy behind the job's pose estimator (the cameras and the arm's state in, the "
+             "object poses out, every step of the rollouts, the fine-tuning data and the evaluations): no "
+             "simulator state reaches it. Each method against its equal-compute demos-only control, per training "
+             "seed, 200 report seeds paired (95% t interval, seeds better / worse); over the trainings the mean of "
+             "the per-training differences with its t interval. Command: the docstring of "
+             "`benchmarks/bench_camera_refine.py`.", ""]
+    for m in sorted(k for k in data if k in METHOD_KEY):
+        b = data[m]
+        lines += [f"## {m}", "", "| training | pretrained | refined | control | refined - pretrained | "
+                  "control - pretrained | refined - control |", "|---|---|---|---|---|---|---|"]
+        for r in b["trainings"]:
+            lines.append(f"| {r['training_seed']} | {r['pretrained']:.3f} | {r['refined']:.3f} | "
+                         f"{r['control_success']:.3f} | {format_paired(r['refined_minus_pretrained'])} | "
+                         f"{format_paired(r['control_minus_pretrained'])} | "
+                         f"{format_paired(r['refined_minus_control'])} |")
+        o, g = b["over_trainings"], b["over_trainings"]["refined_minus_pretrained"]
+        lines += ["", f"Over {o['trainings']} trainings: refined - control {o['mean']:+.3f} [{o['lo']:+.3f}, "
+                  f"{o['hi']:+.3f}] (`{METHOD_KEY[m]}`); refined - pretrained {g['mean']:+.3f}"
+                  f" [{g['lo']:+.3f}, {g['hi']:+.3f}]; "
+                  f"refined {o['refined_success']:.3f}, control {o['control_success']:.3f}.", ""]
+    (RESULTS / "camera_refine.md").write_text("\n".join(lines))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
