@@ -74,21 +74,21 @@ class LifecyclePolicyNode(LifecycleNode):
         except Exception as exc:  # a bad parameter, a missing checkpoint: say which, stay unconfigured
             self.get_logger().error(f"configure failed: {type(exc).__name__}: {exc}")
             return TransitionCallbackReturn.FAILURE
-        core.executor.external_hold = INACTIVE
+        core.set_hold(INACTIVE)
         self.core = core
         self.get_logger().info(f"configured: policy loaded, {cfg.executor.mode} at {cfg.executor.rate_hz:g} Hz")
         return TransitionCallbackReturn.SUCCESS
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         assert self.core is not None
-        self.core.executor.external_hold = None
+        self.core.set_hold(None)
         if not self.core.started:
             self.core.start()
         return super().on_activate(state)
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         if self.core is not None:
-            self.core.executor.external_hold = INACTIVE
+            self.core.set_hold(INACTIVE)
         return super().on_deactivate(state)
 
     def _teardown(self) -> None:

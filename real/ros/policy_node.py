@@ -134,6 +134,7 @@ class PolicyNode:
         # ~/pause: set by the service; `_idle` while the control loop publishes nothing (before its start,
         # paused, or dead); inputs received before `_fresh_after` (the last resume) are not this episode's
         self._paused = threading.Event()
+        self._hold: tuple[str, str] | None = None  # an owner's hold (the lifecycle node while inactive)
         self._idle = threading.Event()
         self._idle.set()
         self._fresh_after = -np.inf
@@ -191,9 +192,18 @@ class PolicyNode:
         response.success, response.message = (self._pause() if request.data else self._resume())
         return response
 
+    def set_hold(self, hold: tuple[str, str] | None) -> None:
+        """Hold the arm for an owner's reason (kind, detail), or follow the policy again with None; a pause
+        holds on top of it and outlives neither."""
+        self._hold = hold
+        self._apply_hold()
+
+    def _apply_hold(self) -> None:
+        self.executor.external_hold = PAUSED if self._paused.is_set() else self._hold
+
     def _pause(self, timeout_s: float = 5.0) -> tuple[bool, str]:
         self._paused.set()
-        self.executor.external_hold = PAUSED
+        self._apply_hold()
         if not self._idle.wait(timeout_s):
             return False, f"the arm did not come to rest within {timeout_s:g} s (still braking; call again)"
         return True, "paused: the arm is at rest and no commands are published"
@@ -212,11 +222,10 @@ class PolicyNode:
                 return False, f"an inference still runs after {timeout_s:g} s: call again"
             time.sleep(0.005)
         self.worker.policy.reset()
-        hold = self.executor.external_hold  # the lifecycle node's hold while inactive outlives the pause
         self.executor = self._new_executor()
-        self.executor.external_hold = None if hold == PAUSED else hold
         self._fresh_after = self.clock.now()
         self._paused.clear()
+        self._apply_hold()
         return True, "resumed: a new episode starts from the next joint state"
 
     def _end_episode(self, success: bool) -> str:

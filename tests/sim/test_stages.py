@@ -43,7 +43,9 @@ def test_tiny_main_job_writes_a_report_with_its_table_plots_and_videos(tmp_path:
     assert rollouts["config"]["intervener_args"] == {"expert_gain": 0.7}
     # every evaluation (the eval stage's, the refine stage's rollouts and versions) ran the temporal ensemble
     assert summary["eval"]["execution"] == "temporal ensemble, rate 0.3, a chunk every 2 steps"
-    v1 = json.loads((out / "refine" / "iter_01" / "eval" / "summary.json").read_text())
+    # the preset measures before and after only (refine.eval_every): round 1's policy is trained, not evaluated
+    assert not (out / "refine" / "iter_01" / "eval").exists() and (out / "refine" / "iter_01" / "train").is_dir()
+    v1 = json.loads((out / "refine" / "iter_02" / "eval" / "summary.json").read_text())
     assert v1["config"]["temporal_ensemble"] == 0.3 and v1["config"]["temporal_ensemble_every"] == 2
     # the preset's policy reads the cameras and the object poses: the demos, the evaluation and the
     # refine stage's rollouts and versions all ran obs_mode=state

@@ -165,6 +165,13 @@ def test_lifecycle_transitions_and_ros_parameters(tmp_path: Path, domain_id: int
         assert len(held) >= 5  # still commanding: holding, not silent
         np.testing.assert_allclose(held, np.broadcast_to(held[0], held.shape), atol=1e-12)
         wait_for(lambda: "inactive" in arm.diag_message, 5, "diagnostics saying why it holds")
+        # a pause and a resume while inactive: the new episode still holds for the lifecycle state
+        assert arm.pause(True)[0] and len(commands_during(arm, 0.3)) == 0
+        assert arm.pause(False)[0]
+        time.sleep(1.0)
+        held = commands_during(arm, 0.5)
+        assert len(held) >= 5 and np.abs(np.diff(held, axis=0)).max() < 1e-12
+        wait_for(lambda: "inactive" in arm.diag_message, 5, "the resumed node holding for the lifecycle state")
 
         assert op.transition(Transition.TRANSITION_ACTIVATE)
         time.sleep(1.0)
