@@ -16,8 +16,13 @@ benchmarks/results/worldmodel_chunks.json and .md.
     vla wm train runs/main63/demos.zarr runs/main63/refine/store.zarr --out runs/s7/wm_rank \
         "train.rank_truth=[runs/s7/truth_collect]"
     vla wm eval runs/s7/wm_rank --truth $D/truth_tune --truth $D/truth_report --out runs/s7/wm_rank_eval
+    # its control: the same candidates, their value targets only (runs/s7/wm_abl.sh)
+    vla wm train runs/main63/demos.zarr runs/main63/refine/store.zarr --out runs/s7/wm_pointwise \
+        "train.rank_truth=[runs/s7/truth_collect]" train.w_rank=0
+    vla wm eval runs/s7/wm_pointwise --truth $D/truth_tune --truth $D/truth_report --out runs/s7/wm_pointwise_eval
     python benchmarks/bench_wm_chunks.py \
         --model default $D/wm_eval/chunk_truth.json "state model, the default preset" \
+        --model pointwise runs/s7/wm_pointwise_eval/chunk_truth.json "the control: value targets only" \
         --model rank runs/s7/wm_rank_eval/chunk_truth.json "the same, also trained on runs/s7/truth_collect"
 """
 
