@@ -33,16 +33,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from main_job_control import outcomes
 from results_io import RESULTS, write_result
 
 from vla.metrics import format_paired, paired_difference, t_interval
 
 METHOD_KEY = {"hg_dagger": "camera_only_refine_gain_vs_control", "rac": "camera_only_rac_gain_vs_control",
               "habc": "camera_only_habc_gain_vs_control"}
-
-
-def outcomes(summary: Path) -> dict[int, bool]:
-    return {int(e["seed"]): bool(e["success"]) for e in json.loads(summary.read_text())["episodes_detail"]}
 
 
 def run_pair(job: Path, ckpt: Path, seed: int, estimator: Path, out: Path, method: str) -> tuple[Path, Path]:

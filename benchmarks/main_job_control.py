@@ -42,7 +42,9 @@ RESULTS = ROOT / "benchmarks" / "results"
 
 
 def outcomes(summary: Path) -> dict[int, bool]:
-    return {int(e["seed"]): bool(e["success"]) for e in json.loads(summary.read_text())["episodes_detail"]}
+    from sim.evaluate import seed_outcomes
+
+    return seed_outcomes(json.loads(summary.read_text()))
 
 
 def run_control(job: Path) -> Path:

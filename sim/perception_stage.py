@@ -60,15 +60,14 @@ def perception_stage(ctx: JobContext) -> dict[str, Any]:
 def deployed_policy(ctx: JobContext) -> tuple[Path, str, Path | None]:
     """(checkpoint, which, its ground-truth evaluation summary on the eval seeds or None) of the policy the
     deploy stage runs."""
-    if ctx.config.deploy.policy == "refined":
-        refined = ctx.results.get("refine", {})
-        if "checkpoint" not in refined:
-            raise ValueError("perception: deploy.policy=refined but the refine stage made no checkpoint; "
-                             "set perception.policy_episodes=0 or run refine first")
-        evals = sorted((ctx.out_dir / "refine").glob("iter_*/eval/summary.json"))
-        return Path(refined["checkpoint"]), "refined", evals[-1] if evals else None
-    done = ctx.out_dir / "eval_torch" / "summary.json"
-    return ctx.checkpoint, "pretrained", done if done.exists() else None
+    from sim.stages import job_policy
+
+    who = "refined" if ctx.config.deploy.policy == "refined" else "pretrained"
+    ckpt, truth = job_policy(ctx, who)
+    if ckpt is None:
+        raise ValueError("perception: deploy.policy=refined but the refine stage made no checkpoint; "
+                         "set perception.policy_episodes=0 or run refine first")
+    return ckpt, who, truth
 
 
 def policy_on_estimates(ctx: JobContext, estimator: Path, out: Path) -> dict[str, Any]:

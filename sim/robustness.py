@@ -25,7 +25,7 @@ def run_sweep(config: Any, progress: bool = True, clean: dict[int, bool] | None 
     `clean`: the same policy's outcomes per seed, unperturbed, with the same execution, on these seeds or
     more (an evaluation already run): the x0 point is read from them instead of being run again (the
     evaluation is deterministic per seed, so it would be the same)."""
-    from sim.evaluate import run_evaluation
+    from sim.evaluate import run_evaluation, seed_outcomes
 
     factors = [float(f) for f in config.perturb_sweep]
     if not factors or len(set(factors)) != len(factors) or any(not np.isfinite(f) or f < 0 for f in factors):
@@ -43,8 +43,7 @@ def run_sweep(config: Any, progress: bool = True, clean: dict[int, bool] | None 
         if reused:
             per_seed[f] = {s: clean[s] for s in seeds}
         else:
-            summary = run_evaluation(sub, progress=progress)
-            per_seed[f] = {int(e["seed"]): bool(e["success"]) for e in summary["episodes_detail"]}
+            per_seed[f] = seed_outcomes(run_evaluation(sub, progress=progress))
         n, k = len(per_seed[f]), int(sum(per_seed[f].values()))
         lo, hi = wilson_interval(k, n)
         points.append({"factor": f, "perturb": sub.perturb, "successes": k, "episodes": n, "success": k / n,

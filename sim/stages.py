@@ -120,13 +120,12 @@ def robustness_stage(ctx: JobContext) -> dict[str, Any]:
     from sim.robustness import clean_outcomes, run_sweep
 
     cfg, ev = ctx.config.robustness, ctx.config.eval
-    ckpt, who = ctx.checkpoint, "pretrained"
-    if cfg.policy == "refined":
-        refined = ctx.results.get("refine", {})
-        if "checkpoint" not in refined:
-            raise ValueError(f"robustness.policy=refined: the refine stage made no checkpoint "
-                             f"({refined.get('policy', 'no refine result')}); set robustness.policy=pretrained")
-        ckpt, who = Path(refined["checkpoint"]), "refined"
+    who = "refined" if cfg.policy == "refined" else "pretrained"
+    ckpt, done = job_policy(ctx, who)
+    if ckpt is None:
+        raise ValueError(f"robustness.policy=refined: the refine stage made no checkpoint "
+                         f"({ctx.results.get('refine', {}).get('policy', 'no refine result')}); "
+                         "set robustness.policy=pretrained")
     t0 = time.perf_counter()
     out_dir = ctx.out_dir / "robustness"
     config = EvalConfig(task=ctx.config.demos.task, policy=str(ckpt), episodes=cfg.episodes, seed_range=ev.seed_range,
@@ -135,10 +134,8 @@ def robustness_stage(ctx: JobContext) -> dict[str, Any]:
                         obs_mode=ctx.config.demos.obs_mode, videos=2, out_dir=str(out_dir), perturb=cfg.perturb,
                         perturb_sweep=list(cfg.factors))
     # the x0 point is the refine (or eval) stage's evaluation of the same policy on the first of the same seeds
-    evals = sorted((ctx.out_dir / "refine").glob("iter_*/eval/summary.json")) if who == "refined" else []
-    done = evals[-1] if evals else ctx.out_dir / "eval_torch" / "summary.json"
-    source = "the refine stage's evaluation" if evals else "the eval stage's evaluation"
-    result = run_sweep(config, progress=True, clean=clean_outcomes(done, config))
+    source = f"the {'refine' if who == 'refined' else 'eval'} stage's evaluation"
+    result = run_sweep(config, progress=True, clean=None if done is None else clean_outcomes(done, config))
     ctx.attach("robustness", "plot", out_dir / "robustness.png",
                f"{who} policy: success against the severity of '{cfg.perturb}' (x1 is the preset)")
     row: dict[str, Any] = {"policy": who, "perturb": cfg.perturb, "seeds": f"{ev.seed_range} range, {cfg.episodes}"}
@@ -148,6 +145,20 @@ def robustness_stage(ctx: JobContext) -> dict[str, Any]:
                                     + (f" ({source})" if "reused" in p else ""))
     row["seconds"] = round(time.perf_counter() - t0, 1)
     return row
+
+
+def job_policy(ctx: JobContext, which: str) -> tuple[Path | None, Path | None]:
+    """(checkpoint, its evaluation summary on the eval seeds or None) of the job's `which` policy: refined (the
+    refine stage's last checkpoint, evaluated last in its loop; checkpoint None when the stage made none) or
+    pretrained (the eval stage's)."""
+    if which == "refined":
+        refined = ctx.results.get("refine", {})
+        if "checkpoint" not in refined:
+            return None, None
+        evals = sorted((ctx.out_dir / "refine").glob("iter_*/eval/summary.json"))
+        return Path(refined["checkpoint"]), evals[-1] if evals else None
+    done = ctx.out_dir / "eval_torch" / "summary.json"
+    return ctx.checkpoint, done if done.exists() else None
 
 
 def _attach_videos(ctx: JobContext, stage_name: str, summary: dict[str, Any], who: str) -> None:

@@ -17,15 +17,15 @@ A set built on `tune` or `report` seeds is refused: those seeds measure the mode
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from worldmodel.chunk_truth import load_truth
+from worldmodel.chunk_truth import load_truth, values
 from worldmodel.data import observation_arrays
-from worldmodel.losses import pairwise_rank_loss
+from worldmodel.losses import pairwise_rank_loss, value_targets
 from worldmodel.model import WorldModel
 
 
@@ -43,12 +43,16 @@ class ChunkSets:
         return len(self.state)
 
 
-def load_chunk_sets(folders: list[str], model_cfg: object, gamma: float) -> ChunkSets:
-    """The `collect`-range truth sets `folders`, for a model of `model_cfg`; one error line for a set of another
-    range, another task's state size, or candidates shorter than the model's chunk."""
+def load_chunk_sets(folders: list[str], model_cfg: Any) -> ChunkSets:
+    """The `collect`-range truth sets `folders`, for a model of `model_cfg`; one error line for a missing set, a
+    set of another range, another task's state size, or candidates shorter than the model's chunk."""
     parts: list[ChunkSets] = []
     for folder in folders:
-        arrays, meta = load_truth(folder)
+        try:
+            arrays, meta = load_truth(folder)
+        except FileNotFoundError as e:
+            raise FileNotFoundError(f"train.rank_truth: {e} (build one with `vla wm chunk-truth CKPT "
+                                    "seed_range=collect ...`)") from None
         cfg = meta["config"]
         if cfg["seed_range"] != "collect":
             raise ValueError(f"train.rank_truth: {folder} was built on '{cfg['seed_range']}' seeds; training takes "
@@ -64,11 +68,10 @@ def load_chunk_sets(folders: list[str], model_cfg: object, gamma: float) -> Chun
         obs = [{"state": arrays["state"][i], "images": {c: arrays["images"][i][j] for j, c in enumerate(cams)}}
                for i in range(len(arrays["state"]))]
         state, images = observation_arrays(model_cfg, obs)
-        ok = arrays["success"].astype(np.float64)  # [S, K, M]
-        left = np.maximum(arrays["steps"].astype(np.float64) - execute - 1, 0)  # steps after the chunk to success
+        # after the chunk, `execute` steps into each continuation of `steps`: the episodes' value target there
+        value = value_targets(execute, arrays["steps"], arrays["success"], model_cfg.gamma).mean(-1)
         parts.append(ChunkSets(state, images, arrays["chunks"][:, :, :chunk].astype(np.float32),
-                               ok.mean(-1).astype(np.float32),
-                               (ok * gamma ** left).mean(-1).astype(np.float32)))
+                               values(arrays).astype(np.float32), value.astype(np.float32)))
     return ChunkSets(np.concatenate([p.state for p in parts]),
                      None if parts[0].images is None else np.concatenate([p.images for p in parts]),
                      np.concatenate([p.chunks for p in parts]), np.concatenate([p.success for p in parts]),
@@ -94,10 +97,3 @@ def chunk_rank_loss(model: WorldModel, batch: dict[str, torch.Tensor]) -> tuple[
     pairwise = pairwise_rank_loss(logits, batch["success"])
     pointwise = F.binary_cross_entropy_with_logits(logits, batch["value"].expand_as(logits))
     return pairwise, pointwise
-
-
-def check_folders(folders: list[str]) -> None:
-    for f in folders:
-        if not Path(f).exists():
-            raise FileNotFoundError(f"train.rank_truth: {f} does not exist (build it with `vla wm chunk-truth ... "
-                                    "seed_range=collect`)")

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from worldmodel.checkpoint import latest_wm_checkpoint, load_checkpoint, save_checkpoint
+from worldmodel.chunk_rank import ChunkSets, chunk_rank_loss, load_chunk_sets, sample_states
 from worldmodel.config import WMJobConfig, WMTrainConfig
 from worldmodel.data import EpisodeData, sample_batch, split_episodes, step_weights, subset
 from worldmodel.losses import bce_loss, consistency_loss, disagreement, state_loss
@@ -72,12 +73,9 @@ class WMTrainer:
         self.weights = step_weights(self.train_data, span, tc)
         self.opt = torch.optim.AdamW(model.parameters(), lr=tc.lr, weight_decay=tc.weight_decay)
         self.step = 0
-        self.chunk_sets = None
+        self.chunk_sets: ChunkSets | None = None
         if tc.rank_truth:
-            from worldmodel.chunk_rank import check_folders, load_chunk_sets
-
-            check_folders(tc.rank_truth)
-            self.chunk_sets = load_chunk_sets(tc.rank_truth, job.model, job.model.gamma)
+            self.chunk_sets = load_chunk_sets(tc.rank_truth, job.model)
             self.meta["rank_truth"] = {"sets": list(tc.rank_truth), "states": len(self.chunk_sets)}
 
     def resume(self, path: Path | None = None) -> int:
@@ -128,8 +126,6 @@ class WMTrainer:
             batch = sample_batch(self.train_data, self.weights, tc.batch_size, mc, rng)
             loss, metrics = compute_loss(self.model, batch, tc)
             if self.chunk_sets is not None:
-                from worldmodel.chunk_rank import chunk_rank_loss, sample_states
-
                 pairwise, pointwise = chunk_rank_loss(self.model, sample_states(self.chunk_sets, tc.rank_states, rng))
                 loss = loss + tc.w_rank * pairwise + tc.w_rank_value * pointwise
                 metrics.update(rank_pairwise=float(pairwise.detach()), rank_value=float(pointwise.detach()),

@@ -107,11 +107,11 @@ def test_training_on_a_collect_truth_set_fits_the_order_of_its_candidates(pick_p
     assert "rank_pairwise" in out["last"]
     model, _, meta, _, _ = load_checkpoint(tmp_path / "wm")
     assert meta["rank_truth"]["states"] == 4
-    sets = load_chunk_sets([str(folder)], model.cfg, model.cfg.gamma)
+    sets = load_chunk_sets([str(folder)], model.cfg)
     assert sets.chunks.shape[1:3] == (4, 8) and (sets.value[:, :2] > 0.9).all() and (sets.value[:, 2:] == 0).all()
     with torch.no_grad():
         pairwise, _ = chunk_rank_loss(model, sample_states(sets, 4, np.random.default_rng(0)))
     assert pairwise < 0.3  # log 2 = 0.69 is no order at all
     tune = build(tiny(policy, tmp_path / "tune", execute=8, states_per_episode=1), progress=False)
     with pytest.raises(ValueError, match="built on 'tune' seeds; training takes only collect-range sets"):
-        load_chunk_sets([str(tune)], model.cfg, model.cfg.gamma)
+        load_chunk_sets([str(tune)], model.cfg)
