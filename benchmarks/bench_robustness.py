@@ -6,6 +6,9 @@ measured) alone and all of them together, against the clean run on the same seed
       --job runs/main58
   python benchmarks/bench_robustness.py --block camera_only --ckpt runs/cam61/train/checkpoints/step_00007000 \
       --job runs/cam61
+  # the job's policy as `make run` ships it: on its pose estimator's poses (no simulator state)
+  python benchmarks/bench_robustness.py --block job --ckpt runs/main65/refine/iter_02/train/checkpoints/step_00000500 \
+      --job runs/main65 --poses runs/main65/perception/estimator
 
 `--job`: the job folder whose eval settings (execution, observation mode) the policy is run with.
 Every evaluation is resumable (a finished one is read back). Writes benchmarks/results/robustness.json
@@ -31,7 +34,8 @@ from vla.perturb import KINDS, load_presets, spec_text
 PRESET = "realistic"
 
 
-def evaluate(ckpt: str, job: dict[str, Any], perturb: str, out: Path, episodes: int, offset: int) -> dict[str, Any]:
+def evaluate(ckpt: str, job: dict[str, Any], perturb: str, out: Path, episodes: int, offset: int,
+             poses: str = "") -> dict[str, Any]:
     from sim.evaluate import EvalConfig, run_evaluation
 
     if (out / "summary.json").exists():
@@ -42,7 +46,7 @@ def evaluate(ckpt: str, job: dict[str, Any], perturb: str, out: Path, episodes: 
     cfg = EvalConfig(task=demos["task"], policy=ckpt, episodes=episodes, seed_range="report", seed_offset=offset,
                      workers=2, n_action_steps=ev["n_action_steps"], temporal_ensemble=ev["temporal_ensemble"],
                      temporal_ensemble_every=ev["temporal_ensemble_every"], image_size=demos["image_size"],
-                     obs_mode=demos["obs_mode"], videos=1, perturb=perturb, out_dir=str(out))
+                     obs_mode=demos["obs_mode"], videos=1, perturb=perturb, out_dir=str(out), poses=poses)
     return run_evaluation(cfg, progress=False)
 
 
@@ -54,6 +58,8 @@ def main() -> None:
     ap.add_argument("--episodes", type=int, default=200)
     ap.add_argument("--offset", type=int, default=0, help="the first seed within the report range")
     ap.add_argument("--out", type=Path, default=None, help="run folder (default runs/robustness_<block>)")
+    ap.add_argument("--poses", default="", help="a pose estimator the state policy reads instead of the "
+                    "simulator's poses (as the job deploys it); the pose kinds then do not apply")
     ap.add_argument("--kinds", default="", help="only these kinds (comma-separated; default: the preset's)")
     ap.add_argument("--blowup-check", action="store_true", help="also run the constant-feature test and record "
                     "its verdict (constant_feature_blowup_fixed)")
@@ -65,19 +71,21 @@ def main() -> None:
     # the preset spelt out, so that a run of an older preset is not read back as this one
     runs: dict[str, str] = {"clean": "none", **{k: spec_text({k: preset[k]}) for k in kinds},
                             PRESET: spec_text(preset)}
-    if job["demos"]["obs_mode"] == "state":
+    if job["demos"]["obs_mode"] == "state" and not args.poses:
         # the defect's own row: 1 mm on every object's pose once took the job's policy from 81% to 0%
         runs["pose_noise_1mm"] = "pose_noise:1"
     not_applicable: dict[str, str] = {}
-    if job["demos"]["obs_mode"] != "state":
+    if job["demos"]["obs_mode"] != "state" or args.poses:
+        why = (f"the poses come from the pose estimator {args.poses}: its own errors replace these" if args.poses
+               else "the policy reads no object poses (obs_mode=image)")
         for k in [k for k in runs if k in KINDS and KINDS[k].group == "pose"]:
-            not_applicable[k] = "the policy reads no object poses (obs_mode=image)"
+            not_applicable[k] = why
             del runs[k]
         # the preset together: what applies of it
         runs[PRESET] = spec_text({k: s for k, s in preset.items() if KINDS[k].group != "pose"})
     summaries: dict[str, dict[str, Any]] = {}
     for name, spec in runs.items():
-        summaries[name] = evaluate(args.ckpt, job, spec, out / name, args.episodes, args.offset)
+        summaries[name] = evaluate(args.ckpt, job, spec, out / name, args.episodes, args.offset, args.poses)
         s = summaries[name]
         print(f"{name} ({spec}): {s['successes']}/{s['episodes']}", flush=True)
 
@@ -87,6 +95,8 @@ def main() -> None:
     clean = summaries["clean"]
     block: dict[str, Any] = {"episodes": clean["episodes"], "checkpoint": args.ckpt, "job": str(args.job),
                              "obs_mode": job["demos"]["obs_mode"], "preset": preset}
+    if args.poses:
+        block["poses"] = args.poses
     for name, s in summaries.items():
         key = "clean" if name == "clean" else "realistic" if name == PRESET else name
         block[f"{key}_success"] = s["success_rate"]
@@ -145,7 +155,9 @@ def write_page(data: dict[str, Any]) -> None:
     for name, block in data.items():
         if name.startswith("_") or not isinstance(block, dict) or "clean_success" not in block:
             continue
-        lines += [f"## {name} (`{block['checkpoint']}`, obs_mode {block['obs_mode']}, {block['episodes']} seeds)", "",
+        on = f", poses from `{block['poses']}`" if block.get("poses") else ""
+        lines += [f"## {name} (`{block['checkpoint']}`, obs_mode {block['obs_mode']}{on}, {block['episodes']} seeds)",
+                  "",
                   "| perturbation | severity | success | Wilson 95% | kept | minus clean |",
                   "|---|---|---|---|---|---|"]
         lo, hi = block["clean_wilson95"]

@@ -267,6 +267,36 @@ def write_page(f: dict[str, Any]) -> None:
                   f"`camera_only_refine_gain_vs_control`: {gain['mean']:+.3f} [{gain['lo']:+.3f}, {gain['hi']:+.3f}] "
                   f"over {gain['trainings']} trainings ({gain['source']}); every training, and the end-to-end image "
                   "policy that this is not, in [camera_refine.md](camera_refine.md).", ""]
+        for key, what in (("camera_only_rac_gain_vs_control", "RaC"), ("camera_only_habc_gain_vs_control", "HABC"),
+                          ("camera_only_habc_minus_sft", "HABC - SFT (the two refined policies, paired)")):
+            g = f.get(key)
+            if g:
+                lines.append(f"- {what}: `{key}` {g['mean']:+.3f} [{g['lo']:+.3f}, {g['hi']:+.3f}] over "
+                             f"{g['trainings']} trainings.")
+        lines.append("")
+    pb = f.get("pretrained_backbone")
+    if pb:
+        lines += ["## A pretrained vision backbone (`pretrained_backbone`)", "",
+                  f"{pb['what']} (`benchmarks/bench_backbone.py`, job `{pb['job']}`). Position error (mm, median / "
+                  "p90) on held-out collect-range episodes of the training store (where the variant is chosen) and "
+                  "on the job's report-range eval store; CPU latency of one estimate (batch 1, both cameras; the "
+                  "state policy's chunk costs the same with either); the policy's success on the estimates, 200 "
+                  "report seeds, paired with the in-house CNN's.", "",
+                  "| variant | trunk | parameters | train s | held-out cube / zone | report cube / zone | torch ms | "
+                  "ONNX ms | success | - CNN |", "|---|---|---|---|---|---|---|---|---|---|"]
+        for name, r in pb["variants"].items():
+            arch = r["arch"]
+            trunk = "CNN " + "/".join(map(str, arch["channels"])) if arch.get("backbone", "cnn") == "cnn" else \
+                f"Lite0 {arch['stages']} stages" + (f", {' '.join(r['overrides'][2:])}" if r["overrides"][2:] else "")
+
+            def mm(e: dict[str, Any]) -> str:
+                return " / ".join(f"{e[o]['position_mm_median']:.1f}, {e[o]['position_mm_p90']:.1f}"
+                                  for o in ("cube", "zone"))
+            succ = f"{r['success']:.3f}" if "success" in r else "-"
+            lines.append(f"| {name} | {trunk} | {r['parameters']:,} | {r['train_seconds']:.0f} | "
+                         f"{mm(r['val_collect_range'])} | {mm(r['eval_report_range'])} | {r['torch_ms']:.1f} | "
+                         f"{r['onnx_ms']:.1f} | {succ} | {format_paired(r.get('minus_baseline'))} |")
+        lines.append("")
     if f.get("tune"):
         lines += ["## Development readings (100 tune seeds, the job's execution)", "",
                   "| reading | what | success | grasped | against |", "|---|---|---|---|---|"]
@@ -390,7 +420,7 @@ def main() -> None:
     if refine.exists():
         cr = json.loads(refine.read_text())
         for key in ("camera_only_refine_gain_vs_control", "camera_only_rac_gain_vs_control",
-                    "camera_only_habc_gain_vs_control"):
+                    "camera_only_habc_gain_vs_control", "camera_only_habc_minus_sft"):
             if key in cr:
                 f[key] = {**cr[key], "source": "camera_refine.json: the job's state policy behind its pose "
                                                "estimator (cameras and arm in), against the demos-only control"}
