@@ -68,10 +68,6 @@ class ExecutorConfig:
     # chunk over this many ticks (`blend_switch`); 0 = switch at once
     blend_ticks: int = 0
     ensemble_rate: float = 0.3  # ensemble: weight exp(-rate * age in ticks) on each chunk's prediction
-    # ticks between sending a command and the arm executing it (the driver's latency, measured on the arm):
-    # a chunk's actions are meant for the ticks they will run at, so each is sent this many ticks earlier
-    # (sync, naive_async, ensemble; the simulator's evaluator: action_delay)
-    actuation_delay_ticks: int = 0
     max_observation_age_s: float = 0.25  # stale-observation watchdog
     inference_timeout_s: float = 2.0  # no chunk this long after a request -> hold (inference_timeout)
     max_consecutive_failures: int = 3  # failed inferences in a row -> hold (inference_failing)
@@ -100,11 +96,6 @@ class ExecutorConfig:
             raise ValueError(f"ensemble_rate must be a finite number, got {self.ensemble_rate!r}")
         if self.blend_ticks < 0:
             raise ValueError(f"blend_ticks must be >= 0, got {self.blend_ticks}")
-        if not (isinstance(self.actuation_delay_ticks, int) and self.actuation_delay_ticks >= 0):
-            raise ValueError(f"actuation_delay_ticks must be an integer >= 0, got {self.actuation_delay_ticks!r}")
-        if self.actuation_delay_ticks and self.mode in ("aligned", "rtc"):
-            # their committed prefix is the queue's next ticks; shifted chunks would commit the wrong ones
-            raise ValueError(f"actuation_delay_ticks applies to modes sync, naive_async and ensemble, not {self.mode}")
         if self.margin_ticks < 0 or not 0 < self.latency_percentile <= 100:
             raise ValueError("margin_ticks must be >= 0 and latency_percentile in (0, 100]")
         if self.max_consecutive_failures < 1 or not self.failure_retry_s >= 0 or not self.late_tick_s > 0:
@@ -361,17 +352,15 @@ class ChunkExecutor:
         if self.on_chunk is not None:
             self.on_chunk(k, req.request_id, chunk)
         self._first_chunk_seen = True
-        delay = self.cfg.actuation_delay_ticks
+        if self.cfg.mode == "sync" and self.cfg.sync_action_steps is not None:
+            chunk = chunk[: self.cfg.sync_action_steps]
         if self.cfg.mode in ("sync", "naive_async"):
-            chunk = chunk[min(delay, len(chunk) - 1):]
-            if self.cfg.mode == "sync" and self.cfg.sync_action_steps is not None:
-                chunk = chunk[: self.cfg.sync_action_steps]
             self.queue.replace(chunk, first_tick=k, chunk_id=req.request_id)
             return
-        aligned = align_chunk(chunk, req.trigger_tick + 1 - delay, k)
+        aligned = align_chunk(chunk, req.trigger_tick + 1, k)
         self.n_dropped += aligned.n_dropped
         if isinstance(self.queue, TickEnsemble):
-            self.queue.add(aligned.kept, aligned.first_tick, req.request_id, origin_tick=req.trigger_tick + 1 - delay)
+            self.queue.add(aligned.kept, aligned.first_tick, req.request_id, origin_tick=req.trigger_tick + 1)
             return
         keep_until = req.trigger_tick + 1 + req.meta["n_prefix"]
         kept = aligned.kept

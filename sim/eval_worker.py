@@ -41,7 +41,7 @@ def run_eval_episode(env: Any, policy: Any, seed: int, spec: dict[str, Any], rec
                                 ] if video and can_view(env, obs, video_size) else []
     subtasks: list[str] = []
     schedule = ChunkSchedule(int(spec["n_action_steps"]), spec.get("temporal_ensemble"),
-                             int(spec.get("temporal_ensemble_every", 1)), int(spec.get("action_delay", 0)))
+                             int(spec.get("temporal_ensemble_every", 1)))
     guided_chunk, guided_steps = False, []
     total_reward, steps, n_intervention, n_recovery, t0 = 0.0, 0, 0, 0, time.perf_counter()
     done = False

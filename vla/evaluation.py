@@ -80,9 +80,6 @@ class ChunkSettings:
     # with temporal_ensemble: a new chunk every this many steps (1: every step, ACT's); between queries
     # the ensemble's mean of the chunks already predicted runs, at 1/N of the policy calls
     temporal_ensemble_every: int = 1
-    # the control steps a command takes to reach the arm, compensated: each chunk starts this many actions in
-    # (vla.policy.ensemble.ChunkSchedule; a real arm's driver latency, measured; 0: none)
-    action_delay: int = 0
 
     def check_chunks(self) -> None:
         from vla.policy.ensemble import valid_every, valid_rate
@@ -93,8 +90,6 @@ class ChunkSettings:
             raise ValueError(f"temporal_ensemble must be a finite rate (or null: off), got {self.temporal_ensemble}")
         if not valid_every(self.temporal_ensemble_every):
             raise ValueError(f"temporal_ensemble_every must be an integer >= 1, got {self.temporal_ensemble_every!r}")
-        if not (isinstance(self.action_delay, int) and self.action_delay >= 0):
-            raise ValueError(f"action_delay must be an integer >= 0, got {self.action_delay!r}")
 
 
 @dataclass

@@ -129,33 +129,6 @@ def test_ensemble_runs_the_age_weighted_mean_of_every_arrived_prediction(delay):
     assert ex.stats()["starved_ticks"] == 0
 
 
-@pytest.mark.parametrize("mode", ["ensemble", "sync"])
-def test_an_actuation_delay_sends_each_action_that_many_ticks_before_its_tick(mode):
-    """actuation_delay_ticks=d: the arm runs a command d ticks after it is sent, so the tick-t command is what
-    the chunks planned for tick t + d (chunk[i] is for trigger + 1 + i)."""
-    d = 2
-    ex, _, worker, _, _ = make(mode, delay_ticks=1, horizon=12, chunk_offset=0.05, ensemble_rate=0.3,
-                               actuation_delay_ticks=d, **({"sync_action_steps": 4} if mode == "sync" else {}))
-    ex.run(80)
-    checked = 0
-    for rec in ex.records:
-        if rec.action is None:
-            continue
-        if mode == "sync":
-            res = next(r for r in worker.results if r.request.request_id == rec.chunk_id)
-            first = min(r.tick for r in ex.records if r.chunk_id == rec.chunk_id)
-            np.testing.assert_allclose(rec.action, res.chunk[0, d + rec.tick - first], atol=1e-6)
-            checked += 1
-            continue
-        preds = [(res.chunk[0, i], i) for res in worker.results if res.request.trigger_tick + 1 <= rec.tick
-                 and 0 <= (i := rec.tick + d - res.request.trigger_tick - 1) < res.chunk.shape[1]]
-        w = np.exp(-0.3 * np.array([age for _, age in preds]))
-        np.testing.assert_allclose(rec.action, sum(wi * p for wi, (p, _) in zip(w, preds, strict=True)) / w.sum(),
-                                   atol=1e-6)
-        checked += 1
-    assert checked > 40
-
-
 def test_ensemble_forgets_its_predictions_during_an_outside_hold():
     ex, *_ = make("ensemble", delay_ticks=2, horizon=12)
     ex.run(30)
@@ -264,10 +237,6 @@ def test_config_validation():
         make("aligned", rate_hz=50)
     with pytest.raises(ValueError, match="ensemble_rate"):
         ExecutorConfig(mode="ensemble", ensemble_rate=float("inf"))
-    with pytest.raises(ValueError, match="actuation_delay_ticks applies to modes sync, naive_async and ensemble"):
-        ExecutorConfig(mode="aligned", actuation_delay_ticks=1)
-    with pytest.raises(ValueError, match="actuation_delay_ticks must be an integer >= 0"):
-        ExecutorConfig(mode="ensemble", actuation_delay_ticks=-1)
 
 
 @pytest.mark.parametrize("mode", ["aligned", "rtc"])

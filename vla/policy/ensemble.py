@@ -92,22 +92,14 @@ class ChunkSchedule:
 
     Per step: `action(policy, obs)` (it asks `policy.sample_chunk([obs])` only when a chunk is due), then, after the env
     stepped, `executed(by_policy)`; an action someone else chose (a person who took over) makes the
-    schedule forget its chunks, and the policy re-plans from wherever control comes back.
+    schedule forget its chunks, and the policy re-plans from wherever control comes back."""
 
-    `delay`: the control steps between sending a command and the arm executing it (a driver's actuation
-    latency, `action_latency` of vla.perturb). A chunk's action i is meant for i steps after its observation,
-    so each chunk starts `delay` actions in: what is sent now is what the policy planned for when it will run
-    (the timing alignment of real-time chunking, Black et al. 2025, arXiv 2506.07339, for a delay that is
-    known and fixed instead of the inference's own)."""
-
-    def __init__(self, n_action_steps: int, rate: float | None = None, every: int = 1, delay: int = 0) -> None:
+    def __init__(self, n_action_steps: int, rate: float | None = None, every: int = 1) -> None:
         if not (isinstance(n_action_steps, int) and n_action_steps >= 1):
             raise ValueError(f"n_action_steps must be an integer >= 1, got {n_action_steps!r}")
         if not valid_every(every):
             raise ValueError(f"temporal_ensemble_every must be an integer >= 1, got {every!r}")
-        if not (isinstance(delay, int) and delay >= 0):
-            raise ValueError(f"action_delay must be an integer >= 0, got {delay!r}")
-        self.n_action_steps, self.every, self.delay = n_action_steps, every, delay
+        self.n_action_steps, self.every = n_action_steps, every
         self.ensemble = TemporalEnsemble(rate) if rate is not None else None
         self.reset()
 
@@ -125,8 +117,6 @@ class ChunkSchedule:
         if self._queue:
             return self._queue[0], False
         chunk = np.asarray(policy.sample_chunk([obs]))[0]
-        if self.delay:  # a chunk shorter than the delay: its last action is the nearest to when it runs
-            chunk = chunk[min(self.delay, len(chunk) - 1):]
         if ens is not None:
             ens.add(chunk)
             self._queue, self._since = [ens.action()], 1

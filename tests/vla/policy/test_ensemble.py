@@ -117,19 +117,6 @@ def test_after_someone_else_acted_the_schedule_forgets_its_chunks_and_queries_ag
         assert policy.seen == [0, 1] and got[1:] == [100, 101]  # no stale mean with chunk 0's predictions
 
 
-def test_a_delayed_schedule_sends_what_each_chunk_planned_for_when_the_arm_will_run_it() -> None:
-    """action_delay=d: the command sent now runs d steps later, so each chunk starts d actions in (with the
-    ensemble too: the mean is over what every chunk planned for the step the command will run at)."""
-    policy = CountingPolicy()
-    assert run(ChunkSchedule(3, delay=1), policy, 6) == [1, 2, 3, 101, 102, 103]
-    assert policy.seen == [0, 3]
-    w = ensemble_weights(np.array([2, 0]), 0.5)
-    got = run(ChunkSchedule(4, rate=0.5, every=2, delay=2), CountingPolicy(length=8), 3)
-    np.testing.assert_allclose(got, [2, 3, w @ [4, 102]], rtol=1e-6)
-    # a delay as long as the chunk: its last action, the nearest to when it runs
-    assert run(ChunkSchedule(1, delay=5), CountingPolicy(length=2), 2) == [1, 101]
-
-
 def test_a_schedule_rejects_bad_settings() -> None:
     for bad in (0, 1.5, -1):
         with pytest.raises(ValueError, match="n_action_steps must be"):
@@ -138,5 +125,3 @@ def test_a_schedule_rejects_bad_settings() -> None:
         ChunkSchedule(4, rate=0.3, every=0)
     with pytest.raises(ValueError, match="rate must be a finite number"):
         ChunkSchedule(4, rate=float("nan"))
-    with pytest.raises(ValueError, match="action_delay must be an integer >= 0"):
-        ChunkSchedule(4, delay=-1)
