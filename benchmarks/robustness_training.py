@@ -54,7 +54,13 @@ NOTES = [
     "(`tests/sim/experts/test_native.py`). Demos of the high-gain expert under randomised latency ring, a "
     "likely part of why `s_rand` and `i_rand` lost their clean success (not separated from the other kinds).",
     "- Starting each chunk at its action for t + 1 (the execution knowing the arm's one-step delay, without "
-    "conditioning the new chunk on the command still in flight) made things worse and was removed.",
+    "conditioning the new chunk on the command still in flight) made things worse and was removed."
+    " Re-tried on 2026-12-05 on `runs/main65`'s refined policy (100 tune seeds, the job's execution; the "
+    "code was reverted again): under a 1-step latency 0.52 with the shift against 0.73 without, 0.08 with"
+    " the shift and no latency (0.93 clean), 2 steps 0.23 against 0.30; shifting only the arm's actions "
+    "and keeping the gripper's first action, 11/30 against 23/30. The policy's later chunk actions are "
+    "worse than its first (around the grasp its gripper command is 1.0 first and 0.09 one action later), "
+    "so only training can buy latency here.",
 ]
 CONDITIONS = {"none": "clean", "realistic": "realistic", "action_latency": "action_latency:1",
               "cam": "camera_shift:10"}
