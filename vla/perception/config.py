@@ -22,6 +22,9 @@ class PerceptionConfig:
     backbone_weights: str | None = None
     # efficientnet_lite0: the stem and the first this many MBConv blocks keep their ImageNet weights (-1: all)
     frozen_blocks: int = 0
+    # efficientnet_lite0: the trunk's learning rate as a share of lr (pretrained weights usually take a smaller
+    # one than the layers trained from scratch)
+    backbone_lr_scale: float = 1.0
     keypoints: int = 32  # spatial-softmax keypoints per camera (x, y each)
     hidden: int = 256
     steps: int = 4000
@@ -61,8 +64,11 @@ class PerceptionConfig:
             raise ValueError(f"backbone_stages must be in 1..7 (EfficientNet-Lite0's), got {self.backbone_stages}")
         if self.frozen_blocks < -1:
             raise ValueError(f"frozen_blocks must be >= -1 (-1: the whole trunk), got {self.frozen_blocks}")
-        if self.backbone == "cnn" and (self.frozen_blocks or self.backbone_weights):
-            raise ValueError("frozen_blocks and backbone_weights apply to backbone=efficientnet_lite0, not cnn")
+        if self.backbone == "cnn" and (self.frozen_blocks or self.backbone_weights or self.backbone_lr_scale != 1.0):
+            raise ValueError("frozen_blocks, backbone_weights and backbone_lr_scale apply to "
+                             "backbone=efficientnet_lite0, not cnn")
+        if not self.backbone_lr_scale > 0:
+            raise ValueError(f"backbone_lr_scale must be > 0, got {self.backbone_lr_scale}")
         if self.shift_px < 0:
             raise ValueError(f"shift_px must be >= 0, got {self.shift_px}")
         if not 0 <= self.val_episodes < 1:

@@ -141,7 +141,7 @@ def test_an_efficientnet_estimator_starts_from_the_wheel_and_loads_without_it(tm
 
     store = pose_store(tmp_path / "s.zarr", 4)
     train(store, _cfg(tmp_path / "est", "backbone=efficientnet_lite0", "backbone_stages=2", "frozen_blocks=1",
-                      "steps=3"), progress=False)
+                      "backbone_lr_scale=0.1", "steps=3"), progress=False)
     meta = json.loads((tmp_path / "est" / "estimator.json").read_text())
     assert meta["arch"]["backbone"] == "efficientnet_lite0" and meta["arch"]["stages"] == 2
     imagenet = EfficientNetLite0(2)
@@ -157,6 +157,8 @@ def test_an_efficientnet_estimator_starts_from_the_wheel_and_loads_without_it(tm
 @pytest.mark.parametrize("overrides, match", [
     (["backbone=resnet"], "backbone must be one of cnn, efficientnet_lite0"),
     (["frozen_blocks=2"], "apply to backbone=efficientnet_lite0"),
+    (["backbone_lr_scale=0.1"], "apply to backbone=efficientnet_lite0"),
+    (["backbone=efficientnet_lite0", "backbone_lr_scale=0"], "backbone_lr_scale must be > 0"),
     (["backbone=efficientnet_lite0", "backbone_stages=9"], "backbone_stages must be in 1..7"),
 ])
 def test_backbone_settings_are_checked(overrides: list[str], match: str) -> None:
