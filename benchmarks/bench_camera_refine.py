@@ -63,6 +63,13 @@ def run_pair(job: Path, ckpt: Path, seed: int, estimator: Path, out: Path, metho
         done = d / f"iter_{base['iterations']:02d}" / "eval" / "summary.json"
         if done.exists():
             continue
+        if extra:  # the demos-only control trains on the demos alone, so every method's is the same run: on
+            # training 0 the hg_dagger, rac and habc controls' weights were equal bit for bit
+            other = next((c for c in sorted(out.glob("*_control")) if c != d and
+                          (c / done.relative_to(d)).exists()), None)
+            if other is not None:
+                shutil.copytree(other, d)
+                continue
         shared = out / "version0"  # one evaluation of the pretrained checkpoint on estimated poses for all
         if (shared / "summary.json").exists() and not (d / "iter_00" / "eval").exists():
             shutil.copytree(shared, d / "iter_00" / "eval")
