@@ -11,7 +11,9 @@ For each training seed (a pretrained checkpoint of the job's recipe): the job's 
 config.json`: HG-DAgger, rounds, rollouts with the scripted person, fine-tuning steps, EMA) on estimated poses,
 and its equal-compute demos-only control (the same rounds and rollouts, every batch from the demos:
 `method_args.group_shares={demo: 1.0}`), both measured before and after on the same 200 report seeds with the
-same estimator (version 0's evaluation shared). `--method rac|habc` runs that method instead of HG-DAgger.
+same estimator (version 0's evaluation shared). `--method rac|habc|sft` runs that method instead of HG-DAgger
+(the control is the same run for every method and is reused); with both habc and sft run, HABC - SFT, the two
+refined policies paired per seed, is `camera_only_habc_minus_sft` (the comparison HABC's paper reports).
 
     vla run out_dir=runs/s7/pre_s1 "stages=[sim_demos,stats,pretrain]" \\
         'pretrain.overrides=["train.lr=1e-3","policy.noise_scale=0","train.seed=1"]'      # and seed 2
