@@ -277,7 +277,8 @@ def write_page(f: dict[str, Any]) -> None:
     pb = f.get("pretrained_backbone")
     if pb:
         lines += ["## A pretrained vision backbone (`pretrained_backbone`)", "",
-                  f"{pb['what']} (`benchmarks/bench_backbone.py`, job `{pb['job']}`). Position error (mm, median / "
+                  f"{pb['what'][:1].upper()}{pb['what'][1:]} (`benchmarks/bench_backbone.py`, job `{pb['job']}`). "
+                  "Position error (mm, median / "
                   "p90) on held-out collect-range episodes of the training store (where the variant is chosen) and "
                   "on the job's report-range eval store; CPU latency of one estimate (batch 1, both cameras; the "
                   "state policy's chunk costs the same with either); the policy's success on the estimates, 200 "
