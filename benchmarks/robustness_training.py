@@ -61,6 +61,12 @@ NOTES = [
     "and keeping the gripper's first action, 11/30 against 23/30. The policy's later chunk actions are "
     "worse than its first (around the grasp its gripper command is 1.0 first and 0.09 one action later), "
     "so only training can buy latency here.",
+    "- `s_g07` re-read without the rendering defect on 2026-12-05 (one training each, training seed 0, 200 tune "
+    "seeds, the job's execution): the job's pretraining on gain-0.7 demos scored 0.915 clean against "
+    "0.750 for the job's own (gain 1.5), +0.165 [+0.101, +0.229] (40 / 7); under a 1-step action latency "
+    "0.665 against 0.605, +0.060 [-0.021, +0.141]. So the gentler expert buys a better policy, not a "
+    "larger share kept under latency (0.73 against 0.81); `runs/s8/g07`, not yet a second training or a "
+    "job run.",
 ]
 CONDITIONS = {"none": "clean", "realistic": "realistic", "action_latency": "action_latency:1",
               "cam": "camera_shift:10"}
