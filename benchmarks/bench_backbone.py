@@ -106,20 +106,14 @@ def val_error(folder: Path) -> float:
 
 
 def evaluate_policy(job: Path, estimator: Path, out: Path, episodes: int) -> dict[int, bool]:
-    from sim.evaluate import EvalConfig, run_evaluation, seed_outcomes
+    """The job's refined policy on `estimator`'s poses, clean, with the job's execution (bench_robustness's)."""
+    from bench_robustness import evaluate
 
-    done = out / "summary.json"
-    if not done.exists():
-        cfg = json.loads((job / "job.json").read_text())
-        ev, demos = cfg["eval"], cfg["demos"]
-        ckpt = json.loads((job / "summary.json").read_text())["refine"]["checkpoint"]
-        run_evaluation(EvalConfig(task=demos["task"], policy=ckpt, episodes=episodes, seed_range="report",
-                                  workers=ev["workers"], n_action_steps=ev["n_action_steps"],
-                                  temporal_ensemble=ev["temporal_ensemble"],
-                                  temporal_ensemble_every=ev["temporal_ensemble_every"],
-                                  image_size=demos["image_size"], obs_mode=demos["obs_mode"], videos=2,
-                                  out_dir=str(out), poses=str(estimator)))
-    return seed_outcomes(json.loads(done.read_text()))
+    from sim.evaluate import seed_outcomes
+
+    ckpt = json.loads((job / "summary.json").read_text())["refine"]["checkpoint"]
+    return seed_outcomes(evaluate(ckpt, json.loads((job / "job.json").read_text()), "none", out, episodes, 0,
+                                  str(estimator)))
 
 
 def main() -> None:

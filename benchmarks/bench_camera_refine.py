@@ -59,8 +59,10 @@ def run_pair(job: Path, ckpt: Path, seed: int, estimator: Path, out: Path, metho
     base.update(ckpt=str(ckpt), seed=seed, poses=str(estimator), method=method, videos=0,
                 eval_every=base["iterations"], method_args={})
     dirs = (out / method, out / f"{method}_control")
-    runs = zip(dirs, ({}, {"method_args": {"group_shares": {"demo": 1.0}}}), strict=True)
-    for d, extra in list(runs)[:2 if control else 1]:
+    runs: list[tuple[Path, dict[str, Any]]] = [(dirs[0], {})]
+    if control:
+        runs.append((dirs[1], {"method_args": {"group_shares": {"demo": 1.0}}}))
+    for d, extra in runs:
         values = {**base, **extra, "out_dir": str(d)}
         done = d / f"iter_{base['iterations']:02d}" / "eval" / "summary.json"
         if done.exists():

@@ -285,14 +285,16 @@ def write_page(f: dict[str, Any]) -> None:
                   "report seeds, paired with the in-house CNN's.", "",
                   "| variant | trunk | parameters | train s | held-out cube / zone | report cube / zone | torch ms | "
                   "ONNX ms | success | - CNN |", "|---|---|---|---|---|---|---|---|---|---|"]
+
+        def mm(e: dict[str, Any]) -> str:
+            return " / ".join(f"{e[o]['position_mm_median']:.1f}, {e[o]['position_mm_p90']:.1f}"
+                              for o in ("cube", "zone"))
+
         for name, r in pb["variants"].items():
             arch = r["arch"]
+            rest = [o for o in r["overrides"] if not o.startswith(("backbone=", "backbone_stages="))]
             trunk = "CNN " + "/".join(map(str, arch["channels"])) if arch.get("backbone", "cnn") == "cnn" else \
-                f"Lite0 {arch['stages']} stages" + (f", {' '.join(r['overrides'][2:])}" if r["overrides"][2:] else "")
-
-            def mm(e: dict[str, Any]) -> str:
-                return " / ".join(f"{e[o]['position_mm_median']:.1f}, {e[o]['position_mm_p90']:.1f}"
-                                  for o in ("cube", "zone"))
+                f"Lite0 {arch['stages']} stages" + (f", {' '.join(rest)}" if rest else "")
             succ = f"{r['success']:.3f}" if "success" in r else "-"
             lines.append(f"| {name} | {trunk} | {r['parameters']:,} | {r['train_seconds']:.0f} | "
                          f"{mm(r['val_collect_range'])} | {mm(r['eval_report_range'])} | {r['torch_ms']:.1f} | "

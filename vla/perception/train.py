@@ -104,12 +104,15 @@ def train(store: str | Path, cfg: PerceptionConfig, progress: bool = True) -> di
     if cfg.arm_state:
         meta["arm"] = {"mean": arm_mean.tolist(), "scale": arm_scale.tolist(), "relative": list(relative)}
     estimator = PoseEstimator(net, meta)
-    trunk = {id(p) for enc in net.encoders.values() for p in enc.cnn.parameters()}
-    groups = [[p for p in net.parameters() if p.requires_grad and (id(p) in trunk) == is_trunk] for is_trunk in (0, 1)]
-    scales = (1.0, cfg.backbone_lr_scale if cfg.backbone != "cnn" else 1.0)
-    opt = torch.optim.AdamW([{"params": g} for g in groups if g], lr=cfg.lr, weight_decay=cfg.weight_decay)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=[cfg.lr * sc for g, sc in zip(groups, scales, strict=True)
-                                                             if g], total_steps=cfg.steps, pct_start=0.05)
+    # the camera trunks at backbone_lr_scale x lr (1 for the cnn), the rest at lr; frozen blocks in neither
+    in_trunk = {id(p) for enc in net.encoders.values() for p in enc.cnn.parameters()}
+    trainable = [p for p in net.parameters() if p.requires_grad]
+    groups = [{"params": ps, "lr": lr} for ps, lr in (([p for p in trainable if id(p) not in in_trunk], cfg.lr),
+                                                      ([p for p in trainable if id(p) in in_trunk],
+                                                       cfg.lr * cfg.backbone_lr_scale)) if ps]
+    opt = torch.optim.AdamW(groups, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=[g["lr"] for g in groups], total_steps=cfg.steps,
+                                                pct_start=0.05)
     y = torch.from_numpy(((targets - mean) / scale).astype(np.float32))
     arm = None if arm_in is None else torch.from_numpy(((arm_in - arm_mean) / arm_scale).astype(np.float32))
     gen = torch.Generator().manual_seed(cfg.seed)
