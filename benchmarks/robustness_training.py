@@ -11,7 +11,17 @@ recipe (40 demos, 3,000 steps, tiny, batch 32, lr 1e-3, noise scale 0) and diffe
 `randomize=` (vla.perturb: each demo's severities drawn from [0, the spec's]) and the expert's gain
 (`demos.gain`). Writes benchmarks/results/robustness_training.json (per variant and condition: each training's
 success, their mean, and the paired difference against the base of the same training seed where one exists)
-and robustness_training.md.
+and robustness_training.md. Variants with no evaluations under --runs keep their stored figures.
+
+The t_* variants (re-read 2026-12-05, after the rendering defect; 3 trainings each, training seeds 0-2):
+
+  vla run out_dir=runs/s9/g07_sN "stages=[sim_demos,stats,pretrain]" demos.gain=0.7 \
+      'pretrain.overrides=["train.lr=1e-3","policy.noise_scale=0","train.seed=N"]'
+      (t_g07r: also demos.randomize=action_latency:1,pose_latency:2,camera_shift:10,camera_rot:1;
+       t_base: the same without demos.gain, i.e. runs/main65 and runs/s7/pre_s1, pre_s2)
+  vla eval CKPT episodes=200 seed_range=tune temporal_ensemble=0.3 temporal_ensemble_every=2 n_action_steps=4 \
+      videos=0 perturb=none|action_latency:1|realistic out_dir=runs/s9/rob/<variant>/sN/<none|action_latency|realistic>
+  python benchmarks/robustness_training.py --runs runs/s9/rob
 """
 
 from __future__ import annotations
@@ -21,9 +31,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from results_io import RESULTS, write_result
 
-from vla.metrics import format_paired, paired_difference
+from vla.metrics import format_paired, paired_difference, t_interval
 
 # name -> (what its demos are, where it ran, the base it is paired with)
 VARIANTS: dict[str, tuple[str, str, str]] = {
@@ -32,6 +43,11 @@ VARIANTS: dict[str, tuple[str, str, str]] = {
     "s_g07": ("expert gain 0.7", "cpu", "s_base"),
     "s_g07r": ("expert gain 0.7 + randomize=action_latency:1,pose_latency:2,camera_shift:10,camera_rot:1", "cpu",
                "s_base"),
+    # re-read without the rendering defect (2026-12-05): 3 trainings each (training seeds 0-2), runs/s9/rob
+    "t_base": ("the job's demos (expert gain 1.5); runs/main65, runs/s7/pre_s1, pre_s2", "cpu", ""),
+    "t_g07": ("expert gain 0.7", "cpu", "t_base"),
+    "t_g07r": ("expert gain 0.7 + randomize=action_latency:1,pose_latency:2,camera_shift:10,camera_rot:1", "cpu",
+               "t_base"),
     "x_refined": ("the job's refined policy (runs/main61), executed as shipped", "cpu", ""),
     "x_delay1": ("the same policy, each chunk started at its action for t + 1 (a known one-step delay; "
                  "tried and removed)", "cpu", "x_refined"),
@@ -67,6 +83,16 @@ NOTES = [
     "0.665 against 0.605, +0.060 [-0.021, +0.141]. So the gentler expert buys a better policy, not a "
     "larger share kept under latency (0.73 against 0.81); `runs/s8/g07`, not yet a second training or a "
     "job run.",
+    "- The t_* rows (2026-12-05) re-read all three demos without the rendering defect, 3 trainings each (training "
+    "seeds 0-2, the demos the same), the base the job's own pretrainings. The rule fixed before the third "
+    "trainings were read: the variant with the highest `realistic` success whose clean success is not below the "
+    "base's by more than the over-trainings interval. Gain 0.7 alone: clean +0.103 [-0.240, +0.447] over 3 "
+    "trainings (0.915, 0.895, 0.700: its third training is no better than the base) and realistic -0.055. Gain "
+    "0.7 with latency and camera randomisation: realistic +0.287 over 3 trainings (every training gains: "
+    "+0.320, +0.135, +0.405; the t interval with 2 degrees of freedom is [-0.056, +0.630]), a 1-step latency "
+    "+0.243 [+0.138, +0.349], clean -0.090 [-0.192, +0.012] (pooled over the 600 pairs -0.090 [-0.138, -0.042]). "
+    "It keeps more than its clean success under `realistic` (0.667 against 0.643): its demos carried the latency "
+    "the preset adds. It is the variant the rule picks, so the main job was run with it (runs/main66).",
 ]
 CONDITIONS = {"none": "clean", "realistic": "realistic", "action_latency": "action_latency:1",
               "cam": "camera_shift:10"}
@@ -128,6 +154,14 @@ def summarise(data: dict[str, dict[str, dict[str, dict[int, bool]]]]) -> dict[st
                 row["minus_base"] = paired_difference({k: a for k, (a, _) in pairs.items()},
                                                       {k: b for k, (_, b) in pairs.items()})
                 row["minus_base_trainings"] = sorted({s for s, _ in pairs})
+                # the pooled interval above treats every (training, seed) pair as independent; with several
+                # trainings the spread between trainings is the honest width
+                per_training = [float(np.mean([b - a for (s, _), (a, b) in pairs.items() if s == t]))
+                                for t in row["minus_base_trainings"]]
+                if len(per_training) > 1:
+                    lo, hi = t_interval(np.array(per_training))
+                    row["minus_base_over_trainings"] = {"mean": float(np.mean(per_training)), "lo": lo, "hi": hi,
+                                                        "per_training": per_training}
             block[label] = row
         figures[variant] = block
     return figures
@@ -147,6 +181,10 @@ def write_page(figures: dict[str, Any]) -> None:
                 continue
             per = ", ".join(f"s{s} {v:.3f}" for s, v in sorted(row["per_training"].items()))
             diff = format_paired(row["minus_base"]) if "minus_base" in row else ""
+            over = row.get("minus_base_over_trainings")
+            if over:
+                diff += (f"; over {len(over['per_training'])} trainings {over['mean']:+.3f} "
+                         f"[{over['lo']:+.3f}, {over['hi']:+.3f}]")
             lines.append(f"| {variant} | {block['demos']} | {label} | {per} | {row['mean']:.3f} | {diff} |")
     lines += ["", *NOTES]
     (RESULTS / "robustness_training.md").write_text("\n".join(lines) + "\n")
@@ -159,7 +197,12 @@ def main() -> None:
     ap.add_argument("--delay", type=Path, default=Path("runs/delay61"), help="the execution-side trial's evaluations")
     args = ap.parse_args()
     gpu = json.loads(args.gpu.read_text()) if args.gpu.exists() else {}
-    figures = summarise(collect(args.runs, gpu, args.delay))
+    fresh = summarise(collect(args.runs, gpu, args.delay))
+    # the variants whose evaluations are not under --runs keep their stored figures (each session's runs
+    # folder holds only what it re-read)
+    stored_path = RESULTS / "robustness_training.json"
+    stored = json.loads(stored_path.read_text()).get("variants", {}) if stored_path.exists() else {}
+    figures = {v: fresh.get(v, stored.get(v)) for v in VARIANTS if v in fresh or v in stored}
     write_result("robustness_training", {"variants": figures}, seed_range="tune")
     write_page(figures)
     print((RESULTS / "robustness_training.md").read_text())
