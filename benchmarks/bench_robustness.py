@@ -8,7 +8,13 @@ measured) alone and all of them together, against the clean run on the same seed
       --job runs/cam61
   # the job's policy as `make run` ships it: on its pose estimator's poses (no simulator state)
   python benchmarks/bench_robustness.py --block job --ckpt runs/main65/refine/iter_02/train/checkpoints/step_00000500 \
-      --job runs/main65 --poses runs/main65/perception/estimator
+      --job runs/main65 --poses runs/main65/perception/estimator --out runs/robustness_job_est
+  # the same job on gentler, latency- and camera-randomised demos (robustness_training.md), paired with the above
+  vla run out_dir=runs/main66 demos.gain=0.7 \
+      demos.randomize=action_latency:1,pose_latency:2,camera_shift:10,camera_rot:1
+  python benchmarks/bench_robustness.py --block job_robust \
+      --ckpt runs/main66/refine/iter_02/train/checkpoints/step_00000500 --job runs/main66 \
+      --poses runs/main66/perception/estimator --out runs/robustness_main66 --against job runs/robustness_job_est
 
 `--job`: the job folder whose eval settings (execution, observation mode) the policy is run with.
 Every evaluation is resumable (a finished one is read back). Writes benchmarks/results/robustness.json
@@ -23,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +68,9 @@ def main() -> None:
     ap.add_argument("--poses", default="", help="a pose estimator the state policy reads instead of the "
                     "simulator's poses (as the job deploys it); the pose kinds then do not apply")
     ap.add_argument("--kinds", default="", help="only these kinds (comma-separated; default: the preset's)")
+    ap.add_argument("--against", nargs=2, metavar=("BLOCK", "DIR"), default=None,
+                    help="another block and its run folder: each run here paired per seed with the same-named run "
+                    "there (`<key>_minus_against`), e.g. a training recipe against the job's")
     ap.add_argument("--blowup-check", action="store_true", help="also run the constant-feature test and record "
                     "its verdict (constant_feature_blowup_fixed)")
     args = ap.parse_args()
@@ -107,6 +117,19 @@ def main() -> None:
             block[f"{key}_perturb"] = runs[name]
     if not_applicable:
         block["not_applicable"] = not_applicable
+    if args.against:
+        label, folder = args.against
+        block["against"] = {"block": label, "dir": folder}
+        for name, s in summaries.items():
+            theirs = Path(folder) / name / "summary.json"
+            if not theirs.exists():
+                continue
+            other = json.loads(theirs.read_text())
+            if other["config"]["perturb"] != runs[name] or other["episodes"] != s["episodes"]:
+                raise SystemExit(f"{theirs}: perturb '{other['config']['perturb']}' x {other['episodes']} episodes, "
+                                 f"not this run's '{runs[name]}' x {s['episodes']}")
+            key = "clean" if name == "clean" else "realistic" if name == PRESET else name
+            block[f"{key}_minus_against"] = paired_difference(per_seed(other), per_seed(s))
     singles = [k for k in runs if k in KINDS]
     if "pose_noise_1mm" in runs:
         block["pose_noise_1mm_fixed"] = (block["pose_noise_1mm_kept"] or 0) >= 0.9
@@ -145,6 +168,14 @@ def blowup_check() -> dict[str, Any]:
             "constant_feature_figures": figures}
 
 
+def against_cell(block: dict[str, Any], key: str) -> str:
+    """The table's column against another block (`--against`): empty where the block has none."""
+    if "against" not in block:
+        return ""
+    d = block.get(f"{key}_minus_against")
+    return f" {format_paired(d)} |" if d else " |"
+
+
 def write_page(data: dict[str, Any]) -> None:
     lines = ["# Robustness to a real arm's sensors and actuators", "",
              f"Each perturbation of the `{PRESET}` preset (`vla/configs/perturb/{PRESET}.yaml`, severities and why) "
@@ -156,12 +187,16 @@ def write_page(data: dict[str, Any]) -> None:
         if name.startswith("_") or not isinstance(block, dict) or "clean_success" not in block:
             continue
         on = f", poses from `{block['poses']}`" if block.get("poses") else ""
+        against = block.get("against", {}).get("block")
+        vs = partial(against_cell, block)
+
         lines += [f"## {name} (`{block['checkpoint']}`, obs_mode {block['obs_mode']}{on}, {block['episodes']} seeds)",
                   "",
-                  "| perturbation | severity | success | Wilson 95% | kept | minus clean |",
-                  "|---|---|---|---|---|---|"]
+                  "| perturbation | severity | success | Wilson 95% | kept | minus clean |"
+                  + (f" minus {against} |" if against else ""),
+                  "|---|---|---|---|---|---|" + ("---|" if against else "")]
         lo, hi = block["clean_wilson95"]
-        lines.append(f"| clean | - | {block['clean_success']:.3f} | [{lo:.2f}, {hi:.2f}] | 1 | - |")
+        lines.append(f"| clean | - | {block['clean_success']:.3f} | [{lo:.2f}, {hi:.2f}] | 1 | - |" + vs("clean"))
         keys = [k for k in KINDS if f"{k}_success" in block] + ["realistic"]
         keys += ["pose_noise_1mm"] if "pose_noise_1mm_success" in block else []
         for k in keys:
@@ -170,10 +205,10 @@ def write_page(data: dict[str, Any]) -> None:
             sev = (f"{block['preset'][k]:g} {KINDS[k].unit}" if k in KINDS else
                    f"`{PRESET}`, every kind above" if k == "realistic" else block[f"{k}_perturb"])
             lines.append(f"| {'all together' if k == 'realistic' else k} | {sev} | {block[f'{k}_success']:.3f} | "
-                         f"[{lo:.2f}, {hi:.2f}] | {kept:.2f} | {format_paired(block[f'{k}_minus_clean'])} |"
+                         f"[{lo:.2f}, {hi:.2f}] | {kept:.2f} | {format_paired(block[f'{k}_minus_clean'])} |" + vs(k)
                          if kept is not None else f"| {k} | {sev} | {block[f'{k}_success']:.3f} | | | |")
         for k, why in block.get("not_applicable", {}).items():
-            lines.append(f"| {k} | not applicable | | | | {why} |")
+            lines.append(f"| {k} | not applicable | | | | {why} |" + (" |" if "against" in block else ""))
         lines += ["", f"Target met: {block['target_met']}; worst single perturbation: {block['worst_single']}.", ""]
         if block.get("measured_with_clipped_wrist_camera"):
             lines += ["**Measured with a rendering defect** (fixed in 4fc4657): an invisible cube parked 5 m down "
