@@ -1,5 +1,6 @@
 """The scripts that turn other outputs into results files by code: fresh_env_result (fresh_env.sh's times),
-hardening_report (the two hardening suites' sums) and ensemble_sweep's settings."""
+hardening_report (the two hardening suites' sums), ensemble_sweep's settings, robustness_training and
+bench_robustness's page."""
 
 from __future__ import annotations
 
@@ -76,4 +77,16 @@ def test_robustness_training_pairs_a_variant_with_its_base_by_training_and_eval_
     assert row["per_training"] == {"1": 1.0, "2": 0.5} and row["mean"] == 0.75
     # pairs (1,10) 1-1, (1,11) 1-0, (2,10) 0-1, (2,11) 1-1: differences 0, +1, -1, 0
     assert row["minus_base"]["mean"] == 0.0 and row["minus_base_trainings"] == ["1", "2"]
+    # over trainings: training 1 gains +0.5, training 2 loses 0.5; the interval is the trainings' spread
+    over = row["minus_base_over_trainings"]
+    assert over["per_training"] == [0.5, -0.5] and over["mean"] == 0.0 and over["lo"] < -0.5 < 0.5 < over["hi"]
     assert "minus_base" not in figures["s_base"]["clean"]
+
+
+def test_robustness_page_shows_the_column_against_another_block_only_where_one_was_given() -> None:
+    br = load_script("bench_robustness")
+    diff = {"mean": 0.285, "lo": 0.198, "hi": 0.372, "seeds": 200, "better": 75, "worse": 18}
+    block = {"against": {"block": "job", "dir": "runs/x"}, "realistic_minus_against": diff}
+    assert "+0.285 [+0.198, +0.372] (75 / 18)" in br.against_cell(block, "realistic")
+    assert br.against_cell(block, "clean") == " |"  # a run the other block does not have: an empty cell
+    assert br.against_cell({"realistic_minus_against": diff}, "realistic") == ""
