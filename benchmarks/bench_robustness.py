@@ -107,6 +107,8 @@ def main() -> None:
                              "obs_mode": job["demos"]["obs_mode"], "preset": preset}
     if args.poses:
         block["poses"] = args.poses
+    if args.against:
+        block["against"] = {"block": args.against[0], "dir": args.against[1]}
     for name, s in summaries.items():
         key = "clean" if name == "clean" else "realistic" if name == PRESET else name
         block[f"{key}_success"] = s["success_rate"]
@@ -115,21 +117,15 @@ def main() -> None:
             block[f"{key}_minus_clean"] = paired_difference(per_seed(clean), per_seed(s))
             block[f"{key}_kept"] = s["success_rate"] / clean["success_rate"] if clean["success_rate"] else None
             block[f"{key}_perturb"] = runs[name]
-    if not_applicable:
-        block["not_applicable"] = not_applicable
-    if args.against:
-        label, folder = args.against
-        block["against"] = {"block": label, "dir": folder}
-        for name, s in summaries.items():
-            theirs = Path(folder) / name / "summary.json"
-            if not theirs.exists():
-                continue
+        theirs = Path(args.against[1]) / name / "summary.json" if args.against else None
+        if theirs is not None and theirs.exists():
             other = json.loads(theirs.read_text())
             if other["config"]["perturb"] != runs[name] or other["episodes"] != s["episodes"]:
                 raise SystemExit(f"{theirs}: perturb '{other['config']['perturb']}' x {other['episodes']} episodes, "
                                  f"not this run's '{runs[name]}' x {s['episodes']}")
-            key = "clean" if name == "clean" else "realistic" if name == PRESET else name
             block[f"{key}_minus_against"] = paired_difference(per_seed(other), per_seed(s))
+    if not_applicable:
+        block["not_applicable"] = not_applicable
     singles = [k for k in runs if k in KINDS]
     if "pose_noise_1mm" in runs:
         block["pose_noise_1mm_fixed"] = (block["pose_noise_1mm_kept"] or 0) >= 0.9
@@ -189,7 +185,6 @@ def write_page(data: dict[str, Any]) -> None:
         on = f", poses from `{block['poses']}`" if block.get("poses") else ""
         against = block.get("against", {}).get("block")
         vs = partial(against_cell, block)
-
         lines += [f"## {name} (`{block['checkpoint']}`, obs_mode {block['obs_mode']}{on}, {block['episodes']} seeds)",
                   "",
                   "| perturbation | severity | success | Wilson 95% | kept | minus clean |"
@@ -208,7 +203,7 @@ def write_page(data: dict[str, Any]) -> None:
                          f"[{lo:.2f}, {hi:.2f}] | {kept:.2f} | {format_paired(block[f'{k}_minus_clean'])} |" + vs(k)
                          if kept is not None else f"| {k} | {sev} | {block[f'{k}_success']:.3f} | | | |")
         for k, why in block.get("not_applicable", {}).items():
-            lines.append(f"| {k} | not applicable | | | | {why} |" + (" |" if "against" in block else ""))
+            lines.append(f"| {k} | not applicable | | | | {why} |" + vs(k))
         lines += ["", f"Target met: {block['target_met']}; worst single perturbation: {block['worst_single']}.", ""]
         if block.get("measured_with_clipped_wrist_camera"):
             lines += ["**Measured with a rendering defect** (fixed in 4fc4657): an invisible cube parked 5 m down "
