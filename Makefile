@@ -49,8 +49,8 @@ install: system-deps $(VENV)/.installed
 run: install
 	$(VENV)/bin/vla run
 
-# The main job on demos that expect a real arm's errors (a gentler expert, latency and camera pose randomised
-# in collection): better under the `realistic` preset, worse clean, and past the 15-minute budget
+# The main job on demos that also randomise the action latency (the default's randomise the pose latency and
+# camera pose): better under the `realistic` preset, worse clean, and past the 15-minute budget
 # (configs/job/default.yaml, benchmarks/results/robustness.md, block job_robust)
 run-robust: install
 	$(VENV)/bin/vla run out_dir=runs/main_robust demos.gain=0.7 \

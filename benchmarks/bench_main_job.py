@@ -49,10 +49,14 @@ def main() -> None:
     ap.add_argument("--out", default="runs/main")
     ap.add_argument("--no-run", action="store_true", help="only read the summary of a finished run")
     ap.add_argument("--note", default="", help="a paragraph for the page (e.g. a stage re-run and why)")
+    ap.add_argument("--wall-s", type=int, default=None, help="with --no-run: the wall time of that `vla run` as "
+                    "measured around it (e.g. /usr/bin/time's elapsed), in seconds")
     ap.add_argument("overrides", nargs="*")
     args = ap.parse_args()
+    if args.wall_s is not None and not args.no_run:
+        ap.error("--wall-s is for --no-run (a run here is timed here)")
     out = (ROOT / args.out).resolve()
-    seconds = None
+    seconds = args.wall_s
     if not args.no_run:
         t0 = time.time()
         subprocess.run([sys.executable, "-m", "vla.cli", "run", f"out_dir={out}", *args.overrides], check=True,

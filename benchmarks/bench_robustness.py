@@ -6,15 +6,24 @@ measured) alone and all of them together, against the clean run on the same seed
       --job runs/main58
   python benchmarks/bench_robustness.py --block camera_only --ckpt runs/cam61/train/checkpoints/step_00007000 \
       --job runs/cam61
-  # the job's policy as `make run` ships it: on its pose estimator's poses (no simulator state)
-  python benchmarks/bench_robustness.py --block job --ckpt runs/main65/refine/iter_02/train/checkpoints/step_00000500 \
-      --job runs/main65 --poses runs/main65/perception/estimator --out runs/robustness_job_est
-  # the same job on gentler, latency- and camera-randomised demos (robustness_training.md), paired with the above
+  # the job's policy as `make run` ships it (the default preset since 2026-12-05: gain-0.7 demos with pose latency
+  # and camera pose randomised, robustness_training.md t_g07pc), on its pose estimator's poses (no simulator
+  # state), paired per seed with the earlier default's block (job_gain15: the expert at gain 1.5, no randomisation)
+  vla run out_dir=runs/main67
+  python benchmarks/bench_robustness.py --block job --ckpt runs/main67/refine/iter_02/train/checkpoints/step_00000500 \
+      --job runs/main67 --poses runs/main67/perception/estimator --out runs/robustness_main67 \
+      --against job_gain15 runs/robustness_job_est
+  # the earlier default (measured as `job`, renamed job_gain15 when the default changed)
+  vla run out_dir=runs/main65 demos.gain=1.5 demos.randomize=none
+  python benchmarks/bench_robustness.py --block job_gain15 \
+      --ckpt runs/main65/refine/iter_02/train/checkpoints/step_00000500 --job runs/main65 \
+      --poses runs/main65/perception/estimator --out runs/robustness_job_est
+  # the same job on gentler, latency- and camera-randomised demos (`make run-robust`)
   vla run out_dir=runs/main66 demos.gain=0.7 \
       demos.randomize=action_latency:1,pose_latency:2,camera_shift:10,camera_rot:1
   python benchmarks/bench_robustness.py --block job_robust \
       --ckpt runs/main66/refine/iter_02/train/checkpoints/step_00000500 --job runs/main66 \
-      --poses runs/main66/perception/estimator --out runs/robustness_main66 --against job runs/robustness_job_est
+      --poses runs/main66/perception/estimator --out runs/robustness_main66 --against job_gain15 runs/robustness_job_est
 
 `--job`: the job folder whose eval settings (execution, observation mode) the policy is run with.
 Every evaluation is resumable (a finished one is read back). Writes benchmarks/results/robustness.json
