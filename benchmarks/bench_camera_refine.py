@@ -15,11 +15,13 @@ same estimator (version 0's evaluation shared). `--method rac|habc|sft` runs tha
 (the control is the same run for every method and is reused); with both habc and sft run, HABC - SFT, the two
 refined policies paired per seed, is `camera_only_habc_minus_sft` (the comparison HABC's paper reports).
 
-    vla run out_dir=runs/s7/pre_s1 "stages=[sim_demos,stats,pretrain]" \\
-        'pretrain.overrides=["train.lr=1e-3","policy.noise_scale=0","train.seed=1"]'      # and seed 2
+    vla run out_dir=runs/main64 demos.gain=1.5 demos.randomize=none    # the job's preset before 2026-12-05
+    vla run out_dir=runs/s7/pre_s1 "stages=[sim_demos,stats,pretrain]" demos.gain=1.5 demos.randomize=none \\
+        'pretrain.overrides=["train.lr=1e-3","policy.noise_scale=0","train.seed=1"]'      # and seeds 2, 3, 4
     python benchmarks/bench_camera_refine.py --job runs/main64 --out runs/s7/camref \\
         --pretrained runs/main64/train/checkpoints/step_00003000 \\
-        runs/s7/pre_s1/train/checkpoints/step_00003000 runs/s7/pre_s2/train/checkpoints/step_00003000
+        runs/s7/pre_s1/train/checkpoints/step_00003000 runs/s7/pre_s2/train/checkpoints/step_00003000 \\
+        runs/s7/pre_s3/train/checkpoints/step_00003000 runs/s7/pre_s4/train/checkpoints/step_00003000 [--method rac]
 
 Writes benchmarks/results/camera_refine.json / .md (`<method>` blocks: per training the refined, control and
 pretrained success and the paired differences; over the trainings the mean of refined - control with its t

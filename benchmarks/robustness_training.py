@@ -15,12 +15,16 @@ and robustness_training.md. Variants with no evaluations under --runs keep their
 
 The t_* variants (re-read 2026-12-05, after the rendering defect; 3 trainings each, training seeds 0-2):
 
-  vla run out_dir=runs/s9/g07_sN "stages=[sim_demos,stats,pretrain]" demos.gain=0.7 \
+  vla run out_dir=runs/s9/g07_sN "stages=[sim_demos,stats,pretrain]" demos.gain=0.7 demos.randomize=none \
       'pretrain.overrides=["train.lr=1e-3","policy.noise_scale=0","train.seed=N"]'
-      (t_g07r: also demos.randomize=action_latency:1,pose_latency:2,camera_shift:10,camera_rot:1;
+      (t_g07r: demos.randomize=action_latency:1,pose_latency:2,camera_shift:10,camera_rot:1;
        t_g07l: demos.randomize=action_latency:1 only;
-       t_g07pc: demos.randomize=pose_latency:2,camera_shift:10,camera_rot:1, runs/s10/g07pc_sN;
-       t_base: the same without demos.gain, i.e. runs/main65 and runs/s7/pre_s1, pre_s2)
+       t_g07pc: demos.randomize=pose_latency:2,camera_shift:10,camera_rot:1 (the main job's preset since
+       2026-12-05), runs/s10/g07pc_sN;
+       t_g07pcd: t_g07pc's + demos.noise=0.05 demos.label=clean (DART), runs/s10/g07pcd_sN, paired with t_g07pc;
+       both also under perturb=action_noise:0.02;
+       t_base: demos.gain=1.5 demos.randomize=none, i.e. runs/main65 and runs/s7/pre_s1, pre_s2, made when
+       that was the preset)
   vla eval CKPT episodes=200 seed_range=tune temporal_ensemble=0.3 temporal_ensemble_every=2 n_action_steps=4 \
       videos=0 perturb=none|action_latency:1|realistic out_dir=runs/s9/rob/<variant>/sN/<none|action_latency|realistic>
   python benchmarks/robustness_training.py --runs runs/s9/rob
@@ -60,6 +64,8 @@ VARIANTS: dict[str, tuple[str, str, str]] = {
     "t_g07l": ("expert gain 0.7 + randomize=action_latency:1 (the ablation: latency only)", "cpu", "t_base"),
     "t_g07pc": ("expert gain 0.7 + randomize=pose_latency:2,camera_shift:10,camera_rot:1 (no action latency)",
                 "cpu", "t_base"),
+    "t_g07pcd": ("as t_g07pc (the default's demos) + DART: the expert's execution noised (demos.noise=0.05, half on "
+                 "rotation), its clean actions recorded (demos.label=clean)", "cpu", "t_g07pc"),
     # the pose estimator's own randomisation (2026-12-05): main65's refined policy on its poses, runs/s10/est
     "e_job": ("the job's estimator (randomize camera_shift:10,camera_rot:2,...) under runs/main65's refined "
               "policy", "cpu", ""),
@@ -133,7 +139,7 @@ NOTES = [
     "variant that gains on both, so the main job was run on it (runs/main67, robustness.md block job_pc).",
 ]
 CONDITIONS = {"none": "clean", "realistic": "realistic", "action_latency": "action_latency:1",
-              "cam": "camera_shift:10", "camera_rot": "camera_rot:1"}
+              "cam": "camera_shift:10", "camera_rot": "camera_rot:1", "action_noise": "action_noise:0.02"}
 
 
 def outcomes(summary: Path) -> dict[int, bool] | None:
