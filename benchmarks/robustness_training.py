@@ -136,7 +136,16 @@ NOTES = [
     "(0.690 against t_g07r's 0.738 under the action latency) without the overshoot. It keeps less under "
     "`realistic` than t_g07r (0.532 against 0.667) and is better clean (0.873 against 0.643). The rule above "
     "would pick t_g07r again, but t_g07r's whole job lost 0.110 clean on the report range; t_g07pc is the "
-    "variant that gains on both, so the main job was run on it (runs/main67, robustness.md block job_pc).",
+    "variant that gains on both, so the main job was run on it (runs/main67). On the report range it kept 0.485 "
+    "under `realistic` against 0.315 and scored 0.885 clean against 0.925 (-0.040 [-0.090, +0.010]), so it is the "
+    "main job's preset since 2026-12-05 (robustness.md, blocks job and job_gain15).",
+    "- DART on those demos (t_g07pcd, 3 trainings, tune): the expert's execution noised (demos.noise=0.05, half on "
+    "rotation) and its clean actions recorded, against the action kinds the job still fails. It costs the clean "
+    "success, 0.727 against 0.873 (-0.147 [-0.300, +0.007]; every training, pooled -0.147 [-0.186, -0.108]). It "
+    "does worse under the 2% command noise it was meant for, 0.697 against 0.828. It is level under a 1-step "
+    "latency (-0.017) and under `realistic` (+0.022 [-0.058, +0.102]). A single noise level was tried (0.05, "
+    "chosen before any run). Noised demos teach the recovery, but 40 of them at this noise teach a worse "
+    "approach.",
 ]
 CONDITIONS = {"none": "clean", "realistic": "realistic", "action_latency": "action_latency:1",
               "cam": "camera_shift:10", "camera_rot": "camera_rot:1", "action_noise": "action_noise:0.02"}
