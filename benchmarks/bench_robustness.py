@@ -50,13 +50,18 @@ from vla.perturb import KINDS, load_presets, spec_text
 PRESET = "realistic"
 
 
+def same_run(summary: dict[str, Any], perturb: str, episodes: int) -> bool:
+    """Whether a stored evaluation is the run asked for (its perturbation and episode count)."""
+    return summary["config"]["perturb"] == perturb and summary["episodes"] == episodes
+
+
 def evaluate(ckpt: str, job: dict[str, Any], perturb: str, out: Path, episodes: int, offset: int,
              poses: str = "") -> dict[str, Any]:
     from sim.evaluate import EvalConfig, run_evaluation
 
     if (out / "summary.json").exists():
         s = json.loads((out / "summary.json").read_text())
-        if s["config"]["perturb"] == perturb and s["episodes"] == episodes:
+        if same_run(s, perturb, episodes):
             return s
     ev, demos = job["eval"], job["demos"]
     cfg = EvalConfig(task=demos["task"], policy=ckpt, episodes=episodes, seed_range="report", seed_offset=offset,
@@ -129,7 +134,7 @@ def main() -> None:
         theirs = Path(args.against[1]) / name / "summary.json" if args.against else None
         if theirs is not None and theirs.exists():
             other = json.loads(theirs.read_text())
-            if other["config"]["perturb"] != runs[name] or other["episodes"] != s["episodes"]:
+            if not same_run(other, runs[name], s["episodes"]):
                 raise SystemExit(f"{theirs}: perturb '{other['config']['perturb']}' x {other['episodes']} episodes, "
                                  f"not this run's '{runs[name]}' x {s['episodes']}")
             block[f"{key}_minus_against"] = paired_difference(per_seed(other), per_seed(s))
