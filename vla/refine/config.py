@@ -42,6 +42,10 @@ class RefineConfig(Execution):
     # filtered_bc and intervener='' the policy imitates its own ensembled successes, which it is then
     # evaluated without (experiments/refine_budget.py `fbc100_te`)
     collect_temporal_ensemble: float | None = None
+    # the rollouts' domain randomisation (vla.perturb kinds; each episode draws its severities from [0, the
+    # spec's]), e.g. a real arm's actuator errors: the person corrects the policy where those errors put it, and
+    # the recorded actions are the commands, not what the arm executed. Evaluations stay clean ("none": off)
+    collect_randomize: str = "none"
     intervener_args: dict[str, float] = field(default_factory=dict)  # when the simulated person steps in
     # the collection intervener instead of the method's own (rac | hg_dagger | "" none: HABC's
     # autonomous setting, rollouts with only their sparse outcome)
@@ -110,3 +114,9 @@ class RefineConfig(Execution):
         rate = self.collect_temporal_ensemble
         if rate is not None and not valid_rate(rate):
             raise ValueError(f"collect_temporal_ensemble must be a finite rate (or null: off), got {rate}")
+        from vla.perturb import parse_perturb
+
+        try:
+            parse_perturb(self.collect_randomize)
+        except ValueError as e:
+            raise ValueError(f"collect_randomize: {e}") from None

@@ -75,6 +75,8 @@ class RefineRun:
         kw = self._eval_kwargs()
         if self.cfg.collect_temporal_ensemble is not None:
             kw["temporal_ensemble"] = self.cfg.collect_temporal_ensemble
+        if self.cfg.collect_randomize != "none":
+            kw["randomize"] = self.cfg.collect_randomize
         return kw
 
     def collect_seeds(self, version: int) -> list[int]:

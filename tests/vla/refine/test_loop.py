@@ -132,6 +132,29 @@ def test_filtered_bc_collects_with_the_ensemble_and_evaluates_without(tmp_path: 
         RefineRun(config(tmp_path, pretrained, "filtered_bc", "collect_temporal_ensemble=.inf"))
 
 
+def test_rollouts_under_randomised_actuator_errors_record_the_commands(tmp_path: Path,
+                                                                        pretrained: tuple[Path, Path]) -> None:
+    # collect_randomize: the rollouts run under a real arm's actuator errors, the evaluations clean; the store
+    # keeps what was commanded (the person's gripper command is exactly +-1), not what the noisy arm executed
+    cfg = config(tmp_path, pretrained, "hg_dagger", "intervener_args={subtask_timeout: 8}",
+                 "collect_randomize=action_noise:0.5")
+    RefineRun(cfg, progress=False).run()
+    out = Path(cfg.out_dir)
+    collect = json.loads((out / "iter_00/collect/summary.json").read_text())
+    assert collect["config"]["randomize"] == "action_noise:0.5"
+    assert collect["randomize"]["randomized"] == {"action_noise": 0.5}
+    for version in (0, 1):
+        assert json.loads((out / f"iter_{version:02d}/eval/summary.json").read_text())["config"][
+            "randomize"] == "none"
+    store = EpisodeStore.open(out / "store.zarr")
+    start = int(store.table().episode_starts[np.flatnonzero(store.table().source != "demo")[0]])
+    action = np.asarray(store.read("action", start, store.n_steps))
+    person = np.asarray(store.read("is_intervention", start, store.n_steps), bool)
+    assert person.any() and np.isin(action[person, -1], (-1.0, 1.0)).all()
+    with pytest.raises(ValueError, match="collect_randomize: perturb: unknown perturbation or preset 'action_nois'"):
+        RefineRun(config(tmp_path, pretrained, "hg_dagger", "collect_randomize=action_nois:0.1"))
+
+
 def test_resume_skips_finished_work_and_continues(tmp_path: Path, pretrained: tuple[Path, Path]) -> None:
     cfg = config(tmp_path, pretrained, "hg_dagger")
     RefineRun(cfg, progress=False).run()
