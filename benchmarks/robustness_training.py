@@ -29,6 +29,17 @@ The t_* variants (re-read 2026-12-05, after the rendering defect; 3 trainings ea
       videos=0 perturb=none|action_latency:1|realistic out_dir=runs/s9/rob/<variant>/sN/<none|action_latency|realistic>
   python benchmarks/robustness_training.py --runs runs/s9/rob
 
+The r_* variants (the refine stage on t_g07pc's pretrainings, N = 0-2; runs/s11/q_rr.sh): version 0 is the
+t_g07pc evaluation above, version 2 evaluated clean by the loop and as above under each condition:
+
+  vla refine hg-dagger --ckpt runs/s10/g07pc_sN/train/checkpoints/step_00003000 --demos runs/s10/g07pc_sN/demos.zarr \
+      --out runs/s11/rr/clean_sN obs_mode=state image_size=84 iterations=2 episodes_per_iteration=100 \
+      eval_episodes=200 eval_every=2 eval_seed_range=tune n_action_steps=4 temporal_ensemble=0.3 \
+      temporal_ensemble_every=2 videos=0 "intervener_args={expert_gain: 0.7}" train.steps=500 \
+      train.ckpt_every=500 train.ema_decay=0.999 train.ema_warmup=false
+      (r_rand: --out runs/s11/rr/rand_sN, the same + \
+       collect_randomize=action_latency:1,action_noise:0.02,action_gain:0.1,rate_jitter:0.05)
+
 The e_* variants (the pose estimator's randomisation; one policy, runs/main65's refined, its `vla eval ... poses=`
 the estimator, perturb=none|camera_shift:10|camera_rot:1|realistic, 200 tune seeds, in
 runs/s9/rob/e_<name>/s0/<none|cam|camera_rot|realistic>):
@@ -66,6 +77,12 @@ VARIANTS: dict[str, tuple[str, str, str]] = {
                 "cpu", "t_base"),
     "t_g07pcd": ("as t_g07pc (the default's demos) + DART: the expert's execution noised (demos.noise=0.05, half on "
                  "rotation), its clean actions recorded (demos.label=clean)", "cpu", "t_g07pc"),
+    # the refine stage's rollouts under a real arm's actuator errors (2026-12-05): t_g07pc's three pretrainings
+    "r_clean": ("t_g07pc's pretrainings refined as the main job refines (HG-DAgger, 2 rounds of 100 rollouts, 500 "
+                "steps each), clean rollouts", "cpu", "t_g07pc"),
+    "r_rand": ("the same refine, its rollouts (not its evaluations) under the preset's actuator kinds, drawn per "
+               "episode: collect_randomize=action_latency:1,action_noise:0.02,action_gain:0.1,rate_jitter:0.05",
+               "cpu", "r_clean"),
     # the pose estimator's own randomisation (2026-12-05): main65's refined policy on its poses, runs/s10/est
     "e_job": ("the job's estimator (randomize camera_shift:10,camera_rot:2,...) under runs/main65's refined "
               "policy", "cpu", ""),
@@ -146,6 +163,18 @@ NOTES = [
     "latency (-0.017) and under `realistic` (+0.022 [-0.058, +0.102]). A single noise level was tried (0.05, "
     "chosen before any run). Noised demos teach the recovery, but 40 of them at this noise teach a worse "
     "approach.",
+    "- The refine stage's rollouts under a real arm's actuator errors (r_clean, r_rand; t_g07pc's three "
+    "pretrainings, 200 tune seeds, 2026-12-05). The main job's HG-DAgger refine with clean rollouts (r_clean) "
+    "against its pretrained policy: clean +0.027 [-0.056, +0.109] over 3 trainings, under the 2% command noise "
+    "+0.042, but under a 1-step action latency -0.058 [-0.109, -0.008] (every training: -0.055, -0.080, -0.040) "
+    "and under `realistic` -0.060 [-0.114, -0.006] (-0.075, -0.070, -0.035). So the refine stage, as the job "
+    "runs it, trades robustness to the arm's delay for little clean success; the losses are at the grasp "
+    "(pick_cube), the episodes no slower. The same refine with its rollouts under the preset's actuator kinds, "
+    "drawn per episode (r_rand: collect_randomize=action_latency:1,action_noise:0.02,action_gain:0.1,"
+    "rate_jitter:0.05, chosen before any run), against r_clean: clean +0.005 [-0.135, +0.145], realistic +0.032 "
+    "[-0.128, +0.191], latency -0.005, noise -0.003; training 0 lost in every condition and training 1 gained in "
+    "every one. The person's corrections where the arm's errors put the policy buy nothing measurable, so "
+    "the main job keeps clean rollouts (`collect_randomize` stays, off by default).",
     "- The pose estimator's own randomisation (e_job, e_wide; one policy, runs/main65's refined, 200 tune seeds, one "
     "estimator training each): trained on camera shifts up to 20 mm and rotations up to 3 degrees (the job's: 10 mm, "
     "2 degrees, so the preset's 10 mm sat at the edge of its range), the policy on its poses scores 0.735 under "
