@@ -38,7 +38,8 @@ t_g07pc evaluation above, version 2 evaluated clean by the loop and as above und
       temporal_ensemble_every=2 videos=0 "intervener_args={expert_gain: 0.7}" train.steps=500 \
       train.ckpt_every=500 train.ema_decay=0.999 train.ema_warmup=false
       (r_rand: --out runs/s11/rr/rand_sN, the same + \
-       collect_randomize=action_latency:1,action_noise:0.02,action_gain:0.1,rate_jitter:0.05)
+       collect_randomize=action_latency:1,action_noise:0.02,action_gain:0.1,rate_jitter:0.05;
+       r_ctrl: --out runs/s11/rr/ctrl_sN, the same + "method_args.group_shares={demo: 1.0}", runs/s11/q_ctrl.sh)
 
 The e_* variants (the pose estimator's randomisation; one policy, runs/main65's refined, its `vla eval ... poses=`
 the estimator, perturb=none|camera_shift:10|camera_rot:1|realistic, 200 tune seeds, in
@@ -80,6 +81,8 @@ VARIANTS: dict[str, tuple[str, str, str]] = {
     # the refine stage's rollouts under a real arm's actuator errors (2026-12-05): t_g07pc's three pretrainings
     "r_clean": ("t_g07pc's pretrainings refined as the main job refines (HG-DAgger, 2 rounds of 100 rollouts, 500 "
                 "steps each), clean rollouts", "cpu", "t_g07pc"),
+    "r_ctrl": ("the refine's demos-only control: the same rounds, rollouts and steps, every batch from the demos "
+               "(method_args.group_shares={demo: 1.0})", "cpu", "t_g07pc"),
     "r_rand": ("the same refine, its rollouts (not its evaluations) under the preset's actuator kinds, drawn per "
                "episode: collect_randomize=action_latency:1,action_noise:0.02,action_gain:0.1,rate_jitter:0.05",
                "cpu", "r_clean"),
@@ -175,6 +178,15 @@ NOTES = [
     "[-0.128, +0.191], latency -0.005, noise -0.003; training 0 lost in every condition and training 1 gained in "
     "every one. The person's corrections where the arm's errors put the policy buy nothing measurable, so "
     "the main job keeps clean rollouts (`collect_randomize` stays, off by default).",
+    "- Is it the corrections or the fine-tuning? The refine's demos-only control (r_ctrl: the same rounds, "
+    "rollouts and steps, every batch from the demos) against the pretrained policy: clean -0.012 [-0.050, "
+    "+0.026], latency +0.030 [-0.046, +0.106], realistic -0.018 [-0.050, +0.013], noise -0.003. So fine-tuning "
+    "alone keeps the robustness. The refine against its control, per training: clean +0.060 / +0.020 / +0.035 "
+    "(+0.038 [-0.012, +0.089]), 2% command noise +0.045 [-0.045, +0.135], 1-step latency -0.065 / -0.145 / "
+    "-0.055 (-0.088 [-0.211, +0.034]), `realistic` -0.070 / -0.040 / -0.015 (-0.042 [-0.110, +0.027]). Every "
+    "training loses under the latency against its control; with 3 trainings the interval still reaches above "
+    "zero. What the person's corrections teach (grasps closed where a hand on time would close them) is what a "
+    "hand one tick late gets wrong.",
     "- The pose estimator's own randomisation (e_job, e_wide; one policy, runs/main65's refined, 200 tune seeds, one "
     "estimator training each): trained on camera shifts up to 20 mm and rotations up to 3 degrees (the job's: 10 mm, "
     "2 degrees, so the preset's 10 mm sat at the edge of its range), the policy on its poses scores 0.735 under "
