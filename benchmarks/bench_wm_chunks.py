@@ -20,10 +20,31 @@ benchmarks/results/worldmodel_chunks.json and .md.
     vla wm train runs/main63/demos.zarr runs/main63/refine/store.zarr --out runs/s7/wm_pointwise \
         "train.rank_truth=[runs/s7/truth_collect]" train.w_rank=0
     vla wm eval runs/s7/wm_pointwise --truth $D/truth_tune --truth $D/truth_report --out runs/s7/wm_pointwise_eval
+    # the camera model (agentview + the arm's state, no object pose; configs/worldmodel/cameras.yaml) on the same
+    # sets, and the same trained on the chunk outcomes (runs/s11/q_wmcam.sh)
+    C="--preset cameras model.state_inputs=9"
+    vla wm train runs/main63/demos.zarr runs/main63/refine/store.zarr --out runs/s11/wm_cam $C
+    vla wm train runs/main63/demos.zarr runs/main63/refine/store.zarr --out runs/s11/wm_cam_rank $C \
+        "train.rank_truth=[runs/s7/truth_collect]"
+    # a second collect-range set (100 more episodes), both models on both sets (runs/s11/q_truth2.sh)
+    vla wm chunk-truth $CK seed_range=collect seed_offset=801000 episodes=100 states_per_episode=3 noisy=5 \
+        perturbed=2 out=runs/s11/truth_collect2
+    vla wm train runs/main63/demos.zarr runs/main63/refine/store.zarr --out runs/s11/wm_rank2 \
+        "train.rank_truth=[runs/s7/truth_collect,runs/s11/truth_collect2]"
+    vla wm train runs/main63/demos.zarr runs/main63/refine/store.zarr --out runs/s11/wm_cam_rank2 $C \
+        "train.rank_truth=[runs/s7/truth_collect,runs/s11/truth_collect2]"
+    # each `vla wm eval M --truth $D/truth_tune --truth $D/truth_report --out M_eval`, then
     python benchmarks/bench_wm_chunks.py \
         --model default $D/wm_eval/chunk_truth.json "state model, the default preset" \
         --model pointwise runs/s7/wm_pointwise_eval/chunk_truth.json "the control: value targets only" \
-        --model rank runs/s7/wm_rank_eval/chunk_truth.json "the same, also trained on runs/s7/truth_collect"
+        --model cam runs/s11/wm_cam_eval/chunk_truth.json "camera model, the cameras preset" \
+        --model cam_rank runs/s11/wm_cam_rank_eval/chunk_truth.json "the same, also trained on runs/s7/truth_collect" \
+        --model cam_rank2 runs/s11/wm_cam_rank2_eval/chunk_truth.json "the same, on both collect sets" \
+        --model rank2 runs/s11/wm_rank2_eval/chunk_truth.json "state model on both collect sets" \
+        --model rank runs/s7/wm_rank_eval/chunk_truth.json "the same, also trained on runs/s7/truth_collect" \
+        --camera cam_rank2
+    (the headline of each family, fixed before the second set was read: the model trained on both sets where
+    its `tune` Spearman is the higher, else the one set's; --camera names the camera model's)
 """
 
 from __future__ import annotations
@@ -57,9 +78,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", nargs=3, action="append", required=True, metavar=("KEY", "EVAL_JSON", "LABEL"),
                     help="a model: its key, the chunk_truth.json `vla wm eval --truth` wrote, what it is")
+    ap.add_argument("--camera", default="", metavar="KEY",
+                    help="the --model that is the camera model's headline: its report-set figures also go to the "
+                    "top level as camera_<key> (the issue's targets hold for the state and the camera model)")
     args = ap.parse_args()
     models = {key: {"label": label, "sets": sets_of(json.loads(Path(path).read_text()))}
               for key, path, label in args.model}
+    if args.camera and args.camera not in models:
+        raise SystemExit(f"--camera {args.camera}: not one of the --model keys {sorted(models)}")
     head_key = args.model[-1][0]
     head = models[head_key]
     report = [s for s in head["sets"].values() if s["seed_range"] == "report"]
@@ -69,6 +95,13 @@ def main() -> None:
         r = report[0]
         figures |= {k: r[k] for k in TARGETS} | {f"{k}_target_met": bool(r[k] is not None and r[k] >= t)
                                                  for k, t in TARGETS.items()}
+    cam_report = [s for s in models[args.camera]["sets"].values() if s["seed_range"] == "report"] if args.camera \
+        else []
+    if cam_report:
+        r = cam_report[0]
+        figures |= {"camera_model": models[args.camera]["label"], "camera_headline": args.camera}
+        figures |= {f"camera_{k}": r[k] for k in TARGETS} | {
+            f"camera_{k}_target_met": bool(r[k] is not None and r[k] >= t) for k, t in TARGETS.items()}
     write_result("worldmodel_chunks", figures, seed_range="report" if report else "tune",
                  key_figures=list(TARGETS) if report else None)
 
@@ -93,6 +126,10 @@ def main() -> None:
         lines += ["", f"Targets on the report set ({head_key}): Spearman >= 0.5 ("
                   + ("met" if figures["chunk_spearman_target_met"] else "not met") + "), AUROC >= 0.8 ("
                   + ("met" if figures["chunk_auroc_best_vs_worst_target_met"] else "not met") + ")."]
+    if cam_report:
+        lines += ["", f"Targets on the report set for the camera model ({args.camera}): Spearman >= 0.5 ("
+                  + ("met" if figures["camera_chunk_spearman_target_met"] else "not met") + "), AUROC >= 0.8 ("
+                  + ("met" if figures["camera_chunk_auroc_best_vs_worst_target_met"] else "not met") + ")."]
     for path, s in head["sets"].items():
         if s.get("gain_over_default") is not None:
             lines += ["", f"`{path}` ({head_key}): executing the model's pick instead of the noise-free chunk changes "

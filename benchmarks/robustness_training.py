@@ -185,8 +185,7 @@ NOTES = [
     "(+0.038 [-0.012, +0.089]), 2% command noise +0.045 [-0.045, +0.135], 1-step latency -0.065 / -0.145 / "
     "-0.055 (-0.088 [-0.211, +0.034]), `realistic` -0.070 / -0.040 / -0.015 (-0.042 [-0.110, +0.027]). Every "
     "training loses under the latency against its control; with 3 trainings the interval still reaches above "
-    "zero. What the person's corrections teach (grasps closed where a hand on time would close them) is what a "
-    "hand one tick late gets wrong.",
+    "zero. Why is not measured; a guess: the corrections teach grasps timed for a hand that is on time.",
     "- The pose estimator's own randomisation (e_job, e_wide; one policy, runs/main65's refined, 200 tune seeds, one "
     "estimator training each): trained on camera shifts up to 20 mm and rotations up to 3 degrees (the job's: 10 mm, "
     "2 degrees, so the preset's 10 mm sat at the edge of its range), the policy on its poses scores 0.735 under "
