@@ -3,7 +3,7 @@ presets with `key=value` overrides through the project's one loader (`vla.config
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from vla import protocol
@@ -44,7 +44,8 @@ class RefineConfig(Execution):
     collect_temporal_ensemble: float | None = None
     # the rollouts' domain randomisation (vla.perturb kinds; each episode draws its severities from [0, the
     # spec's]), e.g. a real arm's actuator errors: the person corrects the policy where those errors put it, and
-    # the recorded actions are the commands, not what the arm executed. Evaluations stay clean ("none": off)
+    # the recorded actions are the commands, not what the arm executed. The evaluations keep the run's own
+    # `randomize` (none by default); "none": the rollouts keep it too
     collect_randomize: str = "none"
     intervener_args: dict[str, float] = field(default_factory=dict)  # when the simulated person steps in
     # the collection intervener instead of the method's own (rac | hg_dagger | "" none: HABC's
@@ -114,9 +115,10 @@ class RefineConfig(Execution):
         rate = self.collect_temporal_ensemble
         if rate is not None and not valid_rate(rate):
             raise ValueError(f"collect_temporal_ensemble must be a finite rate (or null: off), got {rate}")
-        from vla.perturb import parse_perturb
-
-        try:
-            parse_perturb(self.collect_randomize)
-        except ValueError as e:
-            raise ValueError(f"collect_randomize: {e}") from None
+        if self.collect_randomize != "none":
+            # the rollouts' own execution, checked as any evaluation's is (a bad kind, or perturb set as well)
+            # here rather than at the first collection, after version 0's evaluation
+            try:
+                replace(self, randomize=self.collect_randomize).check_env()
+            except ValueError as e:
+                raise ValueError(f"collect_randomize: {e}") from None

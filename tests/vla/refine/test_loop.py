@@ -147,12 +147,17 @@ def test_rollouts_under_randomised_actuator_errors_record_the_commands(tmp_path:
         assert json.loads((out / f"iter_{version:02d}/eval/summary.json").read_text())["config"][
             "randomize"] == "none"
     store = EpisodeStore.open(out / "store.zarr")
-    start = int(store.table().episode_starts[np.flatnonzero(store.table().source != "demo")[0]])
+    table = store.table()
+    start = int(table.episode_starts[np.flatnonzero(table.source != "demo")[0]])
     action = np.asarray(store.read("action", start, store.n_steps))
     person = np.asarray(store.read("is_intervention", start, store.n_steps), bool)
     assert person.any() and np.isin(action[person, -1], (-1.0, 1.0)).all()
     with pytest.raises(ValueError, match="collect_randomize: perturb: unknown perturbation or preset 'action_nois'"):
         RefineRun(config(tmp_path, pretrained, "hg_dagger", "collect_randomize=action_nois:0.1"))
+    # the rollouts would take both: refused before anything runs, not at the first collection
+    with pytest.raises(ValueError, match=r"collect_randomize: perturb \(action_gain:0.1\) and randomize"):
+        RefineRun(config(tmp_path, pretrained, "hg_dagger", "perturb=action_gain:0.1",
+                         "collect_randomize=action_noise:0.1"))
 
 
 def test_resume_skips_finished_work_and_continues(tmp_path: Path, pretrained: tuple[Path, Path]) -> None:
