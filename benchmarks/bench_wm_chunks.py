@@ -74,6 +74,23 @@ def sets_of(reports: dict[str, Any]) -> dict[str, Any]:
     return sets
 
 
+def report_set(model: dict[str, Any]) -> dict[str, Any] | None:
+    """A model's figures on its report-range truth set (None without one)."""
+    return next((s for s in model["sets"].values() if s["seed_range"] == "report"), None)
+
+
+def target_figures(r: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """The issue's targets read on report-set figures `r`: each value and whether it is met, keys prefixed."""
+    return {f"{prefix}{k}": r[k] for k in TARGETS} | {f"{prefix}{k}_target_met": bool(r[k] is not None and r[k] >= t)
+                                                      for k, t in TARGETS.items()}
+
+
+def target_line(figures: dict[str, Any], what: str, prefix: str = "") -> str:
+    met = {k: "met" if figures[f"{prefix}{k}_target_met"] else "not met" for k in TARGETS}
+    return (f"Targets on the report set {what}: Spearman >= 0.5 ({met['chunk_spearman']}), AUROC >= 0.8 "
+            f"({met['chunk_auroc_best_vs_worst']}).")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", nargs=3, action="append", required=True, metavar=("KEY", "EVAL_JSON", "LABEL"),
@@ -88,20 +105,15 @@ def main() -> None:
         raise SystemExit(f"--camera {args.camera}: not one of the --model keys {sorted(models)}")
     head_key = args.model[-1][0]
     head = models[head_key]
-    report = [s for s in head["sets"].values() if s["seed_range"] == "report"]
+    report = report_set(head)
     figures: dict[str, Any] = {"model": head["label"], "models": models, "headline": head_key,
                                "sets": head["sets"]}
     if report:
-        r = report[0]
-        figures |= {k: r[k] for k in TARGETS} | {f"{k}_target_met": bool(r[k] is not None and r[k] >= t)
-                                                 for k, t in TARGETS.items()}
-    cam_report = [s for s in models[args.camera]["sets"].values() if s["seed_range"] == "report"] if args.camera \
-        else []
+        figures |= target_figures(report)
+    cam_report = report_set(models[args.camera]) if args.camera else None
     if cam_report:
-        r = cam_report[0]
         figures |= {"camera_model": models[args.camera]["label"], "camera_headline": args.camera}
-        figures |= {f"camera_{k}": r[k] for k in TARGETS} | {
-            f"camera_{k}_target_met": bool(r[k] is not None and r[k] >= t) for k, t in TARGETS.items()}
+        figures |= target_figures(cam_report, "camera_")
     write_result("worldmodel_chunks", figures, seed_range="report" if report else "tune",
                  key_figures=list(TARGETS) if report else None)
 
@@ -123,13 +135,9 @@ def main() -> None:
                          f"{s['candidates']} | {cell(s, 'chunk_spearman')} | {cell(s, 'chunk_auroc_best_vs_worst')} | "
                          f"{cell(s, 'regret')} | {cell(s, 'default_regret')} | {cell(s, 'gain_over_default')} |")
     if report:
-        lines += ["", f"Targets on the report set ({head_key}): Spearman >= 0.5 ("
-                  + ("met" if figures["chunk_spearman_target_met"] else "not met") + "), AUROC >= 0.8 ("
-                  + ("met" if figures["chunk_auroc_best_vs_worst_target_met"] else "not met") + ")."]
+        lines += ["", target_line(figures, f"({head_key})")]
     if cam_report:
-        lines += ["", f"Targets on the report set for the camera model ({args.camera}): Spearman >= 0.5 ("
-                  + ("met" if figures["camera_chunk_spearman_target_met"] else "not met") + "), AUROC >= 0.8 ("
-                  + ("met" if figures["camera_chunk_auroc_best_vs_worst_target_met"] else "not met") + ")."]
+        lines += ["", target_line(figures, f"for the camera model ({args.camera})", "camera_")]
     for path, s in head["sets"].items():
         if s.get("gain_over_default") is not None:
             lines += ["", f"`{path}` ({head_key}): executing the model's pick instead of the noise-free chunk changes "
