@@ -41,7 +41,7 @@ t_g07pc evaluation above, version 2 evaluated clean by the loop and as above und
        collect_randomize=action_latency:1,action_noise:0.02,action_gain:0.1,rate_jitter:0.05;
        r_ctrl: --out runs/s11/rr/ctrl_sN, the same + "method_args.group_shares={demo: 1.0}", runs/s11/q_ctrl.sh)
 
-The v_* and x_* variants (2026-12-05, runs/s12; runs/s12/q_pre.sh, q_ref.sh, q_exec.sh): t_g07pc's pretraining
+The v_* and x_* variants (2026-12-05, runs/s12; runs/s12/q_pre.sh, q_ref.sh, q_exec*.sh): t_g07pc's pretraining
 made again (v_pre: the t_g07pc `vla run` above with out_dir=runs/s12/g07pc_sN), refined as r_clean (v_clean:
 --out runs/s12/rr/clean_sN) and with its rollouts under the demos' own randomisation (v_sens: the same +
 collect_randomize=pose_latency:2,camera_shift:10,camera_rot:1); the x_* variants are v_pre's policies evaluated
@@ -115,6 +115,9 @@ VARIANTS: dict[str, tuple[str, str, str]] = {
                        "steps", "cpu", "v_pre"),
     "x_te0.3_every1": ("the same, rate 0.3, a chunk every step", "cpu", "v_pre"),
     "x_te1.0_every1": ("the same, rate 1.0, a chunk every step", "cpu", "v_pre"),
+    "x_te-0.01_every2": ("the same, rate -0.01 (every live chunk about equal), a chunk every 2 steps", "cpu",
+                         "v_pre"),
+    "x_te-0.3_every2": ("the same, rate -0.3 (the older chunks weigh more), a chunk every 2 steps", "cpu", "v_pre"),
     "i_base": ("camera-only: the job's camera recipe, 400 demos, 7,000 steps (runs/cam61)", "cpu", ""),
     "i_rand": ("camera-only: randomize=realistic (pose kinds left out), 6,000 of 7,000 steps", "gpu+cpu", "i_base"),
     "i_rand_shift": ("camera-only: as i_rand + 4-pixel random shifts in training", "gpu+cpu", "i_base"),
@@ -224,6 +227,17 @@ NOTES = [
     "v_sens - v_clean: clean +0.030 [-0.155, +0.215], latency +0.018 [-0.139, +0.176] (+0.030 / -0.050 / +0.075), "
     "`realistic` **-0.037** [-0.192, +0.119] (-0.080 / -0.065 / +0.035); against v_pre: latency -0.002, "
     "`realistic` -0.040. It fails the rule, so the job keeps clean rollouts; the guess above stays unexplained.",
+    "- The execution's side of the delay (x_te*, v_pre's pretrained policies, 200 tune seeds, 2026-12-05). The job's "
+    "temporal ensemble weighs each live chunk's prediction exp(-rate x age), rate 0.3 (chosen clean). Under a "
+    "one-tick action latency the rate decides most of the loss, on training 0: rate 1.0 (the newest chunk "
+    "dominates) 0.420 every 2 steps and 0.395 every step, rate 0.3 0.690 (0.675 every step), rate -0.01 (every "
+    "live chunk about equal, ACT's weighting) 0.795, rate -0.3 (the older weigh more) 0.595 (0.760 clean). A "
+    "policy fed every step by its newest chunk, one tick late, chases its own correction; averaging the live "
+    "chunks damps it, until the average lags. A chunk every step instead of every 2 changes little (latency "
+    "-0.015, 2% command noise +0.040). Rate -0.01 over 3 trainings: latency +0.093 [-0.039, +0.226] (+0.105 / "
+    "+0.035 / +0.140, pooled +0.093 [+0.054, +0.132]), clean -0.017 [-0.092, +0.058] (-0.020 / -0.045 / +0.015), "
+    "`realistic` +0.035 (+0.020 / -0.005 / +0.090), 2% command noise +0.005 (training 0). Chosen here; read on "
+    "the report range in ensemble_latency.md.",
     "- The pose estimator's own randomisation (e_job, e_wide; one policy, runs/main65's refined, 200 tune seeds, one "
     "estimator training each): trained on camera shifts up to 20 mm and rotations up to 3 degrees (the job's: 10 mm, "
     "2 degrees, so the preset's 10 mm sat at the edge of its range), the policy on its poses scores 0.735 under "

@@ -1,6 +1,6 @@
 """The scripts that turn other outputs into results files by code: fresh_env_result (fresh_env.sh's times),
-hardening_report (the two hardening suites' sums), ensemble_sweep's settings, robustness_training and
-bench_robustness's page."""
+hardening_report (the two hardening suites' sums), ensemble_sweep's settings, robustness_training,
+ensemble_latency and bench_robustness's page."""
 
 from __future__ import annotations
 
@@ -81,6 +81,28 @@ def test_robustness_training_pairs_a_variant_with_its_base_by_training_and_eval_
     over = row["minus_base_over_trainings"]
     assert over["per_training"] == [0.5, -0.5] and over["mean"] == 0.0 and over["lo"] < -0.5 < 0.5 < over["hi"]
     assert "minus_base" not in figures["s_base"]["clean"]
+
+
+def test_ensemble_latency_pairs_each_rate_with_the_base_rate_by_training_and_seed(tmp_path: Path) -> None:
+    import json
+
+    el = load_script("ensemble_latency")
+    runs = {("-0.01", "0"): [1, 1, 0], ("0.3", "0"): [1, 0, 0], ("-0.01", "1"): [1, 1, 1], ("0.3", "1"): [0, 0, 1]}
+    for (rate, training), won in runs.items():
+        d = tmp_path / f"te{rate}" / f"s{training}" / "action_latency"
+        d.mkdir(parents=True)
+        d.joinpath("summary.json").write_text(json.dumps({"episodes_detail": [
+            {"seed": 100 + i, "success": bool(w)} for i, w in enumerate(won)]}))
+    # training 2 ran only the new rate: it has no pair and is left out, not compared with nothing
+    (tmp_path / "te-0.01" / "s2" / "action_latency").mkdir(parents=True)
+    fig = el.figures(tmp_path, "-0.01", "0.3")
+    block = fig["action_latency:1"]
+    assert set(block["per_training"]) == {"0", "1"} and "clean" not in fig
+    assert block["per_training"]["0"]["minus_base"]["mean"] == pytest.approx(1 / 3)
+    assert block["per_training"]["1"]["minus_base"]["better"] == 2
+    over = block["over_trainings"]
+    assert over["trainings"] == 2 and over["mean"] == pytest.approx((1 / 3 + 2 / 3) / 2)
+    assert over["lo"] < over["mean"] < over["hi"]
 
 
 def test_robustness_page_shows_the_column_against_another_block_only_where_one_was_given() -> None:
