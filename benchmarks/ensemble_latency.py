@@ -13,7 +13,8 @@ differences with its t interval).
     runs/s12/q_report.sh    # vla eval CKPT episodes=200 seed_range=report temporal_ensemble=R \\
                             #   temporal_ensemble_every=2 n_action_steps=4 videos=0 perturb=P \\
                             #   out_dir=runs/s12/report/teR/sN/<none|action_latency|realistic> (q_report2.sh)
-    python benchmarks/ensemble_latency.py --runs runs/s12/report
+    python benchmarks/ensemble_latency.py --runs runs/s12/report --pretrained runs/s12/report_pre
+    (runs/s12/q_dis.sh: training 0's pretrained policy on the same seeds under the latency, runs/s12/report_pre)
 
 Writes benchmarks/results/ensemble_latency.json (`<condition>`: per training the two rates' success and the
 paired difference; `over_trainings` {mean, lo, hi, trainings}) and ensemble_latency.md.
@@ -71,6 +72,11 @@ def write_page(fig: dict[str, Any]) -> None:
                          f"{format_paired(p['minus_base'])} |")
         o = block["over_trainings"]
         lines.append(f"| {label} | over {o['trainings']} | | | {o['mean']:+.3f} [{o['lo']:+.3f}, {o['hi']:+.3f}] |")
+    for label, block in (fig.get("pretrained") or {}).items():
+        if isinstance(block, dict):
+            for s, p in block["per_training"].items():
+                lines.append(f"| {label}, pretrained (before the refine stage) | {s} | {p['success']:.3f} | "
+                             f"{p['base_success']:.3f} | {format_paired(p['minus_base'])} |")
     (RESULTS / "ensemble_latency.md").write_text("\n".join(lines) + "\n")
 
 
@@ -79,10 +85,14 @@ def main() -> None:
     ap.add_argument("--runs", type=Path, default=Path("runs/s12/report"))
     ap.add_argument("--rate", default="-0.01")
     ap.add_argument("--base", default="0.3")
+    ap.add_argument("--pretrained", type=Path, default=None,
+                    help="the same layout for the pretrained policies (before the refine stage), if measured")
     args = ap.parse_args()
     fig = figures(args.runs, args.rate, args.base)
     if not any(label in fig for label in CONDITIONS.values()):
         raise SystemExit(f"{args.runs}: no te{args.rate}/sN/<condition>/summary.json with its te{args.base} pair")
+    if args.pretrained is not None:
+        fig["pretrained"] = figures(args.pretrained, args.rate, args.base)
     write_result("ensemble_latency", fig, seed_range="report")
     write_page(fig)
     print((RESULTS / "ensemble_latency.md").read_text())

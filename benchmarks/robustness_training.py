@@ -118,6 +118,8 @@ VARIANTS: dict[str, tuple[str, str, str]] = {
     "x_te-0.01_every2": ("the same, rate -0.01 (every live chunk about equal), a chunk every 2 steps", "cpu",
                          "v_pre"),
     "x_te-0.3_every2": ("the same, rate -0.3 (the older chunks weigh more), a chunk every 2 steps", "cpu", "v_pre"),
+    "xv_te-0.01_every2": ("v_clean's refined policy (the job's recipe), rate -0.01, a chunk every 2 steps", "cpu",
+                          "v_clean"),
     "i_base": ("camera-only: the job's camera recipe, 400 demos, 7,000 steps (runs/cam61)", "cpu", ""),
     "i_rand": ("camera-only: randomize=realistic (pose kinds left out), 6,000 of 7,000 steps", "gpu+cpu", "i_base"),
     "i_rand_shift": ("camera-only: as i_rand + 4-pixel random shifts in training", "gpu+cpu", "i_base"),
@@ -237,7 +239,8 @@ NOTES = [
     "-0.015, 2% command noise +0.040). Rate -0.01 over 3 trainings: latency +0.093 [-0.039, +0.226] (+0.105 / "
     "+0.035 / +0.140, pooled +0.093 [+0.054, +0.132]), clean -0.017 [-0.092, +0.058] (-0.020 / -0.045 / +0.015), "
     "`realistic` +0.035 (+0.020 / -0.005 / +0.090), 2% command noise +0.005 (training 0). Chosen here; read on "
-    "the report range in ensemble_latency.md.",
+    "the report range in ensemble_latency.md. The refined policy of the same training (xv: v_clean's training 0) "
+    "gains less from it under the latency, +0.030 [-0.032, +0.092] against its pretrained policy's +0.105.",
     "- The pose estimator's own randomisation (e_job, e_wide; one policy, runs/main65's refined, 200 tune seeds, one "
     "estimator training each): trained on camera shifts up to 20 mm and rotations up to 3 degrees (the job's: 10 mm, "
     "2 degrees, so the preset's 10 mm sat at the edge of its range), the policy on its poses scores 0.735 under "
