@@ -55,6 +55,23 @@ def figures(runs: Path, rate: str, base: str) -> dict[str, Any]:
     return out
 
 
+def table_rows(fig: dict[str, Any], what: str = "") -> list[str]:
+    """The page's rows of one `figures` result: per condition each training, then the mean over them."""
+    rows = []
+    for label in CONDITIONS.values():
+        block = fig.get(label)
+        if not block:
+            continue
+        for s, p in block["per_training"].items():
+            rows.append(f"| {label}{what} | {s} | {p['success']:.3f} | {p['base_success']:.3f} | "
+                        f"{format_paired(p['minus_base'])} |")
+        o = block["over_trainings"]
+        if o["trainings"] > 1:  # one training has no spread to give an interval
+            rows.append(f"| {label}{what} | over {o['trainings']} | | | "
+                        f"{o['mean']:+.3f} [{o['lo']:+.3f}, {o['hi']:+.3f}] |")
+    return rows
+
+
 def write_page(fig: dict[str, Any]) -> None:
     lines = ["# The temporal ensemble's rate under a one-tick command delay (report seeds)", "",
              f"Rate {fig['rate']} against the job's {fig['base_rate']} (a chunk every 2 steps, each step the mean of "
@@ -63,20 +80,7 @@ def write_page(fig: dict[str, Any]) -> None:
              "`benchmarks/ensemble_latency.py`; the choice was made on `tune` (robustness_training.md, x_te*).", "",
              f"| condition | training | rate {fig['rate']} | rate {fig['base_rate']} | difference |",
              "|---|---|---|---|---|"]
-    for label in CONDITIONS.values():
-        block = fig.get(label)
-        if not block:
-            continue
-        for s, p in block["per_training"].items():
-            lines.append(f"| {label} | {s} | {p['success']:.3f} | {p['base_success']:.3f} | "
-                         f"{format_paired(p['minus_base'])} |")
-        o = block["over_trainings"]
-        lines.append(f"| {label} | over {o['trainings']} | | | {o['mean']:+.3f} [{o['lo']:+.3f}, {o['hi']:+.3f}] |")
-    for label, block in (fig.get("pretrained") or {}).items():
-        if isinstance(block, dict):
-            for s, p in block["per_training"].items():
-                lines.append(f"| {label}, pretrained (before the refine stage) | {s} | {p['success']:.3f} | "
-                             f"{p['base_success']:.3f} | {format_paired(p['minus_base'])} |")
+    lines += table_rows(fig) + table_rows(fig.get("pretrained") or {}, ", pretrained (before the refine stage)")
     (RESULTS / "ensemble_latency.md").write_text("\n".join(lines) + "\n")
 
 

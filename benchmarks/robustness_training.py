@@ -254,9 +254,10 @@ CONDITIONS = {"none": "clean", "realistic": "realistic", "action_latency": "acti
 
 
 def outcomes(summary: Path) -> dict[int, bool] | None:
-    if not summary.exists():
-        return None
-    return {int(e["seed"]): bool(e["success"]) for e in json.loads(summary.read_text())["episodes_detail"]}
+    """An evaluation's success per seed (sim.evaluate.seed_outcomes), None where it has not run."""
+    from sim.evaluate import seed_outcomes
+
+    return seed_outcomes(json.loads(summary.read_text())) if summary.exists() else None
 
 
 def collect(runs: Path, gpu: dict[str, Any], delay: Path | None = None
