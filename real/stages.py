@@ -209,13 +209,14 @@ def wait_until(pred: Any, timeout: float, what: str, proc: subprocess.Popen | No
 def run_deploy(policy_path: str | Path, out_dir: Path, episodes: int = 1, mode: str = "aligned",
                backend: str = "onnx", rate_hz: float = 20.0, timeout_s: float = 180.0, domain_id: int = 77,
                delay_s: float = 0.0, first_seed: int = FIRST_SEED, horizon: int = 200,
-               objects_task: str = "", pose_estimator: str | Path = "", pose_smoothing: float = 1.0
-               ) -> dict[str, Any]:
+               objects_task: str = "", pose_estimator: str | Path = "", pose_smoothing: float = 1.0,
+               **executor: Any) -> dict[str, Any]:
     """Run `episodes` episodes of pick_place over ROS 2; per-episode records + aggregates.
     `objects_task`: a policy trained with obs_mode=state, which reads object poses: the bridge's ground
     truth, or with `pose_estimator` (a `vla perception train` folder) the pose node's estimates from the
     bridge's camera images and joint states, the bridge then publishing its truth only on TRUTH_TOPIC, which
-    the policy does not read and the watcher compares the estimates with (`pose_*` in each record)."""
+    the policy does not read and the watcher compares the estimates with (`pose_*` in each record).
+    `executor`: further executor settings of the node's config (e.g. ensemble_rate)."""
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
     if pose_estimator and not objects_task:
@@ -227,7 +228,7 @@ def run_deploy(policy_path: str | Path, out_dir: Path, episodes: int = 1, mode: 
     for old in out_dir.glob("policy_node_*.log"):  # a node per episode, before one node served them all
         old.unlink()
     node_cfg = write_node_config(out_dir / "policy_node.yaml", policy_path, backend, mode, rate_hz, delay_s,
-                                 objects_task=objects_task)
+                                 objects_task=objects_task, **executor)
     bridge_cfg = BRIDGE_CONFIG
     if pose_estimator:  # the policy reads the pose node's poses; the truth goes where only the watcher reads it
         bridge_cfg = out_dir / "bridge.yaml"
@@ -350,10 +351,13 @@ def deploy_stage(ctx: JobContext) -> dict[str, Any]:
             raise ConfigError("deploy.poses=estimator: this job has no perception result (run the perception stage "
                               "first, or deploy.poses=bridge)")
         estimator = ctx.results["perception"]["estimator"]
+    # the executor weighs the live chunks as the job's evaluations and refine rollouts did: one rate, one meaning
+    rate = ctx.config.eval.temporal_ensemble
+    executor = {"ensemble_rate": rate} if cfg.mode == "ensemble" and rate is not None else {}
     result = run_deploy(path, ctx.out_dir / "deploy", episodes=cfg.episodes, mode=cfg.mode, backend=cfg.backend,
                         rate_hz=cfg.rate_hz, timeout_s=cfg.timeout_s, domain_id=cfg.ros_domain_id,
                         objects_task=objects_task, first_seed=seed_range(ctx.config.eval.seed_range).start,
-                        pose_estimator=estimator, pose_smoothing=cfg.pose_smoothing)
+                        pose_estimator=estimator, pose_smoothing=cfg.pose_smoothing, **executor)
     recs = result["records"]
 
     def worst(key: str) -> float | None:
@@ -361,6 +365,7 @@ def deploy_stage(ctx: JobContext) -> dict[str, Any]:
         return max(vals) if vals else None
 
     return {"policy": cfg.policy, "mode": cfg.mode, "backend": cfg.backend,
+            **({"ensemble rate": executor["ensemble_rate"]} if executor else {}),
             "inputs": ("cameras + joint states" + (" + object poses from the pose node (camera images)" if estimator
                        else " + the simulator's object poses (the bridge's ground truth)" if objects_task else "")),
             "reads simulator state": bool(objects_task) and not estimator,

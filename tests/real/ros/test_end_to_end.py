@@ -230,7 +230,7 @@ def test_deploy_stage_runs_an_episode(tmp_path, obs_mode, poses, episodes, domai
     images, and the bridge publishes its truth only where the policy does not read it."""
     from real.stages import TRUTH_TOPIC, deploy_stage
     from tests.vla.perception.helpers import debug_estimator
-    from vla.job import DemoStageConfig, DeployStageConfig, JobConfig, JobContext
+    from vla.job import DemoStageConfig, DeployStageConfig, EvalStageConfig, JobConfig, JobContext
 
     ckpt = build_tiny_checkpoint(tmp_path / "ckpt", objects=obs_mode == "state")
     results: dict = {"pretrain": {"checkpoint": str(ckpt)}}
@@ -238,12 +238,14 @@ def test_deploy_stage_runs_an_episode(tmp_path, obs_mode, poses, episodes, domai
         results["perception"] = {"estimator": debug_estimator(tmp_path, image_size=84)}
     # the fixture's domain: under pytest-xdist each worker has its own range (a draw from 1-100 in both
     # workers could put this test's nodes in another test's domain)
-    ctx = JobContext(JobConfig(demos=DemoStageConfig(obs_mode=obs_mode),
+    ctx = JobContext(JobConfig(demos=DemoStageConfig(obs_mode=obs_mode), eval=EvalStageConfig(temporal_ensemble=-0.01),
                                deploy=DeployStageConfig(backend="torch", ros_domain_id=domain_id, timeout_s=90,
                                                         poses=poses, episodes=episodes)),
                      tmp_path / "job", results=results)
     out = deploy_stage(ctx)
     node_cfg = yaml.safe_load((tmp_path / "job/deploy/policy_node.yaml").read_text())
+    # the executor weighs the chunks at the rate the job evaluated the policy with, not the node preset's 0.3
+    assert node_cfg["executor"]["ensemble_rate"] == -0.01 and out["ensemble rate"] == -0.01
     if obs_mode == "state":
         assert node_cfg["objects"] == {"topic": "/perception/object_poses", "count": 2}
         assert node_cfg["policy"]["objects_task"] == "pick_place"
