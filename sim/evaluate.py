@@ -274,15 +274,21 @@ def run_evaluation(config: EvalConfig, progress: bool = True) -> dict[str, Any]:
     config = observation_contract(config, check_policy_spec(config.policy))
     randomized: dict[str, Any] = {}
     estimated: dict[str, Any] = {}
+    preset_left: dict[str, str] = {}
     if config.poses:
         config, estimated = _estimated_poses(config, progress)
     if config.perturb != "none" or config.randomize != "none":
         # one that cannot apply to this task or observation fails here, not in a worker; a randomisation's
         # kinds that cannot apply are named once
-        from sim.perturb import applicable_kinds, perturbed
+        from sim.perturb import applicable_kinds, perturbed, preset_applicable
 
         probe = TASKS.make(config.task, **env_kwargs(config))
         try:
+            spec, preset_left = preset_applicable(config.perturb, probe.unwrapped, config.obs_mode, config.task)
+            if preset_left:
+                config = replace(config, perturb=spec)
+                if progress:
+                    print(f"perturb: left out {', '.join(preset_left)} ({next(iter(preset_left.values()))})")
             perturbed(probe, config.perturb, config.obs_mode, config.task, config.randomize)
             if config.randomize != "none":
                 kept, left = applicable_kinds(config.randomize, probe.unwrapped, config.obs_mode, config.task)
@@ -319,6 +325,8 @@ def run_evaluation(config: EvalConfig, progress: bool = True) -> dict[str, Any]:
             if store is not None:
                 store.close()
     summary = summarise(sorted(results, key=lambda r: r.seed), config)
+    if preset_left:
+        summary["perturb_left_out"] = preset_left
     if randomized:
         summary["randomize"] = randomized
     if estimated:
@@ -326,6 +334,24 @@ def run_evaluation(config: EvalConfig, progress: bool = True) -> dict[str, Any]:
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
     plot_summary(summary, out_dir / "summary.png")
     return summary
+
+
+def applicable_perturb(config: EvalConfig) -> tuple[EvalConfig, dict[str, str]]:
+    """`config` with the kinds its perturbation's presets bring that cannot apply to this task and policy left
+    out (sim.perturb.preset_applicable: object-pose errors for a policy that reads no poses), and those kinds
+    with why; `config` itself when every kind applies."""
+    from sim.perturb import preset_applicable
+    from vla.registry import TASKS
+
+    if config.perturb in ("", "none"):
+        return config, {}
+    known = observation_contract(config, check_policy_spec(config.policy))
+    probe = TASKS.make(known.task, **env_kwargs(known))
+    try:
+        spec, left = preset_applicable(config.perturb, probe.unwrapped, known.obs_mode, known.task)
+    finally:
+        probe.close()
+    return (replace(config, perturb=spec) if left else config), left
 
 
 def _estimated_poses(config: EvalConfig, progress: bool) -> tuple[EvalConfig, dict[str, Any]]:

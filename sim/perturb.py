@@ -14,7 +14,9 @@ The task keeps simulating the truth; what the policy reads and what the arm exec
   distractor cube stands on the table in some episodes (seen by the cameras; it collides with nothing);
 - images and actions are corrupted per step.
 Experts, interveners and success checks read the simulator's truth, as a person at a real arm sees
-the real scene. A perturbation that cannot apply to a task or an observation mode is one error line.
+the real scene. A perturbation named on its own that cannot apply to a task or an observation mode is one
+error line; a preset (`realistic`) names what a lab setup has, so the kinds it brings that cannot apply here
+(object-pose errors for a policy that reads no poses) are left out and named (`preset_applicable`).
 
 Domain randomisation (`randomize=SPEC`, e.g. the demos' collection) is the same wrapper with every
 episode's severities drawn from [0, SPEC's] (`vla.perturb.draw_severities`); there a kind that cannot
@@ -28,7 +30,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from vla.perturb import KINDS, PROPRIO, Perturber, groups_of, parse_perturb, quat_mul_xyzw
+from vla.perturb import KINDS, PROPRIO, Perturber, groups_of, parse_perturb, quat_mul_xyzw, spec_text
 
 
 def perturbed(env: Any, spec: str, obs_mode: str = "image", task: str = "", randomize: str = "none") -> Any:
@@ -74,6 +76,18 @@ def applicable_kinds(spec: str, u: Any, obs_mode: str, task: str = "") -> tuple[
     kinds = parse_perturb(spec or "none")
     why = {k: inapplicable(k, u, obs_mode, task) for k in kinds}
     return {k: s for k, s in kinds.items() if not why[k]}, {k: w for k, w in why.items() if w}
+
+
+def preset_applicable(spec: str, u: Any, obs_mode: str, task: str = "") -> tuple[str, dict[str, str]]:
+    """`spec` without the kinds its presets bring that cannot apply here, as NAME:SEVERITY,... (`spec` itself when
+    every kind applies), and those left out with why. A kind named on its own is kept (and fails where it
+    cannot apply): whoever names `pose_noise` on a camera policy asked for something that does not exist."""
+    kinds = parse_perturb(spec or "none")
+    named = {raw.partition(":")[0].strip() for raw in str(spec or "").split(",")} & set(KINDS)
+    left = {k: why for k in kinds if k not in named and (why := inapplicable(k, u, obs_mode, task))}
+    if not left:
+        return spec, {}
+    return spec_text({k: s for k, s in kinds.items() if k not in left}), left
 
 
 class PerturbedEnv(gym.Wrapper):

@@ -25,14 +25,17 @@ def run_sweep(config: Any, progress: bool = True, clean: dict[int, bool] | None 
     `clean`: the same policy's outcomes per seed, unperturbed, with the same execution, on these seeds or
     more (an evaluation already run): the x0 point is read from them instead of being run again (the
     evaluation is deterministic per seed, so it would be the same)."""
-    from sim.evaluate import run_evaluation, seed_outcomes
+    from sim.evaluate import applicable_perturb, run_evaluation, seed_outcomes
 
     factors = [float(f) for f in config.perturb_sweep]
     if not factors or len(set(factors)) != len(factors) or any(not np.isfinite(f) or f < 0 for f in factors):
         raise ValueError(f"perturb_sweep must be distinct finite factors >= 0, got {config.perturb_sweep}")
-    kinds = parse_perturb(config.perturb)
-    if not kinds:
+    if not parse_perturb(config.perturb):
         raise ValueError("perturb_sweep needs perturb=SPEC (a preset or NAME:SEVERITY,...) to scale; it is none")
+    # the preset's kinds that cannot apply here (object poses for a camera policy) leave before it is spelt out
+    # per point, where each would be a kind named on its own
+    config, left_out = applicable_perturb(config)
+    kinds = parse_perturb(config.perturb)
     out = Path(config.out_dir)
     points: list[dict[str, Any]] = []
     per_seed: dict[float, dict[int, bool]] = {}
@@ -53,7 +56,7 @@ def run_sweep(config: Any, progress: bool = True, clean: dict[int, bool] | None 
         for p in points:
             p["minus_clean"] = paired_difference(clean, per_seed[p["factor"]])
     result = {"perturb": config.perturb, "kinds": kinds, "task": config.task, "policy": config.policy,
-              "seed_range": config.seed_range, "points": points}
+              "seed_range": config.seed_range, "points": points, **({"left_out": left_out} if left_out else {})}
     out.mkdir(parents=True, exist_ok=True)
     (out / "robustness.json").write_text(json.dumps(result, indent=1))
     plot_sweep(result, out / "robustness.png")

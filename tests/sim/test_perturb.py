@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from sim.perturb import PROPRIO, perturbed
+from vla.perturb import parse_perturb
 from vla.registry import TASKS
 
 
@@ -86,6 +87,41 @@ def test_a_perturbation_that_does_not_apply_is_one_clear_error(task: str, obs_mo
                                                                spec: str, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         perturbed(make(obs_mode, cameras, task), spec, obs_mode, task)
+
+
+def test_a_preset_on_a_policy_without_poses_leaves_its_pose_kinds_out_but_a_named_pose_kind_still_fails() -> None:
+    from sim.perturb import preset_applicable
+    from vla.perturb import KINDS, load_presets
+
+    cams = ("agentview",)
+    u = make("image", cams).unwrapped
+    spec, left = preset_applicable("realistic", u, "image", "pick_place")
+    preset = load_presets()["realistic"]
+    pose = {k for k in preset if KINDS[k].group == "pose"}
+    assert set(left) == pose and all("only obs_mode=state reads" in why for why in left.values())
+    assert parse_perturb(spec) == {k: s for k, s in preset.items() if k not in pose}
+    assert perturbed(make("image", cams), spec, "image").perturber.kinds == parse_perturb(spec)
+    # a state policy with cameras reads poses and images: the preset as it is
+    assert preset_applicable("realistic", make("state", cams).unwrapped, "state", "pick_place") == ("realistic", {})
+    # pose_noise named on its own is kept, and is the one-line error where it cannot apply
+    spec, left = preset_applicable("realistic:0.5,pose_noise:1", u, "image", "pick_place")
+    assert "pose_noise" in parse_perturb(spec) and "pose_noise" not in left and "pose_bias" in left
+    with pytest.raises(ValueError, match="only obs_mode=state reads"):
+        perturbed(make("image", cams), spec, "image")
+
+
+def test_an_image_policys_evaluation_and_sweep_under_a_preset_name_what_they_left_out(tmp_path) -> None:
+    from sim.evaluate import EvalConfig, run_evaluation
+    from sim.robustness import run_sweep
+
+    cfg = EvalConfig(task="pick_place", policy="expert", episodes=1, workers=1, videos=0, obs_mode="image",
+                     cameras=["agentview"], image_size=32, horizon=5, perturb="realistic", out_dir=str(tmp_path / "e"))
+    summary = run_evaluation(cfg, progress=False)
+    assert "pose_noise" in summary["perturb_left_out"] and "pose_noise" not in summary["config"]["perturb"]
+    assert "camera_shift:10" in summary["config"]["perturb"]
+    sweep = run_sweep(EvalConfig(**{**cfg.__dict__, "perturb_sweep": [1], "out_dir": str(tmp_path / "s")}),
+                      progress=False)
+    assert "pose_bias" in sweep["left_out"] and "pose_bias" not in sweep["points"][0]["perturb"]
 
 
 def test_demos_recorded_through_a_perturbation_keep_the_experts_actions_and_the_sensed_state(tmp_path) -> None:
