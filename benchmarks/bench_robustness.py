@@ -4,8 +4,23 @@ measured) alone and all of them together, against the clean run on the same seed
 
   python benchmarks/bench_robustness.py --block job --ckpt runs/main58/refine/iter_02/train/checkpoints/step_00000500 \
       --job runs/main58
-  python benchmarks/bench_robustness.py --block camera_only --ckpt runs/cam61/train/checkpoints/step_00007000 \
-      --job runs/cam61
+  # the camera-only policy (obs_mode=image, 400 demos, 7,000 steps) on the default preset's demos (gain 0.7, camera
+  # pose randomised; since 2026-12-05), paired per seed with the same recipe on the earlier demos (gain 1.5, no
+  # randomisation: runs/cam61's recipe trained again, which reproduced that block's figures; kept as camera_only_cam61)
+  vla run out_dir=runs/s13/cam/i_g07pc_s0 "stages=[sim_demos,stats,pretrain]" demos.obs_mode=image \
+      demos.episodes=400 pretrain.steps=7000 \
+      'pretrain.overrides=["train.lr=1e-3","policy.noise_scale=0","train.seed=0"]'
+  vla run out_dir=runs/s13/cam/i_base_s0 (the same) demos.gain=1.5 demos.randomize=none
+  python benchmarks/bench_robustness.py --block camera_only_gain15 \
+      --ckpt runs/s13/cam/i_base_s0/train/checkpoints/step_00007000 --job runs/s13/cam/i_base_s0 \
+      --kinds camera_shift,camera_rot,action_latency --out runs/s13/rob_cam_base
+  python benchmarks/bench_robustness.py --block camera_only \
+      --ckpt runs/s13/cam/i_g07pc_s0/train/checkpoints/step_00007000 --job runs/s13/cam/i_g07pc_s0 \
+      --out runs/s13/rob_cam --against camera_only_gain15 runs/s13/rob_cam_base
+  # the same policy with every live chunk weighted about equally (temporal ensemble rate -0.01, the job's 0.3)
+  python benchmarks/bench_robustness.py --block camera_only_even_ensemble \
+      --ckpt runs/s13/cam/i_g07pc_s0/train/checkpoints/step_00007000 --job runs/s13/cam/i_g07pc_s0 \
+      --kinds action_latency --temporal-ensemble -0.01 --out runs/s13/rob_cam_te --against camera_only runs/s13/rob_cam
   # the job's policy as `make run` ships it (the default preset since 2026-12-05: gain-0.7 demos with pose latency
   # and camera pose randomised, robustness_training.md t_g07pc), on its pose estimator's poses (no simulator
   # state), paired per seed with the earlier default's block (job_gain15: the expert at gain 1.5, no randomisation)
@@ -50,9 +65,11 @@ from vla.perturb import KINDS, load_presets, spec_text
 PRESET = "realistic"
 
 
-def same_run(summary: dict[str, Any], perturb: str, episodes: int) -> bool:
-    """Whether a stored evaluation is the run asked for (its perturbation and episode count)."""
-    return summary["config"]["perturb"] == perturb and summary["episodes"] == episodes
+def same_run(summary: dict[str, Any], perturb: str, episodes: int, rate: float | None = None) -> bool:
+    """Whether a stored evaluation is the run asked for (its perturbation and episode count, and with `rate` its
+    temporal ensemble's rate)."""
+    return summary["config"]["perturb"] == perturb and summary["episodes"] == episodes and (
+        rate is None or summary["config"].get("temporal_ensemble") == rate)
 
 
 def evaluate(ckpt: str, job: dict[str, Any], perturb: str, out: Path, episodes: int, offset: int,
@@ -61,7 +78,7 @@ def evaluate(ckpt: str, job: dict[str, Any], perturb: str, out: Path, episodes: 
 
     if (out / "summary.json").exists():
         s = json.loads((out / "summary.json").read_text())
-        if same_run(s, perturb, episodes):
+        if same_run(s, perturb, episodes, job["eval"]["temporal_ensemble"]):
             return s
     ev, demos = job["eval"], job["demos"]
     cfg = EvalConfig(task=demos["task"], policy=ckpt, episodes=episodes, seed_range="report", seed_offset=offset,
@@ -85,10 +102,14 @@ def main() -> None:
     ap.add_argument("--against", nargs=2, metavar=("BLOCK", "DIR"), default=None,
                     help="another block and its run folder: each run here paired per seed with the same-named run "
                     "there (`<key>_minus_against`), e.g. a training recipe against the job's")
+    ap.add_argument("--temporal-ensemble", type=float, default=None, metavar="RATE",
+                    help="the execution's temporal ensemble rate instead of the job's (e.g. -0.01)")
     ap.add_argument("--blowup-check", action="store_true", help="also run the constant-feature test and record "
                     "its verdict (constant_feature_blowup_fixed)")
     args = ap.parse_args()
     job = json.loads((args.job / "job.json").read_text())
+    if args.temporal_ensemble is not None:
+        job["eval"]["temporal_ensemble"] = args.temporal_ensemble
     out = args.out or Path("runs") / f"robustness_{args.block}"
     preset = load_presets()[PRESET]
     kinds = [k for k in (args.kinds.split(",") if args.kinds else preset)]
@@ -121,6 +142,8 @@ def main() -> None:
                              "obs_mode": job["demos"]["obs_mode"], "preset": preset}
     if args.poses:
         block["poses"] = args.poses
+    if args.temporal_ensemble is not None:
+        block["temporal_ensemble"] = args.temporal_ensemble
     if args.against:
         block["against"] = {"block": args.against[0], "dir": args.against[1]}
     for name, s in summaries.items():
@@ -197,6 +220,7 @@ def write_page(data: dict[str, Any]) -> None:
         if name.startswith("_") or not isinstance(block, dict) or "clean_success" not in block:
             continue
         on = f", poses from `{block['poses']}`" if block.get("poses") else ""
+        on += f", temporal ensemble rate {block['temporal_ensemble']:g}" if "temporal_ensemble" in block else ""
         against = block.get("against", {}).get("block")
         vs = partial(against_cell, block)
         lines += [f"## {name} (`{block['checkpoint']}`, obs_mode {block['obs_mode']}{on}, {block['episodes']} seeds)",

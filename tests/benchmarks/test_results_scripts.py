@@ -112,3 +112,11 @@ def test_robustness_page_shows_the_column_against_another_block_only_where_one_w
     assert "+0.285 [+0.198, +0.372] (75 / 18)" in br.against_cell(block, "realistic")
     assert br.against_cell(block, "clean") == " |"  # a run the other block does not have: an empty cell
     assert br.against_cell({"realistic_minus_against": diff}, "realistic") == ""
+
+
+def test_a_robustness_run_stored_at_another_ensemble_rate_is_not_read_back_as_this_one() -> None:
+    br = load_script("bench_robustness")
+    stored = {"config": {"perturb": "action_latency:1", "temporal_ensemble": 0.3}, "episodes": 200}
+    assert br.same_run(stored, "action_latency:1", 200) and br.same_run(stored, "action_latency:1", 200, 0.3)
+    assert not br.same_run(stored, "action_latency:1", 200, -0.01)
+    assert not br.same_run(stored, "none", 200) and not br.same_run(stored, "action_latency:1", 100)
