@@ -111,6 +111,8 @@ def test_a_preset_on_a_policy_without_poses_leaves_its_pose_kinds_out_but_a_name
 
 
 def test_an_image_policys_evaluation_and_sweep_under_a_preset_name_what_they_left_out(tmp_path) -> None:
+    from dataclasses import replace
+
     from sim.evaluate import EvalConfig, run_evaluation
     from sim.robustness import run_sweep
 
@@ -119,8 +121,7 @@ def test_an_image_policys_evaluation_and_sweep_under_a_preset_name_what_they_lef
     summary = run_evaluation(cfg, progress=False)
     assert "pose_noise" in summary["perturb_left_out"] and "pose_noise" not in summary["config"]["perturb"]
     assert "camera_shift:10" in summary["config"]["perturb"]
-    sweep = run_sweep(EvalConfig(**{**cfg.__dict__, "perturb_sweep": [1], "out_dir": str(tmp_path / "s")}),
-                      progress=False)
+    sweep = run_sweep(replace(cfg, perturb_sweep=[1], out_dir=str(tmp_path / "s")), progress=False)
     assert "pose_bias" in sweep["left_out"] and "pose_bias" not in sweep["points"][0]["perturb"]
 
 
