@@ -163,8 +163,6 @@ def report(out: Path) -> None:
                                   "demos": cands[n]["demos"], "steps": cands[n]["steps"]} for n in names},
                "proxies": {p: {k: v["value"] for k, v in mm.items()} for p, mm in proxies.items()},
                "proxies_on_unseen": {p: {k: v["value"] for k, v in mm.items()} for p, mm in on_unseen.items()}}
-    write_result("worldmodel_rank", figures, seed_range="report",
-                 key_figures=["rank_spearman", "rank_mmrv", "rank_unseen_spearman", "n_checkpoints"])
     where = out.relative_to(Path.cwd()) if out.is_relative_to(Path.cwd()) else out
     lines = ["# Ranking checkpoints by imagined success: the wide candidate set (issue 63)", "",
              f"{len(names)} state-mode pick_place checkpoints of the main job's demo recipe (expert gain 0.7, pose "
@@ -199,6 +197,9 @@ def report(out: Path) -> None:
               f"Spearman {'met' if figures['rank_spearman'] >= 0.8 else 'not met'}, MMRV "
               f"{'met' if figures['rank_mmrv'] <= 0.1 else 'not met'}."]
     (RESULTS / "worldmodel_rank.md").write_text("\n".join(lines) + "\n")
+    # after the page: the index that write_result regenerates links it
+    write_result("worldmodel_rank", figures, seed_range="report",
+                 key_figures=["rank_spearman", "rank_mmrv", "rank_unseen_spearman", "n_checkpoints"])
 
 
 def main() -> None:
