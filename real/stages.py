@@ -14,6 +14,7 @@ policy's state reset, no input from before the reset). A node per episode cost ~
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -29,6 +30,8 @@ import yaml
 from vla.config import CONFIG_DIR, ConfigError
 from vla.job import JobContext, export_checkpoint, stage
 from vla.protocol import REPORT, seed_range
+
+log = logging.getLogger(__name__)
 
 NODE_CONFIG = CONFIG_DIR / "deploy" / "native_arm.yaml"
 BRIDGE_CONFIG = CONFIG_DIR / "deploy" / "bridge.yaml"
@@ -252,8 +255,9 @@ def run_deploy(policy_path: str | Path, out_dir: Path, episodes: int = 1, mode: 
     t_start = time.monotonic()
     node_log = open(out_dir / "policy_node.log", "w")  # noqa: SIM115 (closed in finally)
     # started beside the bridge: it loads while the bridge does, and holds until the robot's inputs come
-    node = subprocess.Popen([sys.executable, "-m", "real.ros.policy_node", "--config", str(node_cfg)],
-                            cwd=out_dir, env=env, stdout=node_log, stderr=subprocess.STDOUT)
+    node_cmd = [sys.executable, "-m", "real.ros.policy_node", "--config", str(node_cfg)]
+    node = subprocess.Popen(node_cmd, cwd=out_dir, env=env, stdout=node_log, stderr=subprocess.STDOUT)
+    restarted: set[int] = set()
     try:
         wait_until(lambda: watcher.snapshot()[0].get("episode") == 0, 60, "the bridge to come up", bridge)
         for ep in range(episodes):
@@ -264,10 +268,26 @@ def run_deploy(policy_path: str | Path, out_dir: Path, episodes: int = 1, mode: 
                 wait_until(lambda e=ep: watcher.snapshot()[0].get("episode") == e, 10, f"episode {ep}", bridge)
                 time.sleep(0.2)  # the pose node's estimates of frames from before the reset have arrived
                 watcher.take_pose_pairs()  # the reset's ticks are not the episode's
-                watcher.pause(False)
+                try:
+                    watcher.pause(False)
+                except RuntimeError as err:
+                    if not _inference_stuck(err):
+                        raise
+                    # The node held the arm (inference_timeout) and cannot abandon a hung inference thread: a
+                    # fresh node serves the rest; its threads' stacks go to its log first (faulthandler)
+                    log.warning("deploy: the policy node's inference hangs (%s); restarting it for episode %d",
+                                err, ep)
+                    node.send_signal(signal.SIGUSR1)
+                    time.sleep(0.5)
+                    stop_process(node)
+                    node = subprocess.Popen(node_cmd, cwd=out_dir, env=env, stdout=node_log,
+                                            stderr=subprocess.STDOUT)
+                    restarted.add(ep)
             else:
                 watcher.take_pose_pairs()
             records.append(_episode(watcher, node, timeout_s, bridge))
+            # an episode the new node joined late is not the policy's own: it says so
+            records[-1]["policy_node_restarted"] = ep in restarted
             if pose_estimator:
                 records[-1].update(pose_errors(watcher.take_pose_pairs(), objects_task))
     finally:
@@ -288,10 +308,16 @@ def run_deploy(policy_path: str | Path, out_dir: Path, episodes: int = 1, mode: 
         pose = {k: round(float(np.median([r[k] for r in records if r.get(k) is not None])), 1)
                 for k in records[0] if k.startswith("pose_") and any(r.get(k) is not None for r in records)}
     return {"episodes": len(records), "success": f"{n_success}/{len(records)}", **pose,
+            "policy_node_restarts": len(restarted),
             "success_rate": n_success / len(records), "records": records,
             "object_poses": ("" if not objects_task else f"pose node ({pose_estimator})" if pose_estimator
                              else "the bridge's ground truth"),
             "seconds": round(time.monotonic() - t_start, 1)}
+
+
+def _inference_stuck(err: Exception) -> bool:
+    """Whether a failed resume says the node's inference never returned (real.ros.policy_node._resume)."""
+    return "an inference still runs" in str(err)
 
 
 def _episode(watcher: Watcher, node: subprocess.Popen, timeout_s: float, bridge: subprocess.Popen) -> dict[str, Any]:
@@ -374,6 +400,8 @@ def deploy_stage(ctx: JobContext) -> dict[str, Any]:
             "wall s": round(sum(r["wall_s"] for r in recs) / len(recs), 2),
             "starved ticks": worst("starved_ticks"), "jitter p99 ms": worst("jitter_p99_ms"),
             "commands rejected": sum(r["commands_rejected"] for r in recs),
+            # a node whose inference hung was replaced (policy_node.log holds its threads' stacks)
+            **({"policy node restarts": result["policy_node_restarts"]} if result["policy_node_restarts"] else {}),
             # the pose node's live error against the bridge's truth of the same ticks (only measured)
             **{k.replace("_", " "): v for k, v in result.items() if k.startswith("pose_")},
             "dir": str(ctx.out_dir / "deploy"), "seconds": result["seconds"]}

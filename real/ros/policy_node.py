@@ -47,8 +47,10 @@ Works with the pip-wheel rclpy and with a sourced system ROS 2 (only rclpy + mes
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import logging
 import os
+import signal
 import threading
 import time
 from pathlib import Path
@@ -403,6 +405,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
     args, ros_args = ap.parse_known_args(argv)
     logging.basicConfig(level=logging.INFO)
+    # SIGUSR1: every thread's stack to stderr (the node's log): how a hung inference shows where it hangs
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     cfg = load_deploy_config(args.config)
     policy = make_policy(cfg.policy, 1.0 / cfg.executor.rate_hz, len(cfg.limits.names))
     init_ros(ros_args, cfg.ros_domain_id)

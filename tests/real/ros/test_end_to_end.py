@@ -265,3 +265,23 @@ def test_deploy_stage_runs_an_episode(tmp_path, obs_mode, poses, episodes, domai
     assert all(e["done"] and e["accepted"] > 0 for e in done)
     node_log = (tmp_path / "job/deploy/policy_node.log").read_text()
     assert node_log.count("control loop started") == episodes  # one node, restarted once per episode
+
+
+@pytest.mark.timeout(420)  # two node start-ups (the language model loads in 2-16 s) and two hung nodes' stops
+def test_a_policy_node_whose_inference_hangs_is_replaced_for_the_next_episode(tmp_path, domain_id) -> None:
+    """An inference that never returns (here: 30 s of injected delay, far past the executor's 2 s timeout)
+    holds the arm, and the node cannot resume a new episode over it. The deploy stage dumps the node's
+    threads into its log, starts a fresh node for the next episode and says so, instead of failing the job
+    with a traceback."""
+    from real.stages import run_deploy
+
+    ckpt = build_tiny_checkpoint(tmp_path / "ckpt")
+    out = run_deploy(ckpt, tmp_path / "deploy", episodes=2, mode="ensemble", backend="torch", domain_id=domain_id,
+                     timeout_s=60, delay_s=30.0, horizon=40)
+    assert out["episodes"] == 2 and out["policy_node_restarts"] == 1
+    assert [r["policy_node_restarted"] for r in out["records"]] == [False, True]
+    assert out["success"] == "0/2"  # a held arm does not do the task
+    node_log = (tmp_path / "deploy/policy_node.log").read_text()
+    assert "inference_timeout" in node_log
+    assert "most recent call first" in node_log  # faulthandler's dump of the hung node's threads
+    assert node_log.count("control loop started") == 2  # the first node's episode, then the fresh node's
