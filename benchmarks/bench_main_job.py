@@ -4,7 +4,8 @@
 
 Runs `vla run` in a subprocess (or only reads `--out`'s summary.json with --no-run), then writes the
 main_job_* figures to benchmarks/results/main_job.json (results_io.write_result: with the command, date,
-commit and the protocol range of the evaluation seeds) and the summary table to main_job.md.
+commit and the protocol range of the evaluation seeds) and the summary table to main_job.md; with --block NAME,
+another run's figures under NAME in main_job_reruns.json (the headline files untouched).
 """
 
 from __future__ import annotations
@@ -51,10 +52,15 @@ def main() -> None:
     ap.add_argument("--note", default="", help="a paragraph for the page (e.g. a stage re-run and why)")
     ap.add_argument("--wall-s", type=int, default=None, help="with --no-run: the wall time of that `vla run` as "
                     "measured around it (e.g. /usr/bin/time's elapsed), in seconds")
+    ap.add_argument("--block", default="", help="with --no-run: write the figures under this key of "
+                    "main_job_reruns.json (another run of the job beside the headline one, e.g. a re-run on a later "
+                    "commit), leaving main_job.json and main_job.md as they are")
     ap.add_argument("overrides", nargs="*")
     args = ap.parse_args()
     if args.wall_s is not None and not args.no_run:
         ap.error("--wall-s is for --no-run (a run here is timed here)")
+    if args.block and not args.no_run:
+        ap.error("--block is for --no-run (a run here is the headline run)")
     out = (ROOT / args.out).resolve()
     seconds = args.wall_s
     if not args.no_run:
@@ -95,6 +101,12 @@ def main() -> None:
     seed_range = json.loads((out / "eval_torch" / "summary.json").read_text()).get("seed_range", "collect")
     keys = [k for k in ("main_job_pretrained_success", "main_job_refined_success", "main_job_refine_gain_95",
                         "main_job_s", "main_job_stages_s") if k in figures][:4]
+    if args.block:  # main_job.json's _meta stays the headline run's: another run goes to a file of its own
+        block = {"run": args.out, "command": f"python benchmarks/bench_main_job.py {command_args()}",
+                 "note": args.note, **figures}
+        write_result("main_job_reruns", {args.block: block}, seed_range=seed_range)
+        print(json.dumps(block, indent=1))
+        return
     write_result("main_job", figures, seed_range=seed_range, key_figures=keys)
     rows = "\n".join(f"| {stage} | " + ", ".join(f"{k}: {v}" for k, v in fig.items()).replace("|", "/") + " |"
                      for stage, fig in summary.items())
