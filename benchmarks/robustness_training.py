@@ -60,6 +60,14 @@ The c_* variants (the camera-only recipe on the default preset's demos and on th
       (c_g07pc_te: the same + temporal_ensemble=-0.01)
   python benchmarks/robustness_training.py --runs runs/s13/robv   (links to the evaluations, as runs/s12/robv)
 
+The h2* variants (two observation steps; training seed 0 only, paired with t_g07pc's training 0):
+
+  vla run out_dir=runs/s14/h2 "stages=[sim_demos,stats,pretrain]" \
+      'pretrain.overrides=["train.lr=1e-3","policy.noise_scale=0","train.seed=0","policy.n_obs_steps=2"]'
+      (h2l: the same + demos.randomize=action_latency:1,pose_latency:2,camera_shift:10,camera_rot:1)
+  vla eval runs/s14/h2/train/checkpoints/step_00003000 (as above) perturb=none|action_latency:1
+  python benchmarks/robustness_training.py --runs runs/s14/robv --only h2,h2l   (h2*/s0 and t_g07pc linked)
+
 The e_* variants (the pose estimator's randomisation; one policy, runs/main65's refined, its `vla eval ... poses=`
 the estimator, perturb=none|camera_shift:10|camera_rot:1|realistic, 200 tune seeds, in
 runs/s9/rob/e_<name>/s0/<none|cam|camera_rot|realistic>):
@@ -138,6 +146,11 @@ VARIANTS: dict[str, tuple[str, str, str]] = {
                 "drawn: camera_shift:10,camera_rot:1; pose_latency does not apply), runs/s13/cam/i_g07pc_sN",
                 "cpu", "c_base"),
     "c_g07pc_te": ("c_g07pc's policies, temporal ensemble rate -0.01 (the job's: 0.3)", "cpu", "c_g07pc"),
+    # two observation steps (the policy sees its own motion), one training each (2026-12-06, runs/s14/q_h3.sh)
+    "h2": ("t_g07pc's recipe with policy.n_obs_steps=2 (the state and images of t and t-1), runs/s14/h2", "cpu",
+           "t_g07pc"),
+    "h2l": ("as h2, on demos whose action latency is drawn as well (randomize=action_latency:1,pose_latency:2,"
+            "camera_shift:10,camera_rot:1), runs/s14/h2l", "cpu", "t_g07pc"),
     "i_rand": ("camera-only: randomize=realistic (pose kinds left out), 6,000 of 7,000 steps", "gpu+cpu", "i_base"),
     "i_rand_shift": ("camera-only: as i_rand + 4-pixel random shifts in training", "gpu+cpu", "i_base"),
 }
@@ -271,6 +284,12 @@ NOTES = [
     "the arm's delay: 0.535 under a 1-step latency against 0.772 clean. Rate -0.01 of the temporal ensemble on "
     "the same policies (c_g07pc_te): latency +0.058 (+0.010 / +0.105), `realistic` +0.072 (+0.040 / +0.105), "
     "clean +0.010 (+0.015 / +0.005), as on the state policies (x_te-0.01_every2).",
+    "- Two observation steps (h2, h2l; 2026-12-06, training 0 only, tune, paired with t_g07pc's training 0): could "
+    "a policy that sees its own motion ride out the arm's one-tick delay, or tell a delayed arm from a prompt one "
+    "when its demos hold both? Neither: on the default's demos (h2) clean 0.835 against 0.860 (-0.025 [-0.087, "
+    "+0.037]) and under the latency 0.425 against 0.690 (-0.265 [-0.342, -0.188]); on demos with the latency "
+    "drawn too (h2l) clean 0.695 (-0.165 [-0.230, -0.100]), latency 0.610 (-0.080 [-0.161, +0.001]). The history "
+    "makes the policy lean on the last step's motion, which the delay breaks; one observation step stays.",
     "- The pose estimator's own randomisation (e_job, e_wide; one policy, runs/main65's refined, 200 tune seeds, one "
     "estimator training each): trained on camera shifts up to 20 mm and rotations up to 3 degrees (the job's: 10 mm, "
     "2 degrees, so the preset's 10 mm sat at the edge of its range), the policy on its poses scores 0.735 under "
@@ -381,6 +400,8 @@ def main() -> None:
     ap.add_argument("--runs", type=Path, default=Path("runs/rob61"))
     ap.add_argument("--gpu", type=Path, default=Path("runs/rob61/results.json"))
     ap.add_argument("--delay", type=Path, default=Path("runs/delay61"), help="the execution-side trial's evaluations")
+    ap.add_argument("--only", default="", help="comma-separated variants to write (the others keep their stored "
+                    "figures): a base linked under --runs only to pair with, whose own figures came from more runs")
     args = ap.parse_args()
     gpu = json.loads(args.gpu.read_text()) if args.gpu.exists() else {}
     fresh = summarise(collect(args.runs, gpu, args.delay))
@@ -388,6 +409,11 @@ def main() -> None:
     # folder holds only what it re-read)
     stored_path = RESULTS / "robustness_training.json"
     stored = json.loads(stored_path.read_text()).get("variants", {}) if stored_path.exists() else {}
+    only = set(args.only.split(",")) - {""}
+    unknown = only - set(VARIANTS)
+    if unknown:
+        ap.error(f"--only: unknown variant {sorted(unknown)[0]!r}")
+    fresh = {v: f for v, f in fresh.items() if not only or v in only}
     figures = {v: fresh.get(v, stored.get(v)) for v in VARIANTS if v in fresh or v in stored}
     write_result("robustness_training", {"variants": figures}, seed_range="tune")
     write_page(figures)
