@@ -288,8 +288,8 @@ NOTES = [
     "a policy that sees its own motion ride out the arm's one-tick delay, or tell a delayed arm from a prompt one "
     "when its demos hold both? Neither: on the default's demos (h2) clean 0.835 against 0.860 (-0.025 [-0.087, "
     "+0.037]) and under the latency 0.425 against 0.690 (-0.265 [-0.342, -0.188]); on demos with the latency "
-    "drawn too (h2l) clean 0.695 (-0.165 [-0.230, -0.100]), latency 0.610 (-0.080 [-0.161, +0.001]). Likely the history "
-    "makes the policy lean on the last step's motion, which the delay breaks; one observation step stays.",
+    "drawn too (h2l) clean 0.695 (-0.165 [-0.230, -0.100]), latency 0.610 (-0.080 [-0.161, +0.001]). Likely the "
+    "history makes the policy lean on the last step's motion, which the delay breaks; one observation step stays.",
     "- The pose estimator's own randomisation (e_job, e_wide; one policy, runs/main65's refined, 200 tune seeds, one "
     "estimator training each): trained on camera shifts up to 20 mm and rotations up to 3 degrees (the job's: 10 mm, "
     "2 degrees, so the preset's 10 mm sat at the edge of its range), the policy on its poses scores 0.735 under "
