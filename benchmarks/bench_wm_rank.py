@@ -28,7 +28,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness import STATE, sh, vla
+import bench_worldmodel  # benchmarks/ is this script's folder
+import harness
+from harness import sh, vla
 
 RECIPE = ("expert_gain=0.7", "randomize=pose_latency:2")
 TRAIN = ("--policy", "tiny", "--train", "default", "train.batch_size=32", "train.lr=1e-3", "policy.noise_scale=0",
@@ -46,19 +48,11 @@ SEEN_RUNS = ("d40",)
 
 
 def collect(store: Path, episodes: int, offset: int, log: Path, *extra: str) -> None:
-    done = store.with_suffix(".done")
-    if not done.exists():
-        sh(vla("sim", "collect", store, "task=pick_place", f"episodes={episodes}", "seed_range=collect",
-               f"seed_offset={offset}", "workers=2", f"out_dir={store.parent / ('collect_' + store.stem)}", *STATE,
-               *extra), log)
-        done.touch()
+    bench_worldmodel.collect(store, "pick_place", episodes, offset, log, "cameras=[]", *extra)
 
 
-def evaluate(ckpt: Path, out: Path, log: Path, rng: str, offset: int, episodes: int, record: Path | None) -> float:
-    if not (out / "summary.json").exists():
-        sh(vla("eval", ckpt, "task=pick_place", f"episodes={episodes}", f"seed_range={rng}", f"seed_offset={offset}",
-               "workers=2", f"out_dir={out}", *([f"record={record}"] if record else []), *STATE), log)
-    return float(json.loads((out / "summary.json").read_text())["success_rate"])
+def evaluate(ckpt: Path, out: Path, rng: str, offset: int, episodes: int, record: Path | None) -> float:
+    return float(harness.evaluate(str(ckpt), out, episodes, offset, seed_range=rng, record=record)["success_rate"])
 
 
 def candidates(out: Path) -> dict[str, dict[str, Any]]:
@@ -78,14 +72,12 @@ def candidates(out: Path) -> dict[str, dict[str, Any]]:
             (train_dir / "done").touch()
         for s in steps:
             name, ck = f"{run}_s{s}", train_dir / "checkpoints" / f"step_{s:08d}"
-            tune = evaluate(ck, out / "eval_tune" / name, logs / f"tune_{name}.log", "tune", 300_000, TUNE_EPISODES,
-                            None)
-            real = evaluate(ck, out / "eval_report" / name, logs / f"report_{name}.log", "report", 300_000,
-                            REPORT_EPISODES, out / "heldout" / f"{name}.zarr")
-            seen = evaluate(ck, out / "rollouts" / name, logs / f"rollouts_{name}.log", "collect", 5000, ROLLOUTS,
-                            out / "rollouts.zarr")
+            tune = evaluate(ck, out / "eval_tune" / name, "tune", 300_000, TUNE_EPISODES, None)
+            real = evaluate(ck, out / "eval_report" / name, "report", 300_000, REPORT_EPISODES,
+                            out / "heldout" / f"{name}.zarr")
+            seen = evaluate(ck, out / "rollouts" / name, "collect", 5000, ROLLOUTS, out / "rollouts.zarr")
             if run in SEEN_RUNS:  # the same episodes again, in a store of their own (the held-out model's data)
-                evaluate(ck, out / "rollouts_by" / name, logs / f"rollouts_by_{name}.log", "collect", 5000, ROLLOUTS,
+                evaluate(ck, out / "rollouts_by" / name, "collect", 5000, ROLLOUTS,
                          out / "rollouts_by" / f"{name}.zarr")
             table[name] = {"ckpt": str(ck), "real_success": real, "tune_success": tune, "rollout_success": seen,
                            "heldout": str(out / "heldout" / f"{name}.zarr"), "demos": n, "steps": s}
@@ -103,9 +95,8 @@ def rank(out: Path, steps: int) -> None:
     seen = sorted(str(out / "rollouts_by" / f"{n}.zarr") for n in cands if n.split("_")[0] in SEEN_RUNS)
     # wm: every candidate's rollouts; wm_seen: SEEN_RUNS' only
     for wm, rollouts, result in (("wm", [out / "rollouts.zarr"], "rank.json"), ("wm_seen", seen, "rank_seen.json")):
-        if not (out / wm / "train_summary.json").exists():
-            sh(vla("wm", "train", out / "demos.zarr", out / "expert_failures.zarr", *rollouts, "--out", out / wm,
-                   "--resume", "train.progress=false", f"train.steps={steps}"), logs / f"train_{wm}.log")
+        bench_worldmodel.train([out / "demos.zarr", out / "expert_failures.zarr", *rollouts], out / wm,
+                               logs / f"train_{wm}.log", f"train.steps={steps}")
         if not (out / result).exists():
             sh(vla("wm", "rank", "--wm", out / wm, "--starts", first, "--candidates", out / "candidates.json",
                    "--n-starts", 50, "--samples", 4, "--chunks", 25, "--val-store", val_demos,
@@ -136,7 +127,7 @@ def report(out: Path) -> None:
     real = [cands[n]["real_success"] for n in names]
     unseen = [n for n in names if n.split("_")[0] not in SEEN_RUNS]
     real_unseen = [cands[n]["real_success"] for n in unseen]
-    proxies = {p: m for p, m in r["metrics"].items()}
+    proxies = dict(r["metrics"])
     # the control a world model must beat: counting the successes of the very rollouts it trained on
     proxies["rollout_success_20"] = _metrics([cands[n]["rollout_success"] for n in names], real)
     proxies["heldout_model_imagined_success"] = rs["metrics"]["imagined_success"]

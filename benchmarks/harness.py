@@ -39,17 +39,19 @@ def sh(cmd: list[str], log: Path) -> None:
 
 
 def evaluate(policy: str, out_dir: Path, episodes: int, seed_start: int, task: str = "pick_place",
-             obs: tuple[str, ...] = STATE_OBS, seed_range: str = "collect") -> dict[str, Any]:
+             obs: tuple[str, ...] = STATE_OBS, seed_range: str = "collect", record: Path | None = None
+             ) -> dict[str, Any]:
     """`vla eval` of a policy spec on `task`, once: a finished summary is reused. `obs`: the observation and
     execution overrides (state mode by default; a camera run passes its own). `seed_start`: the first seed
-    within `seed_range` (vla.protocol)."""
+    within `seed_range` (vla.protocol). `record`: an EpisodeStore the episodes are appended to."""
     if not (out_dir / "summary.json").exists():
         log = out_dir.parent / f"{out_dir.name}.log"
         out_dir.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "w") as f:
             subprocess.run([sys.executable, "-m", "vla.cli", "eval", policy, f"task={task}", f"episodes={episodes}",
                             f"seed_range={seed_range}", f"seed_offset={seed_start}", "workers=2", "videos=0", *obs,
-                            f"out_dir={out_dir}"], check=True, env=ENV, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT)
+                            f"out_dir={out_dir}", *([f"record={record}"] if record else [])], check=True, env=ENV,
+                           cwd=ROOT, stdout=f, stderr=subprocess.STDOUT)
     return json.loads((out_dir / "summary.json").read_text())
 
 

@@ -255,8 +255,11 @@ def run_deploy(policy_path: str | Path, out_dir: Path, episodes: int = 1, mode: 
     t_start = time.monotonic()
     node_log = open(out_dir / "policy_node.log", "w")  # noqa: SIM115 (closed in finally)
     # started beside the bridge: it loads while the bridge does, and holds until the robot's inputs come
-    node_cmd = [sys.executable, "-m", "real.ros.policy_node", "--config", str(node_cfg)]
-    node = subprocess.Popen(node_cmd, cwd=out_dir, env=env, stdout=node_log, stderr=subprocess.STDOUT)
+    def start_node() -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-m", "real.ros.policy_node", "--config", str(node_cfg)],
+                                cwd=out_dir, env=env, stdout=node_log, stderr=subprocess.STDOUT)
+
+    node = start_node()
     restarted: set[int] = set()
     try:
         wait_until(lambda: watcher.snapshot()[0].get("episode") == 0, 60, "the bridge to come up", bridge)
@@ -280,8 +283,7 @@ def run_deploy(policy_path: str | Path, out_dir: Path, episodes: int = 1, mode: 
                     node.send_signal(signal.SIGUSR1)
                     time.sleep(0.5)
                     stop_process(node)
-                    node = subprocess.Popen(node_cmd, cwd=out_dir, env=env, stdout=node_log,
-                                            stderr=subprocess.STDOUT)
+                    node = start_node()
                     restarted.add(ep)
             else:
                 watcher.take_pose_pairs()
