@@ -84,13 +84,15 @@ def eval_cmd(ckpt: Path = typer.Argument(..., help="world-model checkpoint or ru
     model, job, meta, _, _ = load_checkpoint(ckpt)
     if truth:
         from worldmodel.chunk_truth import load_truth, score_truth, values
-        from worldmodel.metrics import chunk_report
+        from worldmodel.metrics import chunk_report, truth_reliability
 
         reports = {}
         for t in truth:
             arrays, tmeta = load_truth(t)
             reports[str(t)] = {**chunk_report(score_truth(model, arrays, tmeta), values(arrays)),
-                               "task": tmeta["config"]["task"], "seed_range": tmeta["config"]["seed_range"]}
+                               "task": tmeta["config"]["task"], "seed_range": tmeta["config"]["seed_range"],
+                               # the set's own agreement across its continuations: the ceiling of the figures above
+                               "truth_reliability": truth_reliability(arrays["success"])}
         out.mkdir(parents=True, exist_ok=True)
         (out / "chunk_truth.json").write_text(json.dumps(reports, indent=1))
         typer.echo(json.dumps(reports))

@@ -22,7 +22,8 @@ import numpy as np
 from vla.metrics import auroc, average_ranks
 
 __all__ = ["auroc", "best_vs_worst_auroc", "bootstrap_interval", "chunk_report", "ece", "mmrv",
-           "pairwise_accuracy", "pearson", "rank_report", "selection_regret", "spearman", "within_state_spearman"]
+           "pairwise_accuracy", "pearson", "rank_report", "selection_regret", "spearman", "truth_reliability",
+           "within_state_spearman"]
 
 
 def ece(probs: np.ndarray, labels: np.ndarray, bins: int = 10) -> float:
@@ -151,6 +152,40 @@ def selection_regret(scores: np.ndarray, values: np.ndarray, default: int | None
     if default is not None:
         out["default_regret"] = float((v.max(1) - v[:, default]).mean())
         out["gain_over_default"] = float((picked - v[:, default]).mean())
+    return out
+
+
+def _both_ways(a: np.ndarray, b: np.ndarray) -> tuple[float, int]:
+    """within_state_spearman of a against b and of b against a, averaged: neither half is the truth."""
+    (r1, n1), (r2, n2) = within_state_spearman(a, b), within_state_spearman(b, a)
+    return float(np.nanmean([r1, r2])) if n1 or n2 else float("nan"), max(n1, n2)
+
+
+def truth_reliability(success: np.ndarray) -> dict[str, float]:
+    """How far a truth set's own values agree with themselves [S, K, M continuations]: the ceiling of any
+    model's within-state Spearman on it. `split_half_spearman`: the continuations split in two halves (every
+    split, each half against the other), `spearman_brown` the same projected to all M (2r / (1 + r));
+    `one_rollout_ceiling`: the mean of M - 1 continuations against the one left out, what an almost exact
+    success probability scores against a truth of one rollout per candidate (the sets before continuations
+    were sampled had one). NaN where M < 2 (one rollout cannot be checked against itself)."""
+    from itertools import combinations
+
+    ok = np.asarray(success, np.float64)
+    if ok.ndim != 3:
+        raise ValueError(f"success must be [states, candidates, continuations], got shape {ok.shape}")
+    m = ok.shape[2]
+    out = {"continuations": m, "split_half_spearman": float("nan"), "spearman_brown": float("nan"),
+           "one_rollout_ceiling": float("nan")}
+    if m < 2:
+        return out
+    halves = [h for h in combinations(range(m), m // 2) if 0 in h]  # each split once
+    rhos = [_both_ways(ok[:, :, list(h)].mean(-1), ok[:, :, [j for j in range(m) if j not in h]].mean(-1))[0]
+            for h in halves]
+    r = float(np.nanmean(rhos))
+    out["split_half_spearman"] = r
+    out["spearman_brown"] = 2 * r / (1 + r) if r > -1 else float("nan")
+    loo = [within_state_spearman(np.delete(ok, j, axis=2).mean(-1), ok[:, :, j])[0] for j in range(m)]
+    out["one_rollout_ceiling"] = float(np.nanmean(loo))
     return out
 
 

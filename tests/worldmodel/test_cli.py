@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.worldmodel.test_evaluate_rank import tiny_policy
@@ -85,3 +86,6 @@ def test_chunk_truth_then_eval_with_truth(trained_wm: Path, tmp_path: Path) -> N
     assert res.returncode == 0, res.stderr[-2000:]
     report = json.loads((tmp_path / "ev" / "chunk_truth.json").read_text())[str(tmp_path / "truth")]
     assert report["states"] == 2 and report["seed_range"] == "tune" and "chunk_spearman" in report
+    # one continuation per candidate: nothing to check the truth against itself with
+    assert report["truth_reliability"]["continuations"] == 1
+    assert np.isnan(report["truth_reliability"]["split_half_spearman"])

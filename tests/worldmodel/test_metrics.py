@@ -75,3 +75,26 @@ def test_chunk_metrics_order_within_each_state_and_skip_states_that_order_nothin
     assert rep["chunk_spearman"] == 1.0 and rep["regret"] == 0.0 and rep["states_that_order"] == 2
     with pytest.raises(ValueError, match=r"\[states, candidates\]"):
         within_state_spearman(np.zeros(3), np.zeros(3))
+
+
+def test_a_truth_whose_continuations_agree_is_reliable_and_one_of_coin_flips_is_not() -> None:
+    from worldmodel.metrics import truth_reliability
+
+    # every continuation of a candidate ends the same way: the halves order the candidates identically
+    p = np.array([[0.0, 1.0, 1.0, 0.0, 1.0], [1.0, 0.0, 0.0, 0.0, 1.0]])
+    steady = np.repeat(p[:, :, None], 4, axis=2)
+    r = truth_reliability(steady)
+    assert r["continuations"] == 4 and r["split_half_spearman"] == 1.0 and r["spearman_brown"] == 1.0
+    assert r["one_rollout_ceiling"] == 1.0
+    # every candidate a fair coin: the halves agree by chance only
+    flips = np.random.default_rng(0).random((400, 8, 4)) < 0.5
+    r = truth_reliability(flips)
+    assert abs(r["split_half_spearman"]) < 0.05 and abs(r["one_rollout_ceiling"]) < 0.05
+    # candidates of different success probabilities: reliable, but below 1 with 4 rollouts
+    probs = np.linspace(0.05, 0.95, 8)
+    drawn = np.random.default_rng(1).random((400, 8, 4)) < probs[None, :, None]
+    r = truth_reliability(drawn)
+    assert 0.3 < r["split_half_spearman"] < r["spearman_brown"] < 1.0
+    assert np.isnan(truth_reliability(drawn[:, :, :1])["split_half_spearman"])
+    with pytest.raises(ValueError, match=r"\[states, candidates, continuations\]"):
+        truth_reliability(np.zeros((3, 4)))
