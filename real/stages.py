@@ -319,7 +319,9 @@ def run_deploy(policy_path: str | Path, out_dir: Path, episodes: int = 1, mode: 
 
 def _inference_stuck(err: Exception) -> bool:
     """Whether a failed resume says the node's inference never returned (real.ros.policy_node._resume)."""
-    return "an inference still runs" in str(err)
+    from real.ros import INFERENCE_HANGS
+
+    return INFERENCE_HANGS in str(err)
 
 
 def _episode(watcher: Watcher, node: subprocess.Popen, timeout_s: float, bridge: subprocess.Popen) -> dict[str, Any]:

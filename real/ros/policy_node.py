@@ -73,6 +73,7 @@ from real.config import DeployConfig, load_deploy_config, make_policy
 from real.executor import ChunkExecutor, TickRecord
 from real.instructions import InstructionPrep
 from real.recorder import EpisodeRecorder
+from real.ros import INFERENCE_HANGS
 from real.ros.convert import duration_parts
 from real.ros.inputs import RobotInputs
 from real.ros.spinner import init_ros, run_node_until_stopped
@@ -221,7 +222,7 @@ class PolicyNode:
         while self.worker.busy:  # the paused episode's last inference: its chunk is for a scene that is gone
             self.worker.poll()
             if time.monotonic() > end:
-                return False, f"an inference still runs after {timeout_s:g} s: call again"
+                return False, f"{INFERENCE_HANGS} after {timeout_s:g} s: call again"
             time.sleep(0.005)
         self.worker.policy.reset()
         self.executor = self._new_executor()
