@@ -61,6 +61,10 @@ KEYS = ("chunk_spearman", "chunk_auroc_best_vs_worst", "states", "states_that_or
         "gain_over_default", "picked_value", "best_value")
 
 
+# the truth set's agreement with itself across its continuations (worldmodel.metrics.truth_reliability)
+RELIABILITY = ("split_half_spearman", "spearman_brown", "one_rollout_ceiling")
+
+
 def block(report: dict[str, Any]) -> dict[str, Any]:
     return {k: (round(report[k], 4) if isinstance(report[k], float) else report[k]) for k in KEYS if k in report}
 
@@ -70,7 +74,12 @@ def sets_of(reports: dict[str, Any]) -> dict[str, Any]:
     for path, r in reports.items():
         meta = json.loads((Path(path) / "meta.json").read_text())
         sets[path] = {"task": r["task"], "seed_range": r["seed_range"], "policy": meta["config"]["policy"],
-                      "candidates": 1 + meta["config"]["noisy"] + meta["config"]["perturbed"], **block(r)}
+                      "candidates": 1 + meta["config"]["noisy"] + meta["config"]["perturbed"],
+                      "continuations": meta["config"].get("continuations", 1),
+                      "continuation_noise": meta["config"].get("continuation_noise", 0.0), **block(r)}
+        rel = r.get("truth_reliability") or {}
+        sets[path] |= {k: (None if rel.get(k) is None or rel[k] != rel[k] else round(rel[k], 4))
+                       for k in RELIABILITY}  # NaN (one continuation) is stored as null
     return sets
 
 
@@ -98,6 +107,8 @@ def main() -> None:
     ap.add_argument("--camera", default="", metavar="KEY",
                     help="the --model that is the camera model's headline: its report-set figures also go to the "
                     "top level as camera_<key> (the issue's targets hold for the state and the camera model)")
+    ap.add_argument("--name", default="worldmodel_chunks", help="the results' name under benchmarks/results/ "
+                    "(another name keeps the figures of earlier sets whose evaluations are gone)")
     args = ap.parse_args()
     models = {key: {"label": label, "sets": sets_of(json.loads(Path(path).read_text()))}
               for key, path, label in args.model}
@@ -114,7 +125,7 @@ def main() -> None:
     if cam_report:
         figures |= {"camera_model": models[args.camera]["label"], "camera_headline": args.camera}
         figures |= target_figures(cam_report, "camera_")
-    write_result("worldmodel_chunks", figures, seed_range="report" if report else "tune",
+    write_result(args.name, figures, seed_range="report" if report else "tune",
                  key_figures=list(TARGETS) if report else None)
 
     def cell(row: dict[str, Any], k: str) -> str:
@@ -126,14 +137,23 @@ def main() -> None:
              "candidate against the worst, and the regret of executing the model's pick against the best candidate "
              "(and of the noise-free chunk, which runs without selection). Every model on the same sets.", "",
              *[f"- `{k}`: {m['label']}" for k, m in models.items()], "",
-             "| model | set | seeds | states (ordered) | candidates | Spearman | best-vs-worst AUROC "
+             "| model | set | seeds | states (ordered) | candidates x continuations | Spearman | best-vs-worst AUROC "
              "| regret of the pick | regret of the noise-free chunk | pick minus noise-free |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for key, m in models.items():
         for path, s in m["sets"].items():
             lines.append(f"| {key} | `{path}` | {s['seed_range']} | {s['states']} ({s['states_that_order']}) | "
-                         f"{s['candidates']} | {cell(s, 'chunk_spearman')} | {cell(s, 'chunk_auroc_best_vs_worst')} | "
+                         f"{s['candidates']} x {s.get('continuations', 1)} | {cell(s, 'chunk_spearman')} | "
+                         f"{cell(s, 'chunk_auroc_best_vs_worst')} | "
                          f"{cell(s, 'regret')} | {cell(s, 'default_regret')} | {cell(s, 'gain_over_default')} |")
+    checked = {p: s for p, s in head["sets"].items() if s.get("split_half_spearman") is not None}
+    if checked:
+        lines += ["", "Each truth set against itself (its continuations split in two halves; what any model's Spearman "
+                  "on it is capped by):", "",
+                  "| set | continuations (noise) | split-half Spearman | Spearman-Brown (all continuations) "
+                  "| mean of the others against one continuation |", "|---|---|---|---|---|"]
+        lines += [f"| `{p}` | {s['continuations']} ({s['continuation_noise']:g}) | {cell(s, 'split_half_spearman')} | "
+                  f"{cell(s, 'spearman_brown')} | {cell(s, 'one_rollout_ceiling')} |" for p, s in checked.items()]
     if report:
         lines += ["", target_line(figures, f"({head_key})")]
     if cam_report:
@@ -143,8 +163,8 @@ def main() -> None:
             lines += ["", f"`{path}` ({head_key}): executing the model's pick instead of the noise-free chunk changes "
                       f"the true value by {s['gain_over_default']:+.3f} a state; picking the best candidate would gain "
                       f"{s['default_regret']:+.3f} (the room test-time selection has)."]
-    (RESULTS / "worldmodel_chunks.md").write_text("\n".join(lines) + "\n")
-    print((RESULTS / "worldmodel_chunks.md").read_text())
+    (RESULTS / f"{args.name}.md").write_text("\n".join(lines) + "\n")
+    print((RESULTS / f"{args.name}.md").read_text())
 
 
 if __name__ == "__main__":

@@ -81,6 +81,9 @@ class EvalConfig(Execution):
     # and the expert picks it up again (demos with recoveries; needs label=clean, which keeps the
     # forced opening out of the recorded actions)
     expert_drop: float = 0.0
+    # expert only (native tasks): chance per episode of a sideways push as the hand comes down to grasp, after
+    # which the expert centres again (sim.experts.native, `drift`; needs label=clean, like expert_drop)
+    expert_drift: float = 0.0
     # expert only (native tasks): keep the hand's yaw until it hovers over the object, then turn
     # (under the wrist camera; sim.experts.native.NativePickPlaceExpert)
     expert_turn_late: bool = False
@@ -148,6 +151,11 @@ class EvalConfig(Execution):
         if self.expert_drop > 0 and (self.policy != "expert" or self.label != "clean"):
             raise ValueError("expert_drop > 0 needs policy=expert and label=clean (otherwise the recorded actions "
                              f"would teach the forced opening), got policy={self.policy} label={self.label}")
+        if not 0.0 <= self.expert_drift <= 1.0:
+            raise ValueError(f"expert_drift must be a probability in [0, 1], got {self.expert_drift}")
+        if self.expert_drift > 0 and (self.policy != "expert" or self.label != "clean"):
+            raise ValueError("expert_drift > 0 needs policy=expert and label=clean (otherwise the recorded actions "
+                             f"would teach the push), got policy={self.policy} label={self.label}")
         if self.instruction and not self.instruction.strip():
             raise ValueError("instruction must be text or empty (the task's own), got only whitespace")
         if self.instruction_vocab:

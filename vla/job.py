@@ -43,6 +43,9 @@ class DemoStageConfig:
     # chance per demo that the expert lets go of the carried object once and picks it up again
     # (native tasks; sim.evaluate.EvalConfig.expert_drop; needs label=clean)
     drop: float = 0.0
+    # chance per demo of a sideways push as the hand comes down to grasp, after which the expert centres again
+    # (native tasks; sim.evaluate.EvalConfig.expert_drift; needs label=clean)
+    drift: float = 0.0
     # the expert turns the hand only once it hovers over the object (native tasks;
     # sim.evaluate.EvalConfig.expert_turn_late)
     turn_late: bool = False

@@ -38,6 +38,11 @@ CLOSE_STEPS = 6  # steps the fingers get to close before a missing grasp is decl
 LATE_TURN_XY = 0.02  # turn_late: the hand turns once this close (horizontally) over the object
 DROP_OPEN = 3  # executed steps of an open gripper that make a held object fall (`drop`)
 DROP_LIFT = 0.02  # the held object's bottom at least this high above the table before a drop
+# `drift`: a sideways push on the executed motion for this many steps as the hand comes down to grasp, of this
+# much action (0.4: about a centimetre a step through the arm's tracking): about the overshoot one tick of command
+# latency leaves (robustness_training.md), 2-4 cm beside the object near grasp height
+DRIFT_STEPS, DRIFT_PUSH = 3, 0.4
+DRIFT_BELOW = 0.05  # the push starts once the grip site is this close above the object's centre
 DROP_FAR = 0.08  # and its centre this far from the goal's (in the table plane)
 
 
@@ -60,7 +65,7 @@ class NativePickPlaceExpert:
 
     def __init__(self, env: Any, noise: float = 0.0, skill: float = 1.0, seed: int | None = None,
                  rot_speed: float | None = None, drop: float = 0.0, turn_late: bool = False,
-                 gain: float | None = None) -> None:
+                 gain: float | None = None, drift: float = 0.0) -> None:
         """`rot_speed`: a cap on the rotation action (of 1), so the hand turns to the object over the
         approach instead of within its first 2-3 steps: a policy that must read the object's yaw
         from an image then sees that turn in every partly turned state on the way, not only in the
@@ -82,7 +87,15 @@ class NativePickPlaceExpert:
         reaches the arm a step late then makes that loop unstable (e_{t+1} = e_t - k e_{t-1} diverges for
         k > 1): with 1.5 the expert takes 80 steps instead of 37 to finish at one step of latency and fails
         every episode at two. Below 1 it approaches without overshoot and tolerates the delay; a policy
-        imitating it inherits its loop gain."""
+        imitating it inherits its loop gain.
+
+        `drift`: chance per episode that, once the hand comes down within DRIFT_BELOW of the object with the
+        gripper open, the executed motion is pushed sideways (DRIFT_STEPS steps of DRIFT_PUSH in a random horizontal
+        direction). The expert, reactive, stops its descent and centres over the object at that height. Recorded
+        with the clean labels (`label=clean`), such a demo teaches what the clean ones never show and what a
+        policy on an arm whose commands arrive a tick late needs: beside the object near grasp height, move
+        over it before going down (its failures under that latency come down 2-3 cm beside the cube and never
+        correct). DART's noise (arXiv:1703.09327) on every step, structured and placed where the policy fails."""
         if not 0.0 <= skill <= 1.0:
             raise ValueError(f"skill must be in [0, 1], got {skill}")
         if noise < 0.0:
@@ -91,12 +104,15 @@ class NativePickPlaceExpert:
             raise ValueError(f"rot_speed must be in (0, 1] (or None: as fast as translation), got {rot_speed}")
         if not 0.0 <= drop <= 1.0:
             raise ValueError(f"drop must be a probability in [0, 1], got {drop}")
+        if not 0.0 <= drift <= 1.0:
+            raise ValueError(f"drift must be a probability in [0, 1], got {drift}")
         if gain is not None and not 0.0 < gain <= 3.0:
             raise ValueError(f"gain must be in (0, 3] (or None: {GAIN}), got {gain}")
         self.gain = GAIN if gain is None else float(gain)
         self.env: NativeArmEnv = env.unwrapped
         self.noise, self.skill = float(noise), float(skill)
         self.rot_speed, self.drop, self.turn_late = rot_speed, float(drop), bool(turn_late)
+        self.drift = float(drift)
         # False: off its approach and below hover height, centre over the object at the current height
         # instead of climbing back to hover first (a DAgger label from where a policy is, not a retry)
         self.retreat = True
@@ -120,6 +136,14 @@ class NativePickPlaceExpert:
             self._drop_shut = int(rng.integers(0, 8))
         self._lifted, self._drop_step = 0, -1
         self.dropped = False
+        # the drift, drawn per episode from its own stream (the other draws stay as they were): its direction,
+        # and how many of its steps are left (-1: not yet started, 0: over or none)
+        self._drift_left, self._drift_dir = 0, np.zeros(2)
+        if self.drift > 0:
+            rng = np.random.default_rng(None if seed is None else [seed, 0xD41F7])
+            if rng.random() < self.drift:
+                angle = rng.uniform(0.0, 2 * np.pi)
+                self._drift_left, self._drift_dir = -1, np.array([np.cos(angle), np.sin(angle)])
 
     @property
     def target(self) -> np.ndarray:
@@ -227,6 +251,19 @@ class NativePickPlaceExpert:
             return None
         return -1.0 if self._drop_step <= DROP_OPEN else 1.0
 
+    def _drift_push(self) -> np.ndarray | None:
+        """The sideways push on this step's executed motion while a drift plays out (None: none)."""
+        if self._drift_left == -1:
+            p = self.env.privileged()
+            obj = p["objects"][p["active_object"]]
+            over = self.env.eef_pos()[2] < obj["pos"][2] + DRIFT_BELOW
+            if over and self._grip < 0 and not self.env.is_grasped(obj["geom"]):
+                self._drift_left = DRIFT_STEPS
+        if self._drift_left <= 0:
+            return None
+        self._drift_left -= 1
+        return DRIFT_PUSH * self._drift_dir
+
     def act(self, obs: Any = None) -> np.ndarray:
         """One action float32[7]; `obs` is unused (the expert reads privileged state)."""
         env = self.env
@@ -253,6 +290,10 @@ class NativePickPlaceExpert:
         # such, a policy learns to let go during the lift: 11 of 200 episodes did)
         label_grip = 1.0 if drop_grip is not None and self._drop_step <= DROP_OPEN else self._grip
         self.clean_action = np.concatenate([motion, [label_grip]]).astype(np.float32)
+        push = self._drift_push() if self.drift > 0 else None
+        if push is not None:
+            motion = motion.copy()
+            motion[:2] = np.clip(motion[:2] + push, -1.0, 1.0)
         if self.noise > 0:
             # Half as much on rotation: rotation noise shakes a held cube loose far more than
             # translation noise, and we want sloppy demos, not mostly dropped ones.

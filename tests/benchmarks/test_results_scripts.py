@@ -120,3 +120,28 @@ def test_a_robustness_run_stored_at_another_ensemble_rate_is_not_read_back_as_th
     assert br.same_run(stored, "action_latency:1", 200) and br.same_run(stored, "action_latency:1", 200, 0.3)
     assert not br.same_run(stored, "action_latency:1", 200, -0.01)
     assert not br.same_run(stored, "none", 200) and not br.same_run(stored, "action_latency:1", 100)
+
+
+def test_wm_chunks_carries_each_truth_sets_continuations_and_its_own_reliability(tmp_path: Path) -> None:
+    import json
+
+    wc = load_script("bench_wm_chunks")
+    for name, m in (("one", 1), ("four", 4)):
+        (tmp_path / name).mkdir()
+        config = {"policy": "CK", "noisy": 5, "perturbed": 2, "continuations": m,
+                  "continuation_noise": 0.0 if m == 1 else 1.0}
+        (tmp_path / name / "meta.json").write_text(json.dumps({"config": config}))
+    nan = float("nan")
+    reports = {str(tmp_path / "one"): {"task": "pick_place", "seed_range": "report", "chunk_spearman": 0.4,
+                                       "truth_reliability": {"continuations": 1, "split_half_spearman": nan,
+                                                             "spearman_brown": nan, "one_rollout_ceiling": nan}},
+               str(tmp_path / "four"): {"task": "pick_place", "seed_range": "report", "chunk_spearman": 0.5,
+                                        "truth_reliability": {"continuations": 4, "split_half_spearman": 0.61234,
+                                                              "spearman_brown": 0.76, "one_rollout_ceiling": 0.4}}}
+    sets = wc.sets_of(reports)
+    one, four = sets[str(tmp_path / "one")], sets[str(tmp_path / "four")]
+    assert one["continuations"] == 1 and one["split_half_spearman"] is None and one["candidates"] == 8
+    assert four["continuations"] == 4 and four["continuation_noise"] == 1.0 and four["split_half_spearman"] == 0.6123
+    # evaluations written before the reliability existed still read
+    old = {str(tmp_path / "one"): {"task": "pick_place", "seed_range": "tune", "chunk_spearman": 0.1}}
+    assert wc.sets_of(old)[str(tmp_path / "one")]["spearman_brown"] is None

@@ -116,6 +116,40 @@ def test_a_drop_lets_go_of_the_carried_object_once_and_the_expert_picks_it_up_ag
     assert not expert.dropped
 
 
+def test_a_drift_pushes_the_descending_hand_beside_the_object_and_the_expert_centres_before_it_grasps():
+    """drift=1: near grasp height the executed motion is pushed sideways for DRIFT_STEPS steps (the labels,
+    clean_action, never carry the push); the hand ends up centimetres beside the cube, below hover height, and
+    the expert centres there and finishes. drift=0 executes its labels."""
+    from sim.experts.native import DRIFT_STEPS
+
+    env = TASKS.make("pick_place", cameras=(), obs_mode="state")
+    u = env.unwrapped
+    for seed in range(3):
+        obs, info = env.reset(seed=seed)
+        expert = NativePickPlaceExpert(env, drift=1.0, gain=0.7, seed=seed)
+        pushed, worst = 0, 0.0
+        for _ in range(env.horizon):
+            a = expert.act(obs)
+            pushed += bool(np.any(a[:2] != expert.clean_action[:2]))
+            obs, _, term, trunc, info = env.step(a)
+            cube = u.privileged()["objects"]["cube"]["pos"]
+            if u.eef_pos()[2] < cube[2] + 0.1 and not u.is_grasped(u.privileged()["objects"]["cube"]["geom"]):
+                worst = max(worst, float(np.linalg.norm(u.eef_pos()[:2] - cube[:2])))
+            if term or trunc:
+                break
+        assert info["success"] and pushed == DRIFT_STEPS and worst > 0.015
+    obs, _ = env.reset(seed=0)
+    expert = NativePickPlaceExpert(env, drift=0.0, gain=0.7, seed=0)
+    for _ in range(env.horizon):
+        a = expert.act(obs)
+        assert np.array_equal(a, expert.clean_action)
+        obs, _, term, trunc, _ = env.step(a)
+        if term or trunc:
+            break
+    with pytest.raises(ValueError, match="drift must be a probability"):
+        NativePickPlaceExpert(env, drift=1.5)
+
+
 def test_drops_draw_from_their_own_stream_so_noisy_demos_stay_the_same_until_the_drop():
     """The noise and skill draws do not depend on `drop`: a noisy expert with and without drops acts
     identically up to the step its hand is forced open (demos collected before drops existed stay
