@@ -65,6 +65,14 @@ KEYS = ("chunk_spearman", "chunk_auroc_best_vs_worst", "states", "states_that_or
 RELIABILITY = ("split_half_spearman", "spearman_brown", "one_rollout_ceiling")
 
 
+# read among the policy's own chunks and for the kind-only control (worldmodel.metrics.chunk_report)
+SAMPLE_KEYS = ("chunk_spearman", "chunk_auroc_best_vs_worst", "states_that_order", "gain_over_default")
+
+
+def _round(x: Any) -> Any:
+    return round(x, 4) if isinstance(x, float) and x == x else (None if isinstance(x, float) else x)
+
+
 def block(report: dict[str, Any]) -> dict[str, Any]:
     return {k: (round(report[k], 4) if isinstance(report[k], float) else report[k]) for k in KEYS if k in report}
 
@@ -77,6 +85,11 @@ def sets_of(reports: dict[str, Any]) -> dict[str, Any]:
                       "candidates": 1 + meta["config"]["noisy"] + meta["config"]["perturbed"],
                       "continuations": meta["config"].get("continuations", 1),
                       "continuation_noise": meta["config"].get("continuation_noise", 0.0), **block(r)}
+        own, prior = r.get("policy_samples") or {}, r.get("kind_prior") or {}
+        sets[path] |= {f"policy_samples_{k}": _round(own.get(k)) for k in SAMPLE_KEYS}
+        sets[path] |= {f"kind_prior_{k}": _round(prior.get(k)) for k in SAMPLE_KEYS}
+        sets[path] |= {f"kind_prior_policy_samples_{k}": _round((prior.get("policy_samples") or {}).get(k))
+                       for k in SAMPLE_KEYS}
         rel = r.get("truth_reliability") or {}
         sets[path] |= {k: (None if rel.get(k) is None or rel[k] != rel[k] else round(rel[k], 4))
                        for k in RELIABILITY}  # NaN (one continuation) is stored as null
@@ -121,6 +134,12 @@ def main() -> None:
                                "sets": head["sets"]}
     if report:
         figures |= target_figures(report)
+        if report.get("kind_prior_chunk_spearman") is not None:
+            prior = report["kind_prior_chunk_spearman"]
+            figures |= {"kind_prior_chunk_spearman": prior,
+                        "kind_prior_chunk_auroc_best_vs_worst": report["kind_prior_chunk_auroc_best_vs_worst"],
+                        "chunk_spearman_above_kind_prior": report["chunk_spearman"] > prior,
+                        "policy_samples_chunk_spearman": report["policy_samples_chunk_spearman"]}
     cam_report = report_set(models[args.camera]) if args.camera else None
     if cam_report:
         figures |= {"camera_model": models[args.camera]["label"], "camera_headline": args.camera}
@@ -146,6 +165,22 @@ def main() -> None:
                          f"{s['candidates']} x {s.get('continuations', 1)} | {cell(s, 'chunk_spearman')} | "
                          f"{cell(s, 'chunk_auroc_best_vs_worst')} | "
                          f"{cell(s, 'regret')} | {cell(s, 'default_regret')} | {cell(s, 'gain_over_default')} |")
+    sampled = [(k, p, s) for k, m in models.items() for p, s in m["sets"].items()
+               if s.get("policy_samples_chunk_spearman") is not None or s.get("kind_prior_chunk_spearman") is not None]
+    if sampled:
+        lines += ["", "Against the kind-only control (the noise-free chunk above the policy's samples above the "
+                  "perturbed copies, no model), and among the chunks the policy itself proposes (its noise-free chunk "
+                  "and samples: what test-time selection chooses between; states where they differ):", "",
+                  "| model | set | Spearman, all | kind prior, all | AUROC, all | kind prior AUROC | Spearman, "
+                  "policy's chunks (states) | kind prior there | pick minus noise-free there |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for key, p, s in sampled:
+            lines.append(f"| {key} | `{p}` | {cell(s, 'chunk_spearman')} | {cell(s, 'kind_prior_chunk_spearman')} | "
+                         f"{cell(s, 'chunk_auroc_best_vs_worst')} | "
+                         f"{cell(s, 'kind_prior_chunk_auroc_best_vs_worst')} | "
+                         f"{cell(s, 'policy_samples_chunk_spearman')} ({s.get('policy_samples_states_that_order')}) | "
+                         f"{cell(s, 'kind_prior_policy_samples_chunk_spearman')} | "
+                         f"{cell(s, 'policy_samples_gain_over_default')} |")
     checked = {p: s for p, s in head["sets"].items() if s.get("split_half_spearman") is not None}
     if checked:
         lines += ["", "Each truth set against itself (its continuations split in two halves; what any model's Spearman "

@@ -89,7 +89,8 @@ def eval_cmd(ckpt: Path = typer.Argument(..., help="world-model checkpoint or ru
         reports = {}
         for t in truth:
             arrays, tmeta = load_truth(t)
-            reports[str(t)] = {**chunk_report(score_truth(model, arrays, tmeta), values(arrays)),
+            reports[str(t)] = {**chunk_report(score_truth(model, arrays, tmeta), values(arrays),
+                                              kinds=tmeta.get("candidate_kinds")),
                                "task": tmeta["config"]["task"], "seed_range": tmeta["config"]["seed_range"],
                                # the set's own agreement across its continuations: the ceiling of the figures above
                                "truth_reliability": truth_reliability(arrays["success"])}

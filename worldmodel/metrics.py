@@ -16,14 +16,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from vla.metrics import auroc, average_ranks
 
-__all__ = ["auroc", "best_vs_worst_auroc", "bootstrap_interval", "chunk_report", "ece", "mmrv",
-           "pairwise_accuracy", "pearson", "rank_report", "selection_regret", "spearman", "truth_reliability",
-           "within_state_spearman"]
+__all__ = ["auroc", "best_vs_worst_auroc", "bootstrap_interval", "chunk_report", "ece", "kind_prior_scores", "mmrv",
+           "pairwise_accuracy", "pearson", "rank_report", "selection_regret", "spearman",
+           "truth_reliability", "within_state_spearman"]
 
 
 def ece(probs: np.ndarray, labels: np.ndarray, bins: int = 10) -> float:
@@ -189,9 +190,44 @@ def truth_reliability(success: np.ndarray) -> dict[str, float]:
     return out
 
 
-def chunk_report(scores: np.ndarray, values: np.ndarray, default: int | None = 0) -> dict[str, float]:
-    """Every chunk-level figure of a model's scores against a truth set's values."""
+# what a candidate is (worldmodel.chunk_truth's meta "candidate_kinds") -> the kind prior's score: the policy's
+# noise-free chunk above its samples above copies with noise added, no model at all
+KIND_PRIOR = {"noise_free": 2.0, "noisy": 1.0, "perturbed": 0.0}
+POLICY_KINDS = ("noise_free", "noisy")  # the chunks a policy itself proposes
+
+
+def kind_prior_scores(kinds: list[str], states: int) -> np.ndarray:
+    """The control every chunk-level figure is read against [states, K]: each candidate scored by its kind only."""
+    unknown = sorted(set(kinds) - set(KIND_PRIOR))
+    if unknown:
+        raise ValueError(f"unknown candidate kinds {unknown} (known: {sorted(KIND_PRIOR)})")
+    return np.tile(np.array([KIND_PRIOR[k] for k in kinds], np.float64), (states, 1))
+
+
+def _figures(scores: np.ndarray, values: np.ndarray, default: int | None) -> dict[str, float]:
     rho, n_rho = within_state_spearman(scores, values)
     auc, _ = best_vs_worst_auroc(scores, values)
     return {"chunk_spearman": rho, "chunk_auroc_best_vs_worst": auc, "states_that_order": n_rho,
             "states": int(np.asarray(values).shape[0]), **selection_regret(scores, values, default)}
+
+
+def chunk_report(scores: np.ndarray, values: np.ndarray, default: int | None = 0,
+                 kinds: list[str] | None = None) -> dict[str, Any]:
+    """Every chunk-level figure of a model's scores against a truth set's values. With the candidates' `kinds`
+    also `policy_samples` (the same figures among the chunks the policy itself proposes: its noise-free chunk and
+    its samples, where choosing is what test-time selection does) and `kind_prior` (the kind-only control, on all
+    candidates and on the policy's samples): a set whose perturbed copies nearly always fail is ordered well by
+    knowing only which candidates were perturbed, and a model's figures mean something only above that."""
+    out: dict[str, Any] = _figures(scores, values, default)
+    if kinds is None:
+        return out
+    s, v = _grid(scores, values)
+    if len(kinds) != v.shape[1]:
+        raise ValueError(f"{len(kinds)} candidate kinds for {v.shape[1]} candidates")
+    own = [i for i, k in enumerate(kinds) if k in POLICY_KINDS]
+    own_default = own.index(default) if default in own else None
+    prior = kind_prior_scores(kinds, v.shape[0])
+    out["policy_samples"] = _figures(s[:, own], v[:, own], own_default)
+    out["kind_prior"] = {**_figures(prior, v, default),
+                         "policy_samples": _figures(prior[:, own], v[:, own], own_default)}
+    return out

@@ -122,7 +122,7 @@ def test_a_robustness_run_stored_at_another_ensemble_rate_is_not_read_back_as_th
     assert not br.same_run(stored, "none", 200) and not br.same_run(stored, "action_latency:1", 100)
 
 
-def test_wm_chunks_carries_each_truth_sets_continuations_and_its_own_reliability(tmp_path: Path) -> None:
+def test_wm_chunks_carries_each_truth_sets_continuations_reliability_and_kind_prior(tmp_path: Path) -> None:
     import json
 
     wc = load_script("bench_wm_chunks")
@@ -137,11 +137,17 @@ def test_wm_chunks_carries_each_truth_sets_continuations_and_its_own_reliability
                                                              "spearman_brown": nan, "one_rollout_ceiling": nan}},
                str(tmp_path / "four"): {"task": "pick_place", "seed_range": "report", "chunk_spearman": 0.5,
                                         "truth_reliability": {"continuations": 4, "split_half_spearman": 0.61234,
-                                                              "spearman_brown": 0.76, "one_rollout_ceiling": 0.4}}}
+                                                              "spearman_brown": 0.76, "one_rollout_ceiling": 0.4},
+                                        "policy_samples": {"chunk_spearman": 0.1, "states_that_order": 30},
+                                        "kind_prior": {"chunk_spearman": 0.57, "chunk_auroc_best_vs_worst": 0.9,
+                                                       "policy_samples": {"chunk_spearman": 0.2}}}}
     sets = wc.sets_of(reports)
     one, four = sets[str(tmp_path / "one")], sets[str(tmp_path / "four")]
     assert one["continuations"] == 1 and one["split_half_spearman"] is None and one["candidates"] == 8
     assert four["continuations"] == 4 and four["continuation_noise"] == 1.0 and four["split_half_spearman"] == 0.6123
+    assert four["policy_samples_chunk_spearman"] == 0.1 and four["policy_samples_states_that_order"] == 30
+    assert four["kind_prior_chunk_spearman"] == 0.57 and four["kind_prior_policy_samples_chunk_spearman"] == 0.2
+    assert one["kind_prior_chunk_spearman"] is None  # an evaluation without candidate kinds
     # evaluations written before the reliability existed still read
     old = {str(tmp_path / "one"): {"task": "pick_place", "seed_range": "tune", "chunk_spearman": 0.1}}
     assert wc.sets_of(old)[str(tmp_path / "one")]["spearman_brown"] is None

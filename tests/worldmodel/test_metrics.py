@@ -98,3 +98,29 @@ def test_a_truth_whose_continuations_agree_is_reliable_and_one_of_coin_flips_is_
     assert np.isnan(truth_reliability(drawn[:, :, :1])["split_half_spearman"])
     with pytest.raises(ValueError, match=r"\[states, candidates, continuations\]"):
         truth_reliability(np.zeros((3, 4)))
+
+
+def test_the_kind_prior_orders_a_set_whose_perturbed_copies_fail_and_policy_samples_are_read_apart() -> None:
+    from worldmodel.metrics import chunk_report, kind_prior_scores
+
+    kinds = ["noise_free", "noisy", "noisy", "perturbed"]
+    # the perturbed copy always fails; among the policy's own chunks the second sample is the best
+    values = np.array([[0.5, 0.25, 1.0, 0.0], [1.0, 0.5, 0.75, 0.0]])
+    prior = kind_prior_scores(kinds, 2)
+    assert prior.tolist() == [[2.0, 1.0, 1.0, 0.0]] * 2
+    # a model that knows only what was perturbed: as good as the prior over all candidates, nothing among the samples
+    model = np.array([[1.0, 1.0, 1.0, 0.0], [1.0, 1.0, 1.0, 0.0]])
+    rep = chunk_report(model, values, kinds=kinds)
+    assert rep["chunk_auroc_best_vs_worst"] == 1.0 and rep["policy_samples"]["chunk_spearman"] == 0.0
+    assert rep["kind_prior"]["chunk_auroc_best_vs_worst"] == 1.0
+    # the policy-sample figures are those of the first three candidates, the default still the noise-free chunk
+    assert rep["policy_samples"]["states"] == 2 and rep["policy_samples"]["default_regret"] == pytest.approx(0.25)
+    # one that orders the samples right scores 1 there, where the prior (noise-free first) does not
+    right = np.array([[1.0, 0.0, 2.0, -1.0], [2.0, 0.0, 1.0, -1.0]])
+    assert chunk_report(right, values, kinds=kinds)["policy_samples"]["chunk_spearman"] == 1.0
+    assert rep["kind_prior"]["policy_samples"]["chunk_spearman"] < 1.0
+    assert "policy_samples" not in chunk_report(model, values)  # no kinds: the figures as before
+    with pytest.raises(ValueError, match="unknown candidate kinds"):
+        kind_prior_scores(["noise_free", "mystery"], 1)
+    with pytest.raises(ValueError, match="3 candidate kinds for 4 candidates"):
+        chunk_report(model, values, kinds=kinds[:3])
