@@ -45,6 +45,27 @@ benchmarks/results/worldmodel_chunks.json and .md.
         --camera cam_rank2
     (the headline of each family, fixed before the second set was read: the model trained on both sets where
     its `tune` Spearman is the higher, else the one set's; --camera names the camera model's)
+
+The same figures against their controls (2026-12-06, benchmarks/results/worldmodel_chunks_controls.*; the sets above
+and their models' evaluations are gone): report sets of another policy (runs/s14/wmr's d40 checkpoint at 2000
+steps, 0.81 real), once with one deterministic continuation and once with 4 sampled ones, the same states and
+candidates; every evaluation also reads each set's own reliability, the kind-only control and the policy's own
+chunks (runs/s15/truth.sh, wm63c.sh):
+
+    CK=runs/s14/wmr/pretrain/d40/checkpoints/step_00002000
+    T="seed_range=report episodes=20 states_per_episode=3 noisy=5 perturbed=2"
+    vla wm chunk-truth $CK $T out=runs/s15/truth_det
+    vla wm chunk-truth $CK $T continuations=4 continuation_noise=1.0 out=runs/s15/truth_m4
+    vla wm chunk-truth $CK seed_range=collect seed_offset=800000 episodes=100 states_per_episode=3 noisy=5 \
+        perturbed=2 out=runs/s15/truth_collect_det
+    vla wm train runs/s14/wmr/{demos,expert_failures,rollouts}.zarr --out runs/s15/wm_rank_det train.steps=3000 \
+        "train.rank_truth=[runs/s15/truth_collect_det]"
+    # each of runs/s14/wmr/wm, runs/s14/wmr/wm_seen, runs/s15/wm_rank_det:
+    vla wm eval M --truth runs/s15/truth_det --truth runs/s15/truth_m4 --out runs/s15/eval_<m>
+    python benchmarks/bench_wm_chunks.py --name worldmodel_chunks_controls \
+        --model wm runs/s15/eval_wm/chunk_truth.json "..." \
+        --model wm_seen runs/s15/eval_wm_seen/chunk_truth.json "..." \
+        --model rank runs/s15/eval_wm_rank_det/chunk_truth.json "..."
 """
 
 from __future__ import annotations
@@ -191,6 +212,12 @@ def main() -> None:
                   f"{cell(s, 'spearman_brown')} | {cell(s, 'one_rollout_ceiling')} |" for p, s in checked.items()]
     if report:
         lines += ["", target_line(figures, f"({head_key})")]
+        if "kind_prior_chunk_spearman" in figures:
+            above = "above" if figures["chunk_spearman_above_kind_prior"] else "not above"
+            lines += ["", f"The kind-only control on the same set, with no model: Spearman "
+                      f"{figures['kind_prior_chunk_spearman']:.3f}, AUROC "
+                      f"{figures['kind_prior_chunk_auroc_best_vs_worst']:.3f}; the model's Spearman is {above} it. "
+                      f"Among the policy's own chunks the model reads {figures['policy_samples_chunk_spearman']:.3f}."]
     if cam_report:
         lines += ["", target_line(figures, f"for the camera model ({args.camera})", "camera_")]
     for path, s in head["sets"].items():
