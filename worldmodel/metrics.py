@@ -11,6 +11,8 @@
   best-vs-worst AUROC (how often the truly best candidate outscores the truly worst) and the regret of
   executing the model's pick (true best value minus the pick's). Ours; the chunk-level framing follows
   test-time selection with a learnt verifier (e.g. V-GPS, arXiv 2410.13816, which scores an action per state).
+  Read against controls of their own: how far the truth agrees with itself over its continuations (the ceiling),
+  a prior that scores each candidate by its kind alone (no model), and the figures among the policy's own chunks.
 """
 
 from __future__ import annotations

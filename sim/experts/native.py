@@ -38,12 +38,12 @@ CLOSE_STEPS = 6  # steps the fingers get to close before a missing grasp is decl
 LATE_TURN_XY = 0.02  # turn_late: the hand turns once this close (horizontally) over the object
 DROP_OPEN = 3  # executed steps of an open gripper that make a held object fall (`drop`)
 DROP_LIFT = 0.02  # the held object's bottom at least this high above the table before a drop
+DROP_FAR = 0.08  # and its centre this far from the goal's (in the table plane)
 # `drift`: a sideways push on the executed motion for this many steps as the hand comes down to grasp, of this
 # much action (0.4: about a centimetre a step through the arm's tracking): about the overshoot one tick of command
-# latency leaves (robustness_training.md), 2-4 cm beside the object near grasp height
+# latency leaves (robustness_training.md); the hand ends about 2 cm beside the object, 6-7 cm above the table
 DRIFT_STEPS, DRIFT_PUSH = 3, 0.4
 DRIFT_BELOW = 0.05  # the push starts once the grip site is this close above the object's centre
-DROP_FAR = 0.08  # and its centre this far from the goal's (in the table plane)
 
 
 def _rot_x_pi_then_yaw(yaw: float) -> np.ndarray:
