@@ -60,11 +60,16 @@ chunks (runs/s15/truth.sh, wm63c.sh):
         perturbed=2 out=runs/s15/truth_collect_det
     vla wm train runs/s14/wmr/{demos,expert_failures,rollouts}.zarr --out runs/s15/wm_rank_det train.steps=3000 \
         "train.rank_truth=[runs/s15/truth_collect_det]"
-    # each of runs/s14/wmr/wm, runs/s14/wmr/wm_seen, runs/s15/wm_rank_det:
+    # rank_own: the same collect set without its perturbed copies (runs/s15/wm63d.sh)
+    python experiments/truth_own_candidates.py runs/s15/truth_collect_det runs/s15/truth_collect_own
+    vla wm train runs/s14/wmr/{demos,expert_failures,rollouts}.zarr --out runs/s15/wm_rank_own train.steps=3000 \
+        "train.rank_truth=[runs/s15/truth_collect_own]"
+    # each of runs/s14/wmr/wm, runs/s14/wmr/wm_seen, runs/s15/wm_rank_own, runs/s15/wm_rank_det:
     vla wm eval M --truth runs/s15/truth_det --truth runs/s15/truth_m4 --out runs/s15/eval_<m>
     python benchmarks/bench_wm_chunks.py --name worldmodel_chunks_controls \
         --model wm runs/s15/eval_wm/chunk_truth.json "..." \
         --model wm_seen runs/s15/eval_wm_seen/chunk_truth.json "..." \
+        --model rank_own runs/s15/eval_wm_rank_own/chunk_truth.json "..." \
         --model rank runs/s15/eval_wm_rank_det/chunk_truth.json "..."
 """
 
