@@ -96,6 +96,7 @@ SAMPLE_KEYS = ("chunk_spearman", "chunk_auroc_best_vs_worst", "states_that_order
 
 
 def _round(x: Any) -> Any:
+    """A figure to 4 places; NaN (nothing to read) as None."""
     return round(x, 4) if isinstance(x, float) and x == x else (None if isinstance(x, float) else x)
 
 
@@ -117,8 +118,7 @@ def sets_of(reports: dict[str, Any]) -> dict[str, Any]:
         sets[path] |= {f"kind_prior_policy_samples_{k}": _round((prior.get("policy_samples") or {}).get(k))
                        for k in SAMPLE_KEYS}
         rel = r.get("truth_reliability") or {}
-        sets[path] |= {k: (None if rel.get(k) is None or rel[k] != rel[k] else round(rel[k], 4))
-                       for k in RELIABILITY}  # NaN (one continuation) is stored as null
+        sets[path] |= {k: _round(rel.get(k)) for k in RELIABILITY}  # NaN (one continuation) is stored as null
     return sets
 
 

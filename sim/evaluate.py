@@ -146,16 +146,15 @@ class EvalConfig(Execution):
             raise ValueError(f"expert_gain must be in (0, 3] (or null: 1.5), got {self.expert_gain}")
         if self.expert_rot_speed is not None and not 0.0 < self.expert_rot_speed <= 1.0:
             raise ValueError(f"expert_rot_speed must be in (0, 1] (or null: no cap), got {self.expert_rot_speed}")
-        if not 0.0 <= self.expert_drop <= 1.0:
-            raise ValueError(f"expert_drop must be a probability in [0, 1], got {self.expert_drop}")
-        if self.expert_drop > 0 and (self.policy != "expert" or self.label != "clean"):
-            raise ValueError("expert_drop > 0 needs policy=expert and label=clean (otherwise the recorded actions "
-                             f"would teach the forced opening), got policy={self.policy} label={self.label}")
-        if not 0.0 <= self.expert_drift <= 1.0:
-            raise ValueError(f"expert_drift must be a probability in [0, 1], got {self.expert_drift}")
-        if self.expert_drift > 0 and (self.policy != "expert" or self.label != "clean"):
-            raise ValueError("expert_drift > 0 needs policy=expert and label=clean (otherwise the recorded actions "
-                             f"would teach the push), got policy={self.policy} label={self.label}")
+        # the expert's executed-action perturbations (its labels stay its own): with label=clean only, else the
+        # recorded actions would teach the perturbation
+        for key, teaches in (("expert_drop", "the forced opening"), ("expert_drift", "the push")):
+            chance = getattr(self, key)
+            if not 0.0 <= chance <= 1.0:
+                raise ValueError(f"{key} must be a probability in [0, 1], got {chance}")
+            if chance > 0 and (self.policy != "expert" or self.label != "clean"):
+                raise ValueError(f"{key} > 0 needs policy=expert and label=clean (otherwise the recorded actions "
+                                 f"would teach {teaches}), got policy={self.policy} label={self.label}")
         if self.instruction and not self.instruction.strip():
             raise ValueError("instruction must be text or empty (the task's own), got only whitespace")
         if self.instruction_vocab:

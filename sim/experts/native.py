@@ -290,7 +290,7 @@ class NativePickPlaceExpert:
         # such, a policy learns to let go during the lift: 11 of 200 episodes did)
         label_grip = 1.0 if drop_grip is not None and self._drop_step <= DROP_OPEN else self._grip
         self.clean_action = np.concatenate([motion, [label_grip]]).astype(np.float32)
-        push = self._drift_push() if self.drift > 0 else None
+        push = self._drift_push()
         if push is not None:
             motion = motion.copy()
             motion[:2] = np.clip(motion[:2] + push, -1.0, 1.0)
