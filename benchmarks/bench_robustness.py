@@ -59,6 +59,7 @@ from typing import Any
 
 from results_io import RESULTS, write_index, write_result
 
+from sim.estimated_poses import without_pose_kinds
 from vla.metrics import format_paired, paired_difference, wilson_interval
 from vla.perturb import KINDS, load_presets, spec_text
 
@@ -127,7 +128,7 @@ def main() -> None:
             not_applicable[k] = why
             del runs[k]
         # the preset together: what applies of it
-        runs[PRESET] = spec_text({k: s for k, s in preset.items() if KINDS[k].group != "pose"})
+        runs[PRESET] = without_pose_kinds(spec_text(preset))[0]
     summaries: dict[str, dict[str, Any]] = {}
     for name, spec in runs.items():
         summaries[name] = evaluate(args.ckpt, job, spec, out / name, args.episodes, args.offset, args.poses)

@@ -76,6 +76,15 @@ runs/s15/q_drift.sh):
   vla eval runs/s15/g07pcf_sN/train/checkpoints/step_00003000 (as above) perturb=none|action_latency:1|realistic
   python benchmarks/robustness_training.py --runs runs/s15/robv --only t_g07pcf   (t_g07pcf and v_pre linked)
 
+The t_g07pcr variant (the expert's rotation noised, DART on the tilt; paired with v_pre; runs/s16/q_rot.sh,
+q_rot1.sh; stopped after two trainings, see the notes):
+
+  vla run out_dir=runs/s16/g07pcr_sN "stages=[sim_demos,stats,pretrain]" demos.rot_noise=0.02 demos.label=clean \
+      'pretrain.overrides=["train.lr=1e-3","policy.noise_scale=0","train.seed=N"]'
+  vla eval runs/s16/g07pcr_sN/train/checkpoints/step_00003000 (as above) perturb=none|action_noise:0.02
+  python benchmarks/robustness_training.py --runs runs/s16/robv --only t_g07pcr   (t_g07pcr and v_pre linked)
+  python experiments/action_noise_dims.py CKPT --out DIR   (where the command noise hurts: the diagnosis)
+
 The e_* variants (the pose estimator's randomisation; one policy, runs/main65's refined, its `vla eval ... poses=`
 the estimator, perturb=none|camera_shift:10|camera_rot:1|realistic, 200 tune seeds, in
 runs/s9/rob/e_<name>/s0/<none|cam|camera_rot|realistic>):
@@ -162,6 +171,9 @@ VARIANTS: dict[str, tuple[str, str, str]] = {
     "t_g07pcf": ("as v_pre (the default's demos) + the expert's drift: half the demos pushed sideways near grasp "
                  "height, then centred by the expert, its clean actions recorded (demos.drift=0.5 demos.label=clean), "
                  "runs/s15/g07pcf_sN", "cpu", "v_pre"),
+    "t_g07pcr": ("as v_pre (the default's demos) + the expert's executed rotation noised, 2% of full scale every step, "
+                 "its clean actions recorded (demos.rot_noise=0.02 demos.label=clean), runs/s16/g07pcr_sN", "cpu",
+                 "v_pre"),
     "i_rand": ("camera-only: randomize=realistic (pose kinds left out), 6,000 of 7,000 steps", "gpu+cpu", "i_base"),
     "i_rand_shift": ("camera-only: as i_rand + 4-pixel random shifts in training", "gpu+cpu", "i_base"),
 }
@@ -322,6 +334,26 @@ NOTES = [
     "(-0.010 [-0.053, +0.033]), under `realistic` 0.480 against 0.505 (-0.025). As with DART (t_g07pcd), demos"
     " that show the way back from a displaced hand do not teach this policy to take it when the delay puts it "
     "there; the preset does not use it (`demos.drift` stays, off by default).",
+    "- Where the 2% command noise hurts (2026-12-06, `experiments/action_noise_dims.py`; the default job's refined "
+    "policy of runs/s14/job_a, the simulator's poses, 200 tune seeds, each paired with its clean 0.785): the noise "
+    "on every dimension -0.035 [-0.080, +0.010]; on the translation only +0.005 [-0.033, +0.043]; on the rotation "
+    "only -0.060 [-0.103, -0.017]; on the tilt (roll, pitch) only -0.040 [-0.084, +0.004]; on the yaw only +0.015. "
+    "So it hurts through the tilt. The policy does not hold the hand upright: over 30 episodes its tilt averages "
+    "0.8 degrees in steps 10-30 and 1.1 in 30-60 clean, 1.8 and 2.7 under tilt noise, where the expert under the "
+    "same noise holds 0.6-0.9 (its labels right the hand every step); in the long failing episodes the policy's "
+    "hand ends 7-36 degrees off. Righting the tilt for it (a diagnostic: the executed roll and pitch replaced by "
+    "the expert's righting command) buys +0.025 [-0.013, +0.063] clean and nothing under a 1-step latency "
+    "(-0.010), so the tilt is the noise's way in and not what the clean or the delayed policy fails by.",
+    "- DART on the rotation (t_g07pcr; 2026-12-06, tune, paired with v_pre, the same demo and training seeds): the "
+    "expert's executed rotation noised by the command noise's own 2% of full scale (the level chosen before any "
+    "run: DART matches the noise the learner will meet), its clean actions recorded, so the demos show the hand "
+    "tilted (mean 0.65 degrees against 0.5 clean, up to 1.9) and the expert righting it. It costs most of the clean "
+    "success: 0.575 against 0.860 (-0.285 [-0.364, -0.206]) and 0.660 against 0.895 (-0.235 [-0.307, -0.163]) "
+    "for trainings 0 and 1; under the 2% noise 0.555 against 0.810 (training 0). The noise barely moves it "
+    "(-0.020), but from far lower. Its policy tilts more than v_pre's, not less (1.2 against 0.5 degrees in steps "
+    "10-30, 2.4 against 0.7 in 30-60, 30 clean episodes each). Stopped after two trainings, both a quarter down. "
+    "As with DART on every dimension (t_g07pcd) and the drift (t_g07pcf), demos with the way back from a "
+    "disturbance cost this 40-demo policy more than they teach it; `demos.rot_noise` stays, off by default.",
     "- The pose estimator's own randomisation (e_job, e_wide; one policy, runs/main65's refined, 200 tune seeds, one "
     "estimator training each): trained on camera shifts up to 20 mm and rotations up to 3 degrees (the job's: 10 mm, "
     "2 degrees, so the preset's 10 mm sat at the edge of its range), the policy on its poses scores 0.735 under "

@@ -84,6 +84,9 @@ class EvalConfig(Execution):
     # expert only (native tasks): chance per episode of a sideways push as the hand comes down to grasp, after
     # which the expert centres again (sim.experts.native, `drift`; needs label=clean, like expert_drop)
     expert_drift: float = 0.0
+    # expert only (native tasks): Gaussian noise of this fraction of full scale on its executed rotation, every step
+    # (sim.experts.native, `rot_noise`: DART on the tilt a policy never learns to correct; needs label=clean)
+    expert_rot_noise: float = 0.0
     # expert only (native tasks): keep the hand's yaw until it hovers over the object, then turn
     # (under the wrist camera; sim.experts.native.NativePickPlaceExpert)
     expert_turn_late: bool = False
@@ -148,11 +151,13 @@ class EvalConfig(Execution):
             raise ValueError(f"expert_rot_speed must be in (0, 1] (or null: no cap), got {self.expert_rot_speed}")
         # the expert's executed-action perturbations (its labels stay its own): with label=clean only, else the
         # recorded actions would teach the perturbation
-        for key, teaches in (("expert_drop", "the forced opening"), ("expert_drift", "the push")):
-            chance = getattr(self, key)
-            if not 0.0 <= chance <= 1.0:
-                raise ValueError(f"{key} must be a probability in [0, 1], got {chance}")
-            if chance > 0 and (self.policy != "expert" or self.label != "clean"):
+        for key, teaches, unit in (("expert_drop", "the forced opening", "a probability"),
+                                   ("expert_drift", "the push", "a probability"),
+                                   ("expert_rot_noise", "the noise", "a fraction of full scale")):
+            value = getattr(self, key)
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{key} must be {unit} in [0, 1], got {value}")
+            if value > 0 and (self.policy != "expert" or self.label != "clean"):
                 raise ValueError(f"{key} > 0 needs policy=expert and label=clean (otherwise the recorded actions "
                                  f"would teach {teaches}), got policy={self.policy} label={self.label}")
         if self.instruction and not self.instruction.strip():

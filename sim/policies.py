@@ -20,7 +20,7 @@ BUILTIN = ("zero", "random", "expert")
 # a config's expert_* keys (sim.evaluate.EvalConfig) -> NativePickPlaceExpert's keyword: a new option of
 # the native expert is a field there, a key here and a keyword of the expert, nothing in between
 EXPERT_OPTIONS = {"expert_rot_speed": "rot_speed", "expert_drop": "drop", "expert_turn_late": "turn_late",
-                  "expert_gain": "gain", "expert_drift": "drift"}
+                  "expert_gain": "gain", "expert_drift": "drift", "expert_rot_noise": "rot_noise"}
 
 
 def expert_options(config: Mapping[str, Any]) -> dict[str, Any]:

@@ -30,7 +30,7 @@ def sim_demos_stage(ctx: JobContext) -> dict[str, Any]:
                                         noise=cfg.noise, label=cfg.label, expert_rot_speed=cfg.rot_speed,
                                         expert_gain=cfg.gain,
                                         expert_drop=cfg.drop, expert_turn_late=cfg.turn_late,
-                                        expert_drift=cfg.drift,
+                                        expert_drift=cfg.drift, expert_rot_noise=cfg.rot_noise,
                                         obs_mode=cfg.obs_mode, perturb=cfg.perturb, randomize=cfg.randomize,
                                         record=str(ctx.store_path),
                                         out_dir=str(ctx.out_dir / "collect")))
@@ -43,6 +43,7 @@ def sim_demos_stage(ctx: JobContext) -> dict[str, Any]:
             "expert noise": f"{cfg.noise} (label: {cfg.label})" if cfg.noise else 0,
             **({"expert drops": f"{cfg.drop:.0%} of the demos may drop the object once"} if cfg.drop else {}),
             **({"expert drifts": f"{cfg.drift:.0%} of the demos pushed sideways near the grasp"} if cfg.drift else {}),
+            **({"expert rotation noise": f"{cfg.rot_noise} of full scale (label: clean)"} if cfg.rot_noise else {}),
             **({"expert turns": "over the object"} if cfg.turn_late else {}),
             **({"recorded through": cfg.perturb} if cfg.perturb != "none" else {}),
             **({"randomized": f"{cfg.randomize}: " + ", ".join(summary["randomize"]["randomized"])

@@ -46,6 +46,9 @@ class DemoStageConfig:
     # chance per demo of a sideways push as the hand comes down to grasp, after which the expert centres again
     # (native tasks; sim.evaluate.EvalConfig.expert_drift; needs label=clean)
     drift: float = 0.0
+    # Gaussian noise of this fraction of full scale on the expert's executed rotation, every step (native tasks;
+    # sim.evaluate.EvalConfig.expert_rot_noise; needs label=clean)
+    rot_noise: float = 0.0
     # the expert turns the hand only once it hovers over the object (native tasks;
     # sim.evaluate.EvalConfig.expert_turn_late)
     turn_late: bool = False

@@ -101,6 +101,10 @@ def test_bad_task_and_config(tmp_path: Path) -> None:
         run_evaluation(EvalConfig(policy="expert", expert_drift=0.5, out_dir=str(tmp_path)))
     with pytest.raises(ValueError, match=r"expert_drift must be a probability"):
         run_evaluation(EvalConfig(policy="expert", label="clean", expert_drift=-0.1, out_dir=str(tmp_path)))
+    with pytest.raises(ValueError, match="expert_rot_noise > 0 needs policy=expert and label=clean"):
+        run_evaluation(EvalConfig(policy="expert", expert_rot_noise=0.02, out_dir=str(tmp_path)))
+    with pytest.raises(ValueError, match=r"expert_rot_noise must be a fraction of full scale"):
+        run_evaluation(EvalConfig(policy="expert", label="clean", expert_rot_noise=1.5, out_dir=str(tmp_path)))
     with pytest.raises(FileNotFoundError, match="neither a built-in"):  # in the parent, not "worker 0 failed"
         run_evaluation(EvalConfig(policy="no/such/ckpt", episodes=1, workers=1, out_dir=str(tmp_path)),
                        progress=False)

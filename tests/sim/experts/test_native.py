@@ -150,6 +150,42 @@ def test_a_drift_pushes_the_descending_hand_beside_the_object_and_the_expert_cen
         NativePickPlaceExpert(env, drift=1.5)
 
 
+def _tilt(u) -> float:
+    """The angle (rad) between the hand's axis and straight down."""
+    return float(np.arccos(np.clip(-u.eef_mat()[2, 2], -1.0, 1.0)))
+
+
+def test_rotation_noise_tilts_the_executed_hand_and_the_clean_labels_turn_it_back():
+    """rot_noise: the executed rotation carries the noise (translation and gripper do not), the hand tilts
+    further off straight down than the arm's own motion tilts it, and the labels (clean_action) turn it
+    back: their tilt command opposes the tilt it has. Either way the expert finishes."""
+    env = TASKS.make("pick_place", cameras=(), obs_mode="state")
+    u = env.unwrapped
+    tilts, corrections = {}, {}
+    for rot_noise in (0.0, 0.05):
+        obs, _ = env.reset(seed=1)
+        expert = NativePickPlaceExpert(env, rot_noise=rot_noise, gain=0.7, seed=1)
+        tilt, opposes = [], []
+        for _ in range(env.horizon):
+            a = expert.act(obs)
+            assert np.array_equal(a[[0, 1, 2, 6]], expert.clean_action[[0, 1, 2, 6]])
+            assert (not np.array_equal(a[3:6], expert.clean_action[3:6])) == (rot_noise > 0)
+            down = u.eef_mat()[:, 2]  # the hand's z axis points down when it is upright
+            axis = np.cross(down, [0.0, 0.0, -1.0])  # the world rotation vector that rights it
+            if _tilt(u) > 0.005:
+                opposes.append(float(np.dot(expert.clean_action[3:5], axis[:2])) > 0)
+            tilt.append(_tilt(u))
+            obs, _, term, trunc, info = env.step(a)
+            if term or trunc:
+                break
+        assert info["success"]
+        tilts[rot_noise], corrections[rot_noise] = float(np.mean(tilt)), opposes
+    assert tilts[0.05] > 2 * tilts[0.0]
+    assert len(corrections[0.05]) > 20 and np.mean(corrections[0.05]) > 0.9
+    with pytest.raises(ValueError, match="rot_noise must be a fraction of full scale"):
+        NativePickPlaceExpert(env, rot_noise=-0.1)
+
+
 def test_drops_draw_from_their_own_stream_so_noisy_demos_stay_the_same_until_the_drop():
     """The noise and skill draws do not depend on `drop`: a noisy expert with and without drops acts
     identically up to the step its hand is forced open (demos collected before drops existed stay
