@@ -71,6 +71,32 @@ chunks (runs/s15/truth.sh, wm63c.sh):
         --model wm_seen runs/s15/eval_wm_seen/chunk_truth.json "..." \
         --model rank_own runs/s15/eval_wm_rank_own/chunk_truth.json "..." \
         --model rank runs/s15/eval_wm_rank_det/chunk_truth.json "..."
+
+On a robosuite task (2026-12-06, benchmarks/results/worldmodel_chunks_lift.*; runs/s16/q_lift.sh): robosuite lift in
+state mode, a policy weak enough to fail (10 demos, 600 steps: 0.76 on 100 tune seeds), its report set, the models
+trained on demos, a noisy expert's failures and the policy's rollouts, one of them also on a collect-range truth set
+(every process with OMP_NUM_THREADS=1: two torch processes at two threads each on two cores ran 10x slower):
+
+    vla run out_dir=runs/s16/lift_w "stages=[sim_demos,stats,pretrain]" demos.task=lift demos.obs_mode=state \
+        demos.gain=null demos.randomize=none demos.episodes=10 pretrain.steps=600
+    CK=runs/s16/lift_w/train/checkpoints/step_00000600
+    vla wm chunk-truth $CK task=lift seed_range=report episodes=20 states_per_episode=3 noisy=5 perturbed=2 \
+        out=runs/s16/truth_lift_report
+    vla wm chunk-truth $CK task=lift seed_range=collect seed_offset=800000 episodes=40 states_per_episode=3 noisy=5 \
+        perturbed=2 out=runs/s16/truth_lift_collect
+    vla eval $CK task=lift episodes=100 seed_range=collect seed_offset=700000 videos=0 \
+        record=runs/s16/lift_rollouts.zarr
+    vla sim collect runs/s16/lift_failures.zarr task=lift episodes=40 noise=0.3 skill=0.6 obs_mode=state \
+        seed_offset=600000
+    vla run out_dir=runs/s16/lift "stages=[sim_demos,stats,pretrain]" demos.task=lift demos.obs_mode=state \
+        demos.gain=null demos.randomize=none demos.episodes=40   # its 40 demos (its policy scores 1.00: too strong)
+    S="runs/s16/lift/demos.zarr runs/s16/lift_failures.zarr runs/s16/lift_rollouts.zarr"
+    vla wm train $S --out runs/s16/wm_lift train.steps=2000
+    vla wm train $S --out runs/s16/wm_lift_rank train.steps=2000 "train.rank_truth=[runs/s16/truth_lift_collect]"
+    vla wm eval runs/s16/wm_lift --truth runs/s16/truth_lift_report --out runs/s16/eval_wm_lift   (and wm_lift_rank)
+    python benchmarks/bench_wm_chunks.py --name worldmodel_chunks_lift \
+        --model wm_lift runs/s16/eval_wm_lift/chunk_truth.json "..." \
+        --model rank_lift runs/s16/eval_wm_lift_rank/chunk_truth.json "..."
 """
 
 from __future__ import annotations
