@@ -298,6 +298,9 @@ def report(args: argparse.Namespace) -> None:
                     f"{key}paired_gain_vs_control_high": hi, f"{key}paired_seeds": both})
         lines += ["", f"{m} - control, paired by seed: {d.mean():+.3f} (95% t interval [{lo:+.3f}, {hi:+.3f}], "
                   f"{len(both)} seeds {both})."]
+    # chunks each run fine-tuned on, per round (the loop's records; runs from before 2026-12-06 lack it)
+    res["supervised_chunks"] = {m: {str(s): r[-1].get("added_per_round") for s, r in sorted(by.items())}
+                                for m, by in sorted(rows.items())}
     if "imagination" in rows:
         res["real_episodes_used"] = next(iter(rows["imagination"].values()))[-1]["env_episodes"]
         heldout = sorted((Path(args.inputs) / "heldout").glob("*.zarr"))

@@ -48,7 +48,8 @@ def test_one_iteration_imagines_weights_and_trains(tmp_path: Path, policy: Path,
         assert (table.lengths[imagined] == 8).all()  # train_chunks=1 chunk of 8 actions each
         rollouts = table.source == "rollout"
         assert not store.read("is_intervention", 0, store.n_steps).any() and rollouts.sum() == 2
-    assert rows[1]["added_episodes"] == len(imagined)
+    assert rows[1]["added_episodes"] == len(imagined) and rows[1]["added_per_round"] == [len(imagined)]
+    assert rows[0]["added_per_round"] == []
     assert all(w > 0 for w in added.weights)
     train_info = json.loads((run.out / "iter_01" / "train_info.json").read_text())
     assert train_info["imagined_episodes_supervised"] == len(imagined)

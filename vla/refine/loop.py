@@ -253,6 +253,7 @@ class RefineRun:
                 "takeover_reasons": self.takeover_reasons(k),
                 # episodes the method added beyond its real rollouts (imagined, re-ranked) in the rounds before
                 "added_episodes": sum(len(self.added(j).episodes) for j in range(k)),
+                "added_per_round": [len(self.added(j).episodes) for j in range(k)],
                 "train": json.loads(info_file.read_text()) if info_file.exists() else None,
             })
         return rows
