@@ -97,6 +97,26 @@ trained on demos, a noisy expert's failures and the policy's rollouts, one of th
     python benchmarks/bench_wm_chunks.py --name worldmodel_chunks_lift \
         --model wm_lift runs/s16/eval_wm_lift/chunk_truth.json "..." \
         --model rank_lift runs/s16/eval_wm_lift_rank/chunk_truth.json "..."
+
+The camera model on a camera policy's own chunks (2026-12-06, benchmarks/results/worldmodel_chunks_camera_policy.*;
+runs/s16/q_cam.sh): the camera-only policy of runs/s13/cam/i_g07pc_s0 (demos.obs_mode=image, 400 demos, 7,000 steps;
+0.77 on the report range), its truth sets storing both cameras' frames at every state:
+
+    CK=runs/s13/cam/i_g07pc_s0/train/checkpoints/step_00007000
+    vla wm chunk-truth $CK seed_range=report episodes=20 states_per_episode=3 noisy=5 perturbed=2 \
+        out=runs/s16/truth_cam_report
+    vla wm chunk-truth $CK seed_range=collect seed_offset=800000 episodes=40 states_per_episode=3 noisy=5 \
+        perturbed=2 out=runs/s16/truth_cam_collect
+    vla eval $CK episodes=60 seed_range=collect seed_offset=700000 videos=0 temporal_ensemble=0.3 \
+        temporal_ensemble_every=2 n_action_steps=4 record=runs/s16/cam_rollouts.zarr
+    S="runs/s13/cam/i_g07pc_s0/demos.zarr runs/s16/cam_rollouts.zarr"
+    C="--preset cameras model.state_inputs=9 train.steps=1000"
+    vla wm train $S --out runs/s16/wm_cam $C
+    vla wm train $S --out runs/s16/wm_cam_rank $C "train.rank_truth=[runs/s16/truth_cam_collect]"
+    vla wm eval runs/s16/wm_cam --truth runs/s16/truth_cam_report --out runs/s16/eval_wm_cam   (and wm_cam_rank)
+    python benchmarks/bench_wm_chunks.py --name worldmodel_chunks_camera_policy --camera cam_rank \
+        --model cam runs/s16/eval_wm_cam/chunk_truth.json "..." \
+        --model cam_rank runs/s16/eval_wm_cam_rank/chunk_truth.json "..."
 """
 
 from __future__ import annotations

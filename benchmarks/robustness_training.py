@@ -342,7 +342,7 @@ NOTES = [
     "averages 0.8 degrees in steps 10-30 and 1.1 in 30-60 clean, 1.8 and 2.5 under tilt noise; the expert under the "
     "same noise (30 episodes) holds 0.6-0.9, its labels righting the hand every step; past step 100 (the long, "
     "failing episodes) the policy's hand is 10 degrees off on average, up to 40. Righting the tilt for it (a "
-    "diagnostic: the executed roll and pitch replaced by "
+    "diagnostic, `--right-tilt`: the executed roll and pitch replaced by "
     "the expert's righting command) buys +0.025 [-0.013, +0.063] clean and nothing under a 1-step latency "
     "(-0.010), so the tilt is the noise's way in and not what the clean or the delayed policy fails by.",
     "- DART on the rotation (t_g07pcr; 2026-12-06, tune, paired with v_pre, the same demo and training seeds): the "

@@ -13,6 +13,12 @@ same way.
     python experiments/action_noise_dims.py expert --out runs/s16/dims_expert --episodes 30 --only tilt \
         --extra expert_gain=0.7
 
+`--right-tilt` (a diagnostic, not a controller the stack offers): every executed action's roll and pitch are
+replaced by the expert's righting command from the hand's measured orientation, so the hand cannot tilt; the
+group `latency` runs `action_latency:1` instead of the noise:
+
+    python experiments/action_noise_dims.py CKPT --out runs/s16/dims_right --only clean latency --right-tilt
+
 Prints success per group, the paired difference against clean (95% normal interval over seeds) and the mean
 tilt (degrees) by phase of the episode; writes OUT/results.json.
 """
@@ -29,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 GROUPS = {"clean": "", "all": "0,1,2,3,4,5,6", "translation": "0,1,2", "rotation": "3,4,5", "tilt": "3,4",
-          "yaw": "5"}
+          "yaw": "5", "latency": ""}
 EXECUTION = ["seed_range=tune", "temporal_ensemble=0.3", "temporal_ensemble_every=2", "n_action_steps=4",
              "videos=0"]
 PHASES = [(0, 10), (10, 30), (30, 60), (60, 100), (100, 10_000)]
@@ -61,6 +67,22 @@ if dims:
             del self.s
 
     P.Perturber.action = action
+
+if os.environ.get("RIGHT_TILT"):
+    from sim.experts.native import _rot_x_pi_then_yaw
+    from sim.tasks.native import base as R
+    from vla.robot.rotations import rotvec
+
+    plain_apply = R.NativeArmEnv.step
+
+    def righted(self, action):
+        a = np.array(action, np.float64, copy=True)
+        r = self.eef_mat()
+        upright = _rot_x_pi_then_yaw(np.arctan2(r[1, 0], r[0, 0]))
+        a[3:5] = np.clip(rotvec(upright @ r.T)[:2] / R.ROT_SCALE * 0.7, -1.0, 1.0)  # the job's expert gain
+        return plain_apply(self, a)
+
+    R.NativeArmEnv.step = righted
 
 log = os.environ.get("TILT_LOG")
 if log:
@@ -102,6 +124,7 @@ def main() -> None:
     ap.add_argument("--severity", type=float, default=0.02)
     ap.add_argument("--only", nargs="*", default=list(GROUPS), choices=list(GROUPS))
     ap.add_argument("--extra", nargs="*", default=[], help="more key=value overrides for vla eval")
+    ap.add_argument("--right-tilt", action="store_true", help="the executed roll and pitch right the hand (diagnostic)")
     args = ap.parse_args()
     patch = args.out / "patch"
     patch.mkdir(parents=True, exist_ok=True)
@@ -112,11 +135,12 @@ def main() -> None:
     for g in groups:
         out = args.out / g
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(patch.resolve()), os.environ.get("PYTHONPATH", "")]),
-                   NOISE_DIMS=GROUPS[g], TILT_LOG=str((args.out / f"tilt_{g}").resolve()))
+                   NOISE_DIMS=GROUPS[g], TILT_LOG=str((args.out / f"tilt_{g}").resolve()),
+                   RIGHT_TILT="1" if args.right_tilt else "")
         if not (out / "summary.json").exists():
             for old in args.out.glob(f"tilt_{g}.*"):
                 old.unlink()
-            perturb = "none" if g == "clean" else f"action_noise:{args.severity:g}"
+            perturb = {"clean": "none", "latency": "action_latency:1"}.get(g, f"action_noise:{args.severity:g}")
             subprocess.run([vla, "eval", args.ckpt, f"episodes={args.episodes}", *EXECUTION, *args.extra,
                             f"perturb={perturb}", f"out_dir={out}"], env=env, check=True,
                            stdout=subprocess.DEVNULL)
