@@ -98,11 +98,12 @@ class NativePickPlaceExpert:
         correct). DART's noise (arXiv:1703.09327) on every step, structured and placed where the policy fails.
 
         `rot_noise`: Gaussian noise of this fraction of full scale on each executed rotation dimension, every
-        step, from a stream of its own. Recorded with the clean labels, the demos show the hand tilted a little
-        and the expert turning it back, which clean demos never do: the hand always points straight down there,
-        so a policy learns no tilt feedback and a real arm's command noise tilts it in a random walk (the main
-        job's policy lost 0.06 under 2% command noise on the rotation alone and nothing on the translation alone:
-        robustness_training.md). DART (arXiv:1703.09327) on the dimensions the policy does not correct."""
+        step, from a stream of its own. Recorded with the clean labels, the demos show the hand tilted further
+        than the arm's own motion tilts it (about half a degree) and the expert righting it. Aimed at a policy
+        that learns no tilt feedback from clean demos, so that a real arm's command noise tilts its hand in a
+        random walk (the main job's policy lost 0.06 under 2% command noise on the rotation alone and nothing on
+        the translation alone). DART (arXiv:1703.09327) on the dimensions the policy does not correct; at 0.02 it
+        cost the policy a quarter of its clean success (robustness_training.md, t_g07pcr), so it is off by default."""
         if not 0.0 <= skill <= 1.0:
             raise ValueError(f"skill must be in [0, 1], got {skill}")
         if noise < 0.0:
