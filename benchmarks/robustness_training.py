@@ -343,8 +343,10 @@ NOTES = [
     "same noise (30 episodes) holds 0.6-0.9, its labels righting the hand every step; past step 100 (the long, "
     "failing episodes) the policy's hand is 10 degrees off on average, up to 40. Righting the tilt for it (a "
     "diagnostic, `--right-tilt`: the executed roll and pitch replaced by "
-    "the expert's righting command) buys +0.025 [-0.013, +0.063] clean and nothing under a 1-step latency "
-    "(-0.010), so the tilt is the noise's way in and not what the clean or the delayed policy fails by.",
+    "the expert's righting command) buys +0.025 [-0.013, +0.063] clean, nothing under a 1-step latency "
+    "(-0.010) and +0.025 [-0.033, +0.083] under `realistic` (0.595 against 0.570), so the tilt is the noise's way "
+    "in and not what the clean or the delayed policy fails by; a controller that held the hand upright would "
+    "close the noise's row and leave the preset's loss, which is the latency's.",
     "- DART on the rotation (t_g07pcr; 2026-12-06, tune, paired with v_pre, the same demo and training seeds): the "
     "expert's executed rotation noised by the command noise's own 2% of full scale (the level chosen before any "
     "run: DART matches the noise the learner will meet), its clean actions recorded, so the demos show the hand "

@@ -15,7 +15,7 @@ same way.
 
 `--right-tilt` (a diagnostic, not a controller the stack offers): every executed action's roll and pitch are
 replaced by the expert's righting command from the hand's measured orientation, so the hand cannot tilt; the
-group `latency` runs `action_latency:1` instead of the noise:
+groups `latency` and `realistic` run `action_latency:1` and the `realistic` preset instead of the noise:
 
     python experiments/action_noise_dims.py CKPT --out runs/s16/dims_right --only clean latency --right-tilt
 
@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 GROUPS = {"clean": "", "all": "0,1,2,3,4,5,6", "translation": "0,1,2", "rotation": "3,4,5", "tilt": "3,4",
-          "yaw": "5", "latency": ""}
+          "yaw": "5", "latency": "", "realistic": ""}
 EXECUTION = ["seed_range=tune", "temporal_ensemble=0.3", "temporal_ensemble_every=2", "n_action_steps=4",
              "videos=0"]
 PHASES = [(0, 10), (10, 30), (30, 60), (60, 100), (100, 10_000)]
@@ -140,7 +140,8 @@ def main() -> None:
         if not (out / "summary.json").exists():
             for old in args.out.glob(f"tilt_{g}.*"):
                 old.unlink()
-            perturb = {"clean": "none", "latency": "action_latency:1"}.get(g, f"action_noise:{args.severity:g}")
+            perturb = {"clean": "none", "latency": "action_latency:1", "realistic": "realistic"}.get(
+                g, f"action_noise:{args.severity:g}")
             subprocess.run([vla, "eval", args.ckpt, f"episodes={args.episodes}", *EXECUTION, *args.extra,
                             f"perturb={perturb}", f"out_dir={out}"], env=env, check=True,
                            stdout=subprocess.DEVNULL)
