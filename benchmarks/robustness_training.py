@@ -351,7 +351,7 @@ NOTES = [
     "expert's executed rotation noised by the command noise's own 2% of full scale (the level chosen before any "
     "run: DART matches the noise the learner will meet), its clean actions recorded, so the demos show the hand "
     "tilted (mean 0.65 degrees against 0.5 clean, up to 1.9) and the expert righting it. It costs most of the clean "
-    "success: 0.575 against 0.860 (-0.285 [-0.364, -0.206]) and 0.660 against 0.895 (-0.235 [-0.307, -0.163]) "
+    "success: 0.575 against 0.860 (-0.285 [-0.365, -0.205]) and 0.660 against 0.895 (-0.235 [-0.308, -0.162]) "
     "for trainings 0 and 1; under the 2% noise 0.555 against 0.810 (training 0). The noise barely moves it "
     "(-0.020), but from far lower. Its policy tilts more than v_pre's, not less (1.2 against 0.5 degrees in steps "
     "10-30, 2.4 against 0.7 in 30-60, 30 clean episodes each). Stopped after two trainings, both a quarter down. "

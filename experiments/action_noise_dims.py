@@ -17,10 +17,10 @@ same way.
 replaced by the expert's righting command from the hand's measured orientation, so the hand cannot tilt; the
 groups `latency` and `realistic` run `action_latency:1` and the `realistic` preset instead of the noise:
 
-    python experiments/action_noise_dims.py CKPT --out runs/s16/dims_right --only clean latency --right-tilt
+    python experiments/action_noise_dims.py CKPT --out runs/s16/dims_right --only clean latency realistic --right-tilt
 
-Prints success per group, the paired difference against clean (95% normal interval over seeds) and the mean
-tilt (degrees) by phase of the episode; writes OUT/results.json.
+Prints success per group, the paired difference against clean (vla.metrics.paired_difference: 95% t interval)
+and the mean tilt (degrees) by phase of the episode; writes OUT/results.json.
 """
 
 from __future__ import annotations
@@ -33,6 +33,9 @@ import sys
 from pathlib import Path
 
 import numpy as np
+
+from sim.evaluate import seed_outcomes
+from vla.metrics import paired_difference
 
 GROUPS = {"clean": "", "all": "0,1,2,3,4,5,6", "translation": "0,1,2", "rotation": "3,4,5", "tilt": "3,4",
           "yaw": "5", "latency": "", "realistic": ""}
@@ -101,9 +104,8 @@ if log:
 '''
 
 
-def successes(summary: Path) -> dict[int, float]:
-    s = json.loads(summary.read_text())
-    return {int(e["seed"]): float(e["success"]) for e in s["episodes_detail"]}
+def successes(summary: Path) -> dict[int, bool]:
+    return seed_outcomes(json.loads(summary.read_text()))
 
 
 def tilt_by_phase(prefix: Path) -> dict[str, float]:
@@ -149,12 +151,7 @@ def main() -> None:
                       "tilt_deg": tilt_by_phase(args.out / f"tilt_{g}")}
     base = successes(args.out / "clean" / "summary.json")
     for g in groups[1:]:
-        other = successes(args.out / g / "summary.json")
-        d = np.array([other[k] - base[k] for k in sorted(base)])
-        half = 1.96 * d.std(ddof=1) / np.sqrt(len(d))
-        results[g]["minus_clean"] = {"mean": float(d.mean()), "lo": float(d.mean() - half),
-                                     "hi": float(d.mean() + half), "better": int((d > 0).sum()),
-                                     "worse": int((d < 0).sum()), "seeds": len(d)}
+        results[g]["minus_clean"] = paired_difference(base, successes(args.out / g / "summary.json"))
     for g, r in results.items():
         diff = r.get("minus_clean")
         print(f"{g:12s} {r['success']:.3f}" + (f"  {diff['mean']:+.3f} [{diff['lo']:+.3f}, {diff['hi']:+.3f}]"

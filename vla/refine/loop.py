@@ -240,6 +240,8 @@ class RefineRun:
             before = [x for j in range(k) for x in self.collect_seeds(j)]
             collected = np.isin(table.seed, before) & np.isin(table.source, EXECUTED) if table is not None else []
             info_file = self.out / f"iter_{k:02d}" / "train_info.json"
+            # episodes the method added beyond its real rollouts (imagined, re-ranked) in each round before
+            added = [len(self.added(j).episodes) for j in range(k)]
             rows.append({
                 "method": self.cfg.method, "task": self.cfg.task, "seed": self.cfg.seed, "version": k,
                 "success_rate": s["success_rate"], "successes": s["successes"], "episodes": s["episodes"],
@@ -251,9 +253,7 @@ class RefineRun:
                 "collected_successes": int(table.success[collected].sum()) if table is not None else 0,
                 # why the person stepped in during the rounds before this version (sim/intervener.py)
                 "takeover_reasons": self.takeover_reasons(k),
-                # episodes the method added beyond its real rollouts (imagined, re-ranked) in the rounds before
-                "added_episodes": sum(len(self.added(j).episodes) for j in range(k)),
-                "added_per_round": [len(self.added(j).episodes) for j in range(k)],
+                "added_episodes": sum(added), "added_per_round": added,
                 "train": json.loads(info_file.read_text()) if info_file.exists() else None,
             })
         return rows
