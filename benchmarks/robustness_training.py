@@ -386,8 +386,8 @@ NOTES = [
     "(gain 1.5 diverges, held only by the speed clip). The expert itself succeeds 30/30 at either gain with or "
     "without the delay; its demos are 68 steps long against 46. This is the latency loss that the changes tried since "
     "2026-12-04 did not close (randomised latency in the demos lifted it at a cost in clean success; DART, refine "
-    "rollouts under the actuator kinds and the temporal ensemble's rate did not): it was the demos' loop gain. Adopted as the main "
-    "job's default (`demos.gain: 0.4`) on these seeds.",
+    "rollouts under the actuator kinds and the temporal ensemble's rate did not): it was the demos' loop gain. "
+    "Adopted as the main job's default (`demos.gain: 0.4`) on these seeds.",
 ]
 CONDITIONS = {"none": "clean", "realistic": "realistic", "action_latency": "action_latency:1",
               "cam": "camera_shift:10", "camera_rot": "camera_rot:1", "action_noise": "action_noise:0.02"}

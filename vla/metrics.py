@@ -85,4 +85,8 @@ def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float,
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    # at 0/n and n/n the bound is exactly 0 or 1, but the float sum lands a hair inside it, leaving the rate
+    # outside its own interval (a negative error bar: what stopped a job whose policy scored 50/50)
+    lo = 0.0 if successes == 0 else max(0.0, centre - half)
+    hi = 1.0 if successes == n else min(1.0, centre + half)
+    return (lo, hi)

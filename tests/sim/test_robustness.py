@@ -54,3 +54,15 @@ def test_the_clean_point_is_read_from_an_earlier_evaluation_of_the_same_policy_a
     assert clean_outcomes(tmp_path / "eval" / "summary.json", replace(sweep, horizon=80)) is None
     assert clean_outcomes(tmp_path / "eval" / "summary.json", replace(sweep, policy="random")) is None
     assert clean_outcomes(tmp_path / "missing.json", sweep) is None
+
+
+def test_the_curve_draws_a_point_that_succeeded_every_time(tmp_path: Path) -> None:
+    # a policy that went 50/50 at one severity stopped the main job here once (a negative error bar from an
+    # interval stored a hair below 1)
+    from sim.robustness import plot_sweep
+
+    result = {"perturb": "realistic", "task": "pick_place", "policy": "p", "points": [
+        {"factor": 0.0, "success": 1.0, "wilson95": [0.93, 0.9999999999999999]},
+        {"factor": 1.0, "success": 0.6, "wilson95": [0.46, 0.72]}]}
+    path = plot_sweep(result, tmp_path / "curve.png")
+    assert path.exists() and path.stat().st_size > 0

@@ -62,6 +62,15 @@ def test_format_paired_writes_the_mean_interval_and_counts() -> None:
     assert format_paired(None) == "-"
 
 
+def test_wilson_interval_holds_its_own_rate_at_every_count() -> None:
+    # 50/50 once came out as [0.93, 0.9999999999999999]: a negative error bar, and the plot that drew it raised
+    for n in range(1, 301):
+        for k in range(n + 1):
+            lo, hi = wilson_interval(k, n)
+            assert lo <= k / n <= hi, (k, n, lo, hi)
+    assert wilson_interval(50, 50)[1] == 1.0 and wilson_interval(0, 50)[0] == 0.0
+
+
 def test_wilson_interval_known_values() -> None:
     lo, hi = wilson_interval(8, 10)
     assert lo == pytest.approx(0.4902, abs=1e-4) and hi == pytest.approx(0.9433, abs=1e-4)

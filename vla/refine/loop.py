@@ -287,8 +287,8 @@ def plot_run(rows: list[dict[str, Any]], path: Path) -> Path:
                            (axes[1], "intervention_steps", "intervention steps")):
         x = [r[key] for r in rows]
         y = [r["success_rate"] for r in rows]
-        lo = [r["success_rate"] - r["wilson95"][0] for r in rows]
-        hi = [r["wilson95"][1] - r["success_rate"] for r in rows]
+        lo = [max(r["success_rate"] - r["wilson95"][0], 0.0) for r in rows]
+        hi = [max(r["wilson95"][1] - r["success_rate"], 0.0) for r in rows]
         ax.errorbar(x, y, yerr=[lo, hi], marker="o", capsize=4)
         ax.set_xlabel(label)
         ax.set_ylim(0, 1)
