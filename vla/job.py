@@ -261,8 +261,8 @@ class JobConfig:
         if self.robustness.episodes < 1 or not self.robustness.factors:
             raise ConfigError("robustness needs episodes >= 1 and at least one factor, got "
                               f"{self.robustness.episodes} and {self.robustness.factors}")
-        if "robustness" in self.stages and self.robustness.policy == "refined" and (
-                "refine" not in self.stages or self.stages.index("refine") > self.stages.index("robustness")):
+        if "robustness" in self.stages and self.robustness.policy == "refined" and \
+                not self._runs_before("refine", "robustness"):
             raise ConfigError("robustness.policy=refined needs the refine stage before robustness in stages "
                               "(or robustness.policy=pretrained)")
         if not 0 < self.deploy.pose_smoothing <= 1:

@@ -78,3 +78,6 @@ def test_shipped_job_presets_load() -> None:
         load_config(JobConfig, "job", "default", ["demos.perturb=blur:1", "demos.randomize=realistic"])
     with pytest.raises(ConfigError, match=r"robustness\.policy=refined needs the refine stage before robustness"):
         load_config(JobConfig, "job", "default", ["stages=[sim_demos,pretrain,robustness]"])
+    # extending a finished job (overwrite=false): its refine stage is in the folder's results, as for deploy
+    cfg = load_config(JobConfig, "job", "default", ["stages=[robustness,perception,deploy]", "overwrite=false"])
+    assert cfg.stages == ["robustness", "perception", "deploy"]
