@@ -21,13 +21,21 @@ measured) alone and all of them together, against the clean run on the same seed
   python benchmarks/bench_robustness.py --block camera_only_even_ensemble \
       --ckpt runs/s13/cam/i_g07pc_s0/train/checkpoints/step_00007000 --job runs/s13/cam/i_g07pc_s0 \
       --kinds action_latency --temporal-ensemble -0.01 --out runs/s13/rob_cam_te --against camera_only runs/s13/rob_cam
-  # the job's policy as `make run` ships it (the default preset since 2026-12-05: gain-0.7 demos with pose latency
-  # and camera pose randomised, robustness_training.md t_g07pc), on its pose estimator's poses (no simulator
-  # state), paired per seed with the earlier default's block (job_gain15: the expert at gain 1.5, no randomisation)
-  vla run out_dir=runs/main67
-  python benchmarks/bench_robustness.py --block job --ckpt runs/main67/refine/iter_02/train/checkpoints/step_00000500 \
-      --job runs/main67 --poses runs/main67/perception/estimator --out runs/robustness_main67 \
-      --against job_gain15 runs/robustness_job_est
+  # the job's policy as `make run` ships it (the default preset since 2026-12-06: gain-0.4 demos with pose latency
+  # and camera pose randomised, robustness_training.md t_g04pc), on its pose estimator's poses (no simulator
+  # state), paired per seed with the gain-0.7 default's rerun of 2026-12-06 (job_rate03_s14, whose folder has the
+  # clean, one-tick latency and `realistic` runs). The run's robustness stage was resumed after a fix
+  # (runs/s17/q_job.sh, q_job2.sh, q_after.sh)
+  vla run out_dir=runs/s17/job_g04 demos.gain=0.4
+  python benchmarks/bench_robustness.py --block job \
+      --ckpt runs/s17/job_g04/refine/iter_02/train/checkpoints/step_00000500 --job runs/s17/job_g04 \
+      --poses runs/s17/job_g04/perception/estimator --out runs/s17/rob_g04 --against job_rate03_s14 runs/s14/rob_a
+  # the gain-0.7 default (2026-12-05 to 12-06; measured as `job`, renamed job_gain07 when the default changed),
+  # paired with the earlier default's block (job_gain15: the expert at gain 1.5, no randomisation)
+  vla run out_dir=runs/main67 demos.gain=0.7
+  python benchmarks/bench_robustness.py --block job_gain07 \
+      --ckpt runs/main67/refine/iter_02/train/checkpoints/step_00000500 --job runs/main67 \
+      --poses runs/main67/perception/estimator --out runs/robustness_main67 --against job_gain15 runs/robustness_job_est
   # the earlier default (measured as `job`, renamed job_gain15 when the default changed)
   vla run out_dir=runs/main65 demos.gain=1.5 demos.randomize=none
   python benchmarks/bench_robustness.py --block job_gain15 \
