@@ -94,6 +94,14 @@ v_pre; runs/s17/q_g04.sh):
       perturb=none|action_latency:1|action_noise:0.02|realistic
   python benchmarks/robustness_training.py --runs runs/s17/robv --only t_g04pc   (t_g04pc and v_pre linked)
 
+The c_g04pc variant (the camera-only recipe on the gain-0.4 demos; training seed 0; runs/s17/q_cam.sh):
+
+  vla run out_dir=runs/s17/cam/i_g04pc_s0 "stages=[sim_demos,stats,pretrain]" demos.obs_mode=image \
+      demos.episodes=400 pretrain.steps=7000 demos.gain=0.4 \
+      'pretrain.overrides=["train.lr=1e-3","policy.noise_scale=0","train.seed=0"]'
+  vla eval runs/s17/cam/i_g04pc_s0/train/checkpoints/step_00007000 (as above) perturb=none|action_latency:1|realistic
+  python benchmarks/robustness_training.py --runs runs/s17/robv --only c_g04pc   (c_g07pc linked)
+
 The n_* variants (where the command noise gets in on the gain-0.4 job; one policy, runs/s17/job_g04's refined, 200
 tune seeds, perturb=none|action_noise:0.02; runs/s17/q_diag.sh, q_pn.sh; folders linked under runs/s17/robn):
 
@@ -181,6 +189,8 @@ VARIANTS: dict[str, tuple[str, str, str]] = {
     "c_g07pc": ("camera-only, the same, on the default preset's demos (expert gain 0.7, each demo's camera pose "
                 "drawn: camera_shift:10,camera_rot:1; pose_latency does not apply), runs/s13/cam/i_g07pc_sN",
                 "cpu", "c_base"),
+    "c_g04pc": ("camera-only, the same recipe on the gain-0.4 demos (the default's since 2026-12-06), "
+                "runs/s17/cam/i_g04pc_s0 (training seed 0)", "cpu", "c_g07pc"),
     "c_g07pc_te": ("c_g07pc's policies, temporal ensemble rate -0.01 (the job's: 0.3)", "cpu", "c_g07pc"),
     # two observation steps (the policy sees its own motion), one training each (2026-12-06, runs/s14/q_h3.sh)
     "h2": ("t_g07pc's recipe with policy.n_obs_steps=2 (the state and images of t and t-1), runs/s14/h2", "cpu",
