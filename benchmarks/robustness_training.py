@@ -423,6 +423,11 @@ NOTES = [
     "of it: 0.860 against 0.785 under the noise, +0.075 [+0.019, +0.131], and 0.965 against 0.970 clean. Kept "
     "under the noise 0.89 against 0.81. A development reading of one estimator: not yet the job's default, and "
     "not measured on `report`.",
+    "- **The camera-only policy on the gain-0.4 demos (c_g04pc; 2026-12-06, tune, one training, paired with "
+    "c_g07pc's training 0):** 400 demos, 7,000 steps, as before. Clean 0.860 against 0.745, +0.115 [+0.037, "
+    "+0.193]; one tick of latency 0.865 against 0.490, +0.375 [+0.298, +0.452] (kept 1.01); `realistic` 0.445 "
+    "against 0.250, +0.195 [+0.108, +0.282] (kept 0.52). The latency is closed for the camera policy too; what "
+    "the whole preset still costs it is not yet split by kind, and it is one training, not measured on `report`.",
 ]
 CONDITIONS = {"none": "clean", "realistic": "realistic", "action_latency": "action_latency:1",
               "cam": "camera_shift:10", "camera_rot": "camera_rot:1", "action_noise": "action_noise:0.02"}
