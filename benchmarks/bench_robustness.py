@@ -17,6 +17,12 @@ measured) alone and all of them together, against the clean run on the same seed
   python benchmarks/bench_robustness.py --block camera_only \
       --ckpt runs/s13/cam/i_g07pc_s0/train/checkpoints/step_00007000 --job runs/s13/cam/i_g07pc_s0 \
       --out runs/s13/rob_cam --against camera_only_gain15 runs/s13/rob_cam_base
+  # the same recipe on the gain-0.4 demos (the default's since 2026-12-06; robustness_training.md c_g04pc), some
+  # kinds only, paired with the gain-0.7 block above (runs/s17/q_camrep.sh)
+  vla run out_dir=runs/s17/cam/i_g04pc_s0 (as i_g07pc_s0) demos.gain=0.4
+  python benchmarks/bench_robustness.py --block camera_only_g04 \
+      --ckpt runs/s17/cam/i_g04pc_s0/train/checkpoints/step_00007000 --job runs/s17/cam/i_g04pc_s0 \
+      --kinds action_latency,camera_shift --out runs/s17/rob_cam_g04 --against camera_only runs/s13/rob_cam
   # the same policy with every live chunk weighted about equally (temporal ensemble rate -0.01, the job's 0.3)
   python benchmarks/bench_robustness.py --block camera_only_even_ensemble \
       --ckpt runs/s13/cam/i_g07pc_s0/train/checkpoints/step_00007000 --job runs/s13/cam/i_g07pc_s0 \
