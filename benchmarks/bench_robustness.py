@@ -31,7 +31,7 @@ measured) alone and all of them together, against the clean run on the same seed
   # and camera pose randomised, robustness_training.md t_g04pc), on its pose estimator's poses (no simulator
   # state), paired per seed with the gain-0.7 default's rerun of 2026-12-06 (job_rate03_s14, whose folder has the
   # clean, one-tick latency and `realistic` runs). The run's robustness stage was resumed after a fix
-  # (runs/s17/q_job.sh, q_job2.sh, q_after.sh)
+  # (runs/s17/q_job.sh, q_job2.sh, q_after2.sh)
   vla run out_dir=runs/s17/job_g04 demos.gain=0.4
   python benchmarks/bench_robustness.py --block job \
       --ckpt runs/s17/job_g04/refine/iter_02/train/checkpoints/step_00000500 --job runs/s17/job_g04 \

@@ -102,9 +102,7 @@ def plot_sweep(result: dict[str, Any], path: Path, ax: Any = None) -> Path:
     pts = result["points"]
     x = [p["factor"] for p in pts]
     y = [p["success"] for p in pts]
-    # clipped: an interval stored before vla.metrics.wilson_interval held n/n exactly sits a hair below its rate
-    err = np.clip(np.array([[p["success"] - p["wilson95"][0] for p in pts],
-                            [p["wilson95"][1] - p["success"] for p in pts]]), 0.0, None)
+    err = np.array([[p["success"] - p["wilson95"][0] for p in pts], [p["wilson95"][1] - p["success"] for p in pts]])
     own = ax is None
     if own:
         fig, ax = plt.subplots(figsize=(5, 3.2))

@@ -57,12 +57,12 @@ def test_the_clean_point_is_read_from_an_earlier_evaluation_of_the_same_policy_a
 
 
 def test_the_curve_draws_a_point_that_succeeded_every_time(tmp_path: Path) -> None:
-    # a policy that went 50/50 at one severity stopped the main job here once (a negative error bar from an
-    # interval stored a hair below 1)
+    # a policy that went 50/50 at one severity stopped the main job here once: its interval, as run_sweep makes
+    # it, ended a hair below 1 and the error bar went negative
     from sim.robustness import plot_sweep
+    from vla.metrics import wilson_interval
 
     result = {"perturb": "realistic", "task": "pick_place", "policy": "p", "points": [
-        {"factor": 0.0, "success": 1.0, "wilson95": [0.93, 0.9999999999999999]},
-        {"factor": 1.0, "success": 0.6, "wilson95": [0.46, 0.72]}]}
+        {"factor": f, "success": k / 50, "wilson95": list(wilson_interval(k, 50))} for f, k in ((0.0, 50), (1.0, 30))]}
     path = plot_sweep(result, tmp_path / "curve.png")
     assert path.exists() and path.stat().st_size > 0
