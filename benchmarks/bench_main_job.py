@@ -69,11 +69,15 @@ def main() -> None:
                        cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
         seconds = round(time.time() - t0)
     summary = json.loads((out / "summary.json").read_text())
-    pre_s, pre_n = success_of(summary["eval"]["torch success"])
-    figures = {"main_job_pretrained_success": round(pre_s / pre_n, 3), "main_job_episodes": pre_n}
-    if "onnx success" in summary["eval"]:
-        onnx_s, onnx_n = success_of(summary["eval"]["onnx success"])
-        figures["main_job_onnx_success"] = round(onnx_s / onnx_n, 3)
+    # the runtime of the job's evaluations (eval.runtime; torch before it existed) and the other one's check
+    runtime = json.loads((out / "job.json").read_text())["eval"].get("runtime", "torch")
+    other = "torch" if runtime == "onnx" else "onnx"
+    pre_s, pre_n = success_of(summary["eval"][f"{runtime} success"])
+    figures = {"main_job_pretrained_success": round(pre_s / pre_n, 3), "main_job_episodes": pre_n,
+               "main_job_runtime": runtime}
+    if f"{other} success" in summary["eval"]:
+        check_s, check_n = success_of(summary["eval"][f"{other} success"])
+        figures[f"main_job_{other}_success"] = round(check_s / check_n, 3)
     if "refine" in summary:
         ref_s, ref_n = success_of(summary["refine"]["success after"])
         figures |= {"main_job_refined_success": round(ref_s / ref_n, 3), "main_job_refine_method":
@@ -98,7 +102,7 @@ def main() -> None:
         figures["main_job_s"] = seconds
     from results_io import write_result
 
-    seed_range = json.loads((out / "eval_torch" / "summary.json").read_text()).get("seed_range", "collect")
+    seed_range = json.loads((out / f"eval_{runtime}" / "summary.json").read_text()).get("seed_range", "collect")
     keys = [k for k in ("main_job_pretrained_success", "main_job_refined_success", "main_job_refine_gain_95",
                         "main_job_s", "main_job_stages_s") if k in figures][:4]
     if args.block:  # main_job.json's _meta stays the headline run's: another run goes to a file of its own

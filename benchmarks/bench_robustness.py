@@ -80,11 +80,13 @@ from vla.perturb import KINDS, load_presets, spec_text
 PRESET = "realistic"
 
 
-def same_run(summary: dict[str, Any], perturb: str, episodes: int, rate: float | None = None) -> bool:
-    """Whether a stored evaluation is the run asked for (its perturbation and episode count, and with `rate` its
-    temporal ensemble's rate)."""
+def same_run(summary: dict[str, Any], perturb: str, episodes: int, rate: float | None = None,
+             runtime: str = "torch") -> bool:
+    """Whether a stored evaluation is the run asked for (its perturbation, episode count and runtime, and with
+    `rate` its temporal ensemble's rate)."""
     return summary["config"]["perturb"] == perturb and summary["episodes"] == episodes and (
-        rate is None or summary["config"].get("temporal_ensemble") == rate)
+        rate is None or summary["config"].get("temporal_ensemble") == rate) and (
+        summary["config"].get("runtime", "torch") == runtime)
 
 
 def evaluate(ckpt: str, job: dict[str, Any], perturb: str, out: Path, episodes: int, offset: int,
@@ -93,12 +95,13 @@ def evaluate(ckpt: str, job: dict[str, Any], perturb: str, out: Path, episodes: 
 
     if (out / "summary.json").exists():
         s = json.loads((out / "summary.json").read_text())
-        if same_run(s, perturb, episodes, job["eval"]["temporal_ensemble"]):
+        if same_run(s, perturb, episodes, job["eval"]["temporal_ensemble"], job["eval"].get("runtime", "torch")):
             return s
     ev, demos = job["eval"], job["demos"]
     cfg = EvalConfig(task=demos["task"], policy=ckpt, episodes=episodes, seed_range="report", seed_offset=offset,
                      workers=2, n_action_steps=ev["n_action_steps"], temporal_ensemble=ev["temporal_ensemble"],
                      temporal_ensemble_every=ev["temporal_ensemble_every"], image_size=demos["image_size"],
+                     runtime=ev.get("runtime", "torch"),  # the job's (torch before eval.runtime existed)
                      obs_mode=demos["obs_mode"], videos=1, perturb=perturb, out_dir=str(out), poses=poses)
     return run_evaluation(cfg, progress=False)
 
@@ -172,7 +175,7 @@ def main() -> None:
         theirs = Path(args.against[1]) / name / "summary.json" if args.against else None
         if theirs is not None and theirs.exists():
             other = json.loads(theirs.read_text())
-            if not same_run(other, runs[name], s["episodes"]):
+            if not same_run(other, runs[name], s["episodes"], runtime=other["config"].get("runtime", "torch")):
                 raise SystemExit(f"{theirs}: perturb '{other['config']['perturb']}' x {other['episodes']} episodes, "
                                  f"not this run's '{runs[name]}' x {s['episodes']}")
             block[f"{key}_minus_against"] = paired_difference(per_seed(other), per_seed(s))

@@ -210,6 +210,11 @@ VARIANTS: dict[str, tuple[str, str, str]] = {
               "cpu", "n_gt"),
     "n_estpn": ("the same policy on an estimator trained on frames of an expert whose commands carry the 2% noise "
                 "(perception.randomize + action_noise:0.02), runs/s17/job_g04_pn", "cpu", "n_est"),
+    # the main job's 15-minute budget (2026-12-06, runs/s18/q_t.sh, q_t2.sh): fewer pretraining and estimator steps
+    "t_s2000": ("as t_g04pc (the default's recipe) with 2,000 pretraining steps (the default's: 3,000), "
+                "runs/s18/pre_s2000_N", "cpu", "t_g04pc"),
+    "n_estpn500": ("as n_estpn, the estimator trained 500 steps (n_estpn's: 1,000), runs/s18/job_g04_pn500", "cpu",
+                   "n_estpn"),
     "i_rand": ("camera-only: randomize=realistic (pose kinds left out), 6,000 of 7,000 steps", "gpu+cpu", "i_base"),
     "i_rand_shift": ("camera-only: as i_rand + 4-pixel random shifts in training", "gpu+cpu", "i_base"),
 }

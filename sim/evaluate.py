@@ -284,6 +284,7 @@ def run_evaluation(config: EvalConfig, progress: bool = True) -> dict[str, Any]:
     # so does a missing or damaged checkpoint or ONNX export (not "worker 0 failed"), and one whose
     # observations the env would not give as asked
     config = observation_contract(config, check_policy_spec(config.policy))
+    export = _runtime_policy(config)
     randomized: dict[str, Any] = {}
     estimated: dict[str, Any] = {}
     preset_left: dict[str, str] = {}
@@ -317,7 +318,8 @@ def run_evaluation(config: EvalConfig, progress: bool = True) -> dict[str, Any]:
     store = _open_record_store(config) if config.record else None
     desc = f"{config.task} / {policy_label(config.policy)}"
     with tempfile.TemporaryDirectory(prefix="vla_eval_") as tmp:
-        specs = [{**asdict(config), "seeds": seeds[w::workers], "video_seeds": sorted(video_seeds),
+        specs = [{**asdict(config), "policy": export or config.policy, "seeds": seeds[w::workers],
+                  "video_seeds": sorted(video_seeds),
                   "results": str(Path(tmp) / f"worker{w}.jsonl"),
                   "episode_dir": str(Path(tmp) / "episodes") if store is not None else "",
                   "video_dir": str(out_dir / "videos")} for w in range(workers)]
@@ -343,9 +345,26 @@ def run_evaluation(config: EvalConfig, progress: bool = True) -> dict[str, Any]:
         summary["randomize"] = randomized
     if estimated:
         summary["estimated_poses"] = estimated
+    if export:
+        summary["onnx_export"] = export
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
     plot_summary(summary, out_dir / "summary.png")
     return summary
+
+
+def _runtime_policy(config: EvalConfig) -> str:
+    """The ONNX export the workers load instead of a checkpoint folder (runtime=onnx), or ""."""
+    from sim.policies import BUILTIN
+    from vla.policy.specs import is_onnx_export, wrapper_spec
+
+    if config.runtime != "onnx" or config.policy in BUILTIN or is_onnx_export(config.policy):
+        return ""
+    if wrapper_spec(config.policy) is not None:
+        raise ValueError(f"runtime=onnx runs a checkpoint folder's ONNX export; '{config.policy}' wraps its "
+                         "policy (set runtime=torch)")
+    from vla.policy.export import runtime_export
+
+    return str(runtime_export(config.policy, config.image_size))
 
 
 def applicable_perturb(config: EvalConfig) -> tuple[EvalConfig, dict[str, str]]:

@@ -80,7 +80,7 @@ def policy_on_estimates(ctx: JobContext, estimator: Path, out: Path) -> dict[str
     ckpt, who, truth = deployed_policy(ctx)
     common = dict(task=demos.task, policy=str(ckpt), episodes=cfg.policy_episodes, seed_range=ev.seed_range,
                   workers=ev.workers, n_action_steps=ev.n_action_steps, temporal_ensemble=ev.temporal_ensemble,
-                  temporal_ensemble_every=ev.temporal_ensemble_every, image_size=demos.image_size,
+                  temporal_ensemble_every=ev.temporal_ensemble_every, runtime=ev.runtime, image_size=demos.image_size,
                   obs_mode=demos.obs_mode)
     est = run_evaluation(EvalConfig(**common, videos=2, out_dir=str(out), poses=str(estimator),
                                     poses_smoothing=cfg.smoothing), progress=False)

@@ -78,15 +78,16 @@ def vision_pretrain_stage(ctx: JobContext) -> dict[str, Any]:
 
 @stage("eval")
 def eval_stage(ctx: JobContext) -> dict[str, Any]:
-    """The pretrained policy (torch, and its ONNX export when present) on held-out seeds (`eval.seed_range`
-    of vla.protocol: report unless the job is tuning)."""
+    """The pretrained policy on held-out seeds (`eval.seed_range` of vla.protocol: report unless the job is
+    tuning) in `eval.runtime` (torch, or its ONNX export), and in the other runtime on the first
+    `eval.onnx_episodes` of them when `eval.onnx` (the export's check: the same episodes, seed by seed)."""
     from sim.evaluate import EvalConfig, run_evaluation
 
     cfg, task = ctx.config.eval, ctx.config.demos.task
-    targets = {"torch": ctx.checkpoint}
-    onnx = ctx.checkpoint / "onnx"
-    if cfg.onnx and onnx.exists():
-        targets["onnx"] = onnx
+    other = "torch" if cfg.runtime == "onnx" else "onnx"
+    runtimes = [cfg.runtime]
+    if cfg.onnx and (cfg.runtime == "onnx" or (ctx.checkpoint / "onnx").exists()):
+        runtimes.append(other)
     from vla.policy.checkpoint import load_config
 
     scale = load_config(ctx.checkpoint).noise_scale
@@ -96,22 +97,27 @@ def eval_stage(ctx: JobContext) -> dict[str, Any]:
                            "execution": f"temporal ensemble, rate {cfg.temporal_ensemble}{every}"
                            if cfg.temporal_ensemble is not None else f"{cfg.n_action_steps} steps of each chunk"}
     t0 = time.perf_counter()
-    for name, path in targets.items():
-        n = cfg.onnx_episodes if name == "onnx" and cfg.onnx_episodes > 0 else cfg.episodes
-        s = run_evaluation(EvalConfig(task=task, policy=str(path), episodes=n, seed_range=cfg.seed_range,
+    for runtime in runtimes:
+        n = cfg.onnx_episodes if runtime != cfg.runtime and cfg.onnx_episodes > 0 else cfg.episodes
+        s = run_evaluation(EvalConfig(task=task, policy=str(ctx.checkpoint), episodes=n, seed_range=cfg.seed_range,
                                       workers=cfg.workers, n_action_steps=cfg.n_action_steps,
                                       temporal_ensemble=cfg.temporal_ensemble,
-                                      temporal_ensemble_every=cfg.temporal_ensemble_every,
+                                      temporal_ensemble_every=cfg.temporal_ensemble_every, runtime=runtime,
                                       image_size=ctx.config.demos.image_size, obs_mode=ctx.config.demos.obs_mode,
-                                      videos=2, out_dir=str(ctx.out_dir / f"eval_{name}")))
+                                      videos=2, out_dir=str(ctx.out_dir / f"eval_{runtime}")))
         lo, hi = s["wilson95"]
-        out[f"{name} success"] = f"{s['successes']}/{s['episodes']} [{lo:.0%}, {hi:.0%}]"
-        if name == "torch":
-            ctx.attach("eval", "plot", ctx.out_dir / "eval_torch" / "summary.png", "pretrained policy, held-out seeds")
+        out[f"{runtime} success"] = f"{s['successes']}/{s['episodes']} [{lo:.0%}, {hi:.0%}]"
+        if runtime == cfg.runtime:
+            ctx.attach("eval", "plot", main_eval(ctx) / "summary.png", "pretrained policy, held-out seeds")
             _attach_videos(ctx, "eval", s, "pretrained")
-    out["videos"] = str(ctx.out_dir / "eval_torch" / "videos")
+    out["videos"] = str(main_eval(ctx) / "videos")
     out["seconds"] = round(time.perf_counter() - t0, 1)
     return out
+
+
+def main_eval(ctx: JobContext) -> Path:
+    """The eval stage's evaluation of the pretrained policy on all its seeds (in `eval.runtime`)."""
+    return ctx.out_dir / f"eval_{ctx.config.eval.runtime}"
 
 
 @stage("robustness")
@@ -133,7 +139,8 @@ def robustness_stage(ctx: JobContext) -> dict[str, Any]:
     out_dir = ctx.out_dir / "robustness"
     config = EvalConfig(task=ctx.config.demos.task, policy=str(ckpt), episodes=cfg.episodes, seed_range=ev.seed_range,
                         workers=ev.workers, n_action_steps=ev.n_action_steps, temporal_ensemble=ev.temporal_ensemble,
-                        temporal_ensemble_every=ev.temporal_ensemble_every, image_size=ctx.config.demos.image_size,
+                        temporal_ensemble_every=ev.temporal_ensemble_every, runtime=ev.runtime,
+                        image_size=ctx.config.demos.image_size,
                         obs_mode=ctx.config.demos.obs_mode, videos=2, out_dir=str(out_dir), perturb=cfg.perturb,
                         perturb_sweep=list(cfg.factors))
     # the x0 point is the refine (or eval) stage's evaluation of the same policy on the first of the same seeds
@@ -160,7 +167,7 @@ def job_policy(ctx: JobContext, which: str) -> tuple[Path | None, Path | None]:
             return None, None
         evals = sorted((ctx.out_dir / "refine").glob("iter_*/eval/summary.json"))
         return Path(refined["checkpoint"]), evals[-1] if evals else None
-    done = ctx.out_dir / "eval_torch" / "summary.json"
+    done = main_eval(ctx) / "summary.json"
     return ctx.checkpoint, done if done.exists() else None
 
 
@@ -227,7 +234,8 @@ def _refine_round(ctx: JobContext, stage_name: str, method: str, iterations: int
               "obs_mode": ctx.config.demos.obs_mode,
               "n_action_steps": ctx.config.eval.n_action_steps,
               "temporal_ensemble": ctx.config.eval.temporal_ensemble,
-              "temporal_ensemble_every": ctx.config.eval.temporal_ensemble_every, "videos": 2,
+              "temporal_ensemble_every": ctx.config.eval.temporal_ensemble_every,
+              "runtime": ctx.config.eval.runtime, "videos": 2,
               "train": {"steps": train_steps, "ckpt_every": train_steps}}
     if method_args is not None:
         values["method_args"] = method_args
@@ -236,7 +244,7 @@ def _refine_round(ctx: JobContext, stage_name: str, method: str, iterations: int
     t0 = time.perf_counter()
     run = RefineRun(load_config(RefineConfig, "refine", "default", overrides, values=values))
     # The eval stage already measured this checkpoint on the same seeds: that is version 0.
-    evaluated = ctx.out_dir / "eval_torch" / "summary.json"
+    evaluated = main_eval(ctx) / "summary.json"
     if "eval" in ctx.results and evaluated.exists():
         done = json.loads(evaluated.read_text())
         # how the chunks run, the task and the observations: what makes the two evaluations the same

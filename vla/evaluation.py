@@ -14,6 +14,7 @@ from vla.data.schema import closest
 
 OBS_MODES = ("image", "state")  # what every task takes: cameras + proprio, or + object poses
 BACKENDS = ("local", "ray")
+RUNTIMES = ("torch", "onnx")
 
 
 @dataclass
@@ -80,9 +81,17 @@ class ChunkSettings:
     # with temporal_ensemble: a new chunk every this many steps (1: every step, ACT's); between queries
     # the ensemble's mean of the chunks already predicted runs, at 1/N of the policy calls
     temporal_ensemble_every: int = 1
+    # what computes a checkpoint's chunks: torch, or onnx (its ONNX export, `CKPT/onnx`, made once from the EMA
+    # weights when missing or older than the checkpoint): the same chunks to 1e-4, about 5 ms a chunk against
+    # 24 for torch on one thread (benchmarks/bench_policy.py, tiny preset). Other policy specs run as they are; a
+    # wrapper spec ("NAME:ARGS") takes torch
+    runtime: str = "torch"
 
     def check_chunks(self) -> None:
         from vla.policy.ensemble import valid_every, valid_rate
+
+        if self.runtime not in RUNTIMES:
+            raise ValueError(f"unknown runtime '{self.runtime}'" + closest(self.runtime, RUNTIMES))
 
         if self.n_action_steps < 1:
             raise ValueError(f"n_action_steps must be >= 1, got {self.n_action_steps}")

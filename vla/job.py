@@ -113,8 +113,11 @@ class EvalStageConfig:
     # rollouts and evaluations run the same way
     temporal_ensemble: float | None = None
     temporal_ensemble_every: int = 1  # with temporal_ensemble: a new chunk every this many steps
-    onnx: bool = True  # evaluate the ONNX export as well
-    onnx_episodes: int = 0  # the export's check on the first N of the same seeds; 0: all `episodes`
+    # what computes the chunks of every evaluation and rollout the job runs in simulation (eval, refine,
+    # robustness, perception): torch, or the checkpoint's ONNX export (vla.evaluation.ChunkSettings.runtime)
+    runtime: str = "torch"
+    onnx: bool = True  # evaluate in the other runtime as well (the export's check)
+    onnx_episodes: int = 0  # that check on the first N of the same seeds; 0: all `episodes`
     # the protocol range (vla.protocol) of every evaluation the job reports (eval, refine, imagine, deploy):
     # report for its figures; tune in a job whose settings are being chosen
     seed_range: str = "report"
@@ -242,6 +245,11 @@ class JobConfig:
             raise ConfigError(f"lerobot.episodes must be >= 0 (0 = all), got {self.lerobot.episodes}")
         if self.eval.temporal_ensemble_every < 1:
             raise ConfigError(f"eval.temporal_ensemble_every must be >= 1, got {self.eval.temporal_ensemble_every}")
+        from vla.evaluation import RUNTIMES
+
+        if self.eval.runtime not in RUNTIMES:
+            raise ConfigError(f"eval.runtime must be one of {', '.join(RUNTIMES)}, got '{self.eval.runtime}'"
+                              + closest(self.eval.runtime, RUNTIMES))
         if self.eval.onnx_episodes < 0:
             raise ConfigError(f"eval.onnx_episodes must be >= 0 (0 = all of eval.episodes), "
                               f"got {self.eval.onnx_episodes}")
@@ -436,13 +444,17 @@ def export_stage(ctx: JobContext) -> dict[str, Any]:
 
 
 def export_checkpoint(ctx: JobContext, ckpt: Path) -> Path:
-    """ONNX export of a checkpoint into `ckpt/onnx`, its cameras at the job's demo image sizes."""
+    """ONNX export of a checkpoint into `ckpt/onnx`, its cameras at the job's demo image sizes (the one an
+    evaluation with runtime=onnx already made is kept)."""
     from vla.data.store import EpisodeStore
     from vla.policy.checkpoint import load_config as load_policy_config
-    from vla.policy.export import export_onnx
+    from vla.policy.export import export_onnx, runtime_export
 
     schema = EpisodeStore.open(ctx.store_path).schema
     cameras = load_policy_config(ckpt).cameras
+    sizes = {tuple(schema.cameras[c]) for c in cameras}
+    if len(sizes) == 1 and len(size := next(iter(sizes))) == 2 and size[0] == size[1]:
+        return runtime_export(ckpt, size[0])
     out = ckpt / "onnx"
     export_onnx(ckpt, out, camera_sizes={c: schema.cameras[c] for c in cameras})
     return out

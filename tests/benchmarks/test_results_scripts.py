@@ -120,6 +120,11 @@ def test_a_robustness_run_stored_at_another_ensemble_rate_is_not_read_back_as_th
     assert br.same_run(stored, "action_latency:1", 200) and br.same_run(stored, "action_latency:1", 200, 0.3)
     assert not br.same_run(stored, "action_latency:1", 200, -0.01)
     assert not br.same_run(stored, "none", 200) and not br.same_run(stored, "action_latency:1", 100)
+    # a run stored before `runtime` existed ran torch: not the ONNX run asked for, and the ONNX run is read back
+    assert not br.same_run(stored, "action_latency:1", 200, 0.3, runtime="onnx")
+    onnx = {**stored, "config": {**stored["config"], "runtime": "onnx"}}
+    assert br.same_run(onnx, "action_latency:1", 200, 0.3, runtime="onnx")
+    assert not br.same_run(onnx, "action_latency:1", 200)
 
 
 def test_wm_chunks_carries_each_truth_sets_continuations_reliability_and_kind_prior(tmp_path: Path) -> None:

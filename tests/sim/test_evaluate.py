@@ -337,6 +337,45 @@ def test_noise_scale_override_reaches_the_checkpoint_policy(tmp_path: Path, tiny
         EvalConfig(noise_scale=-1.0).validate()
 
 
+def test_runtime_onnx_runs_the_checkpoints_export_made_once(tmp_path: Path, tiny_ckpt: Path) -> None:
+    """runtime=onnx: the workers run the checkpoint's ONNX export (made in the parent, in CKPT/onnx, from the
+    EMA weights torch evaluates), the same actions as torch for the same seed; a second evaluation reuses the
+    export, a checkpoint saved after it makes it again; a wrapper spec and an unknown runtime are one line."""
+    import os
+    import shutil
+
+    ckpt = Path(shutil.copytree(tiny_ckpt, tmp_path / "ckpt"))
+
+    def actions(runtime: str) -> tuple[np.ndarray, dict]:
+        store = tmp_path / f"{runtime}.zarr"
+        shutil.rmtree(store, ignore_errors=True)
+        summary = run_evaluation(EvalConfig(task="pick_place", policy=str(ckpt), episodes=1, seed_range="collect",
+                                            seed_offset=3, workers=1, horizon=8, n_action_steps=4,
+                                            cameras=["agentview"], videos=0, runtime=runtime, record=str(store),
+                                            out_dir=str(tmp_path / runtime)), progress=False)
+        return EpisodeStore(store, "r").episode(0, keys=["action"]).steps["action"], summary
+
+    torch_actions, summary = actions("torch")
+    assert "onnx_export" not in summary and not (ckpt / "onnx").exists()
+    onnx_actions, summary = actions("onnx")
+    meta = ckpt / "onnx" / "runtime.json"
+    assert summary["onnx_export"] == str(ckpt / "onnx") and meta.is_file()
+    assert summary["config"]["policy"] == str(ckpt) and summary["config"]["runtime"] == "onnx"
+    np.testing.assert_allclose(onnx_actions, torch_actions, atol=1e-4)
+    made = meta.stat().st_mtime_ns
+    actions("onnx")
+    assert meta.stat().st_mtime_ns == made  # reused
+    later = made / 1e9 + 5
+    os.utime(ckpt / "model.safetensors", (later, later))  # weights saved after the export
+    actions("onnx")
+    assert meta.stat().st_mtime_ns != made
+    with pytest.raises(ValueError, match="runtime=onnx runs a checkpoint folder's ONNX export; 'select:"):
+        run_evaluation(EvalConfig(task="pick_place", policy=f"select:ckpt={ckpt},k=2", episodes=1, runtime="onnx",
+                                  out_dir=str(tmp_path / "w")), progress=False)
+    with pytest.raises(ValueError, match=r"unknown runtime 'onx'.*onnx"):
+        EvalConfig(runtime="onx").validate()
+
+
 @pytest.mark.parametrize("every", [1, 3])
 def test_a_temporal_ensemble_executes_the_mean_of_every_chunks_prediction(tmp_path: Path, tiny_ckpt: Path,
                                                                         every: int) -> None:

@@ -21,7 +21,7 @@ def test_tiny_main_job_writes_a_report_with_its_table_plots_and_videos(tmp_path:
             "demos.randomize=camera_shift:10,pose_latency:1",
             "pretrain.train=debug", "pretrain.steps=2", "pretrain.batch_size=4",
             "eval.episodes=2", "eval.workers=1", "eval.onnx_episodes=1", "eval.n_action_steps=8",
-            "eval.temporal_ensemble=0.3", "eval.temporal_ensemble_every=2",
+            "eval.temporal_ensemble=0.3", "eval.temporal_ensemble_every=2", "eval.runtime=onnx",
             "refine.method=hg_dagger", "refine.episodes_per_iteration=2", "refine.eval_episodes=2",
             "refine.train_steps=2", "refine.workers=1", "refine.overrides=[train.batch_size=8,horizon=40]"]
     res = subprocess.run([sys.executable, "-m", "vla.cli", "run", *args], capture_output=True, text=True,
@@ -29,8 +29,9 @@ def test_tiny_main_job_writes_a_report_with_its_table_plots_and_videos(tmp_path:
     assert res.returncode == 0, res.stderr[-3000:]
     assert "report (open in a browser)" in res.stdout
     summary = json.loads((out / "summary.json").read_text())
-    # the export is checked on the first of the evaluation's seeds only (eval.onnx_episodes)
-    assert re.match(r"\d/2 ", summary["eval"]["torch success"]) and re.match(r"\d/1 ", summary["eval"]["onnx success"])
+    # every evaluation runs the checkpoints' ONNX exports (eval.runtime=onnx); torch is checked on the first of
+    # the evaluation's seeds only (eval.onnx_episodes)
+    assert re.match(r"\d/2 ", summary["eval"]["onnx success"]) and re.match(r"\d/1 ", summary["eval"]["torch success"])
     assert summary["sim_demos"]["expert noise"] == "0.1 (label: clean)"
     assert summary["sim_demos"]["expert drops"].startswith("50%")
     assert summary["sim_demos"]["expert turns"] == "over the object"
@@ -41,17 +42,22 @@ def test_tiny_main_job_writes_a_report_with_its_table_plots_and_videos(tmp_path:
         "camera_shift": 10.0, "pose_latency": 1.0}
     rollouts = json.loads((out / "refine" / "iter_00" / "collect" / "summary.json").read_text())
     assert rollouts["config"]["intervener_args"] == {"expert_gain": 0.7}
+    pretrained = summary["pretrain"]["checkpoint"]
+    assert rollouts["config"]["runtime"] == "onnx" and rollouts["onnx_export"] == f"{pretrained}/onnx"
     # every evaluation (the eval stage's, the refine stage's rollouts and versions) ran the temporal ensemble
     assert summary["eval"]["execution"] == "temporal ensemble, rate 0.3, a chunk every 2 steps"
     # the preset measures before and after only (refine.eval_every): round 1's policy is trained, not evaluated
     assert not (out / "refine" / "iter_01" / "eval").exists() and (out / "refine" / "iter_01" / "train").is_dir()
     v1 = json.loads((out / "refine" / "iter_02" / "eval" / "summary.json").read_text())
     assert v1["config"]["temporal_ensemble"] == 0.3 and v1["config"]["temporal_ensemble_every"] == 2
+    assert v1["onnx_export"] == f"{v1['config']['policy']}/onnx"  # the refined checkpoint's own export
     # the preset's policy reads the cameras and the object poses: the demos, the evaluation and the
     # refine stage's rollouts and versions all ran obs_mode=state
     assert summary["sim_demos"]["observation"] == "agentview, robot0_eye_in_hand; a 22-d state with the object poses"
-    evaluated = json.loads((out / "eval_torch" / "summary.json").read_text())
+    evaluated = json.loads((out / "eval_onnx" / "summary.json").read_text())
     assert evaluated["config"]["obs_mode"] == v1["config"]["obs_mode"] == "state"
+    # the refine stage's version 0 is the eval stage's evaluation in the same runtime, not a second one
+    assert evaluated == json.loads((out / "refine" / "iter_00" / "eval" / "summary.json").read_text())
     from vla.data.store import EpisodeStore
 
     assert EpisodeStore.open(out / "refine" / "store.zarr").schema.state_dim == 22
@@ -95,7 +101,7 @@ def test_tiny_main_job_writes_a_report_with_its_table_plots_and_videos(tmp_path:
                         r"successes the world model's ensemble disagreed on counted as failures", imagine["supervised"])
     # version 0 is the eval stage's own evaluation (same seeds and settings), not a second one
     v0 = json.loads((out / "imagine" / "iter_00" / "eval" / "summary.json").read_text())
-    assert v0 == json.loads((out / "eval_torch" / "summary.json").read_text())
+    assert v0 == json.loads((out / "eval_onnx" / "summary.json").read_text())
     page = (out / "report.html").read_text()
     assert '<td class="stage">imagine</td>' in page and '<td class="stage">refine</td>' in page
     videos = re.findall(r'<video src="([^"]+)"', page)
