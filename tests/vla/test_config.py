@@ -66,6 +66,8 @@ def test_shipped_job_presets_load() -> None:
     assert (cfg.eval.episodes, cfg.eval.onnx_episodes, cfg.refine.eval_episodes) == (200, 50, 200)
     with pytest.raises(ConfigError, match=r"eval\.onnx_episodes must be >= 0 .*got -1"):
         load_config(JobConfig, "job", "default", ["eval.onnx_episodes=-1"])
+    with pytest.raises(ConfigError, match=r"eval\.runtime must be one of torch, onnx, got 'onx'.*'onnx'"):
+        load_config(JobConfig, "job", "default", ["eval.runtime=onx"])
     with pytest.raises(ConfigError, match=r"demos\.obs_mode must be image or state, got 'pixels'"):
         load_config(JobConfig, "job", "default", ["demos.obs_mode=pixels"])
     # the robustness stage's perturbation is checked at load, by name, with the close match
