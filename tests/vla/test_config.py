@@ -63,7 +63,8 @@ def test_shipped_job_presets_load() -> None:
         load_config(JobConfig, "job", "debug", ["stages=- - x"])
     # the default job checks its ONNX export on the first 50 of its 200 evaluation seeds
     cfg = load_config(JobConfig, "job", "default")
-    assert (cfg.eval.episodes, cfg.eval.onnx_episodes, cfg.refine.eval_episodes) == (200, 50, 200)
+    assert (cfg.eval.episodes, cfg.eval.onnx_episodes, cfg.refine.eval_episodes) == (200, 20, 200)
+    assert cfg.eval.runtime == "onnx" and cfg.perception.randomize.endswith("action_noise:0.02")
     with pytest.raises(ConfigError, match=r"eval\.onnx_episodes must be >= 0 .*got -1"):
         load_config(JobConfig, "job", "default", ["eval.onnx_episodes=-1"])
     with pytest.raises(ConfigError, match=r"eval\.runtime must be one of torch, onnx, got 'onx'.*'onnx'"):
