@@ -52,7 +52,7 @@ run: install
 # The main job on the earlier gain-0.7 demos that also randomise the action latency (the default's randomise the
 # pose latency and camera pose): better than gain 0.7 alone under the `realistic` preset, worse clean, and past
 # the 15-minute budget (benchmarks/results/robustness.md, block job_robust). Kept for its figures: the default's
-# gain-0.4 demos lose less to the latency than this does (block job)
+# gain-0.4 demos lose less to the latency than this does (blocks job, job_s17)
 run-robust: install
 	$(VENV)/bin/vla run out_dir=runs/main_robust demos.gain=0.7 \
 		demos.randomize=action_latency:1,pose_latency:2,camera_shift:10,camera_rot:1

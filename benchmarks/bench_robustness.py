@@ -27,13 +27,27 @@ measured) alone and all of them together, against the clean run on the same seed
   python benchmarks/bench_robustness.py --block camera_only_even_ensemble \
       --ckpt runs/s13/cam/i_g07pc_s0/train/checkpoints/step_00007000 --job runs/s13/cam/i_g07pc_s0 \
       --kinds action_latency --temporal-ensemble -0.01 --out runs/s13/rob_cam_te --against camera_only runs/s13/rob_cam
-  # the job's policy as `make run` ships it (the default preset since 2026-12-06: gain-0.4 demos with pose latency
-  # and camera pose randomised, robustness_training.md t_g04pc), on its pose estimator's poses (no simulator
-  # state), paired per seed with the gain-0.7 default's rerun of 2026-12-06 (job_rate03_s14, whose folder has the
-  # clean, one-tick latency and `realistic` runs). The run's robustness stage was resumed after a fix
-  # (runs/s17/q_job.sh, q_job2.sh, q_after2.sh)
-  vla run out_dir=runs/s17/job_g04 demos.gain=0.4
+  # the job's policy as `make run` ships it (the default preset of 2026-12-06 evening: every rollout through the
+  # ONNX exports, 2,000 pretraining steps, one refine round, the estimator trained on frames of an expert whose
+  # commands carry the 2% noise), on its pose estimator's poses (no simulator state), paired per seed with the
+  # morning's default (job_s17); the evaluations run in the job's runtime (onnx) (runs/s18/q_rob.sh)
+  python benchmarks/bench_main_job.py --out runs/s18/job2
   python benchmarks/bench_robustness.py --block job \
+      --ckpt runs/s18/job2/refine/iter_01/train/checkpoints/step_00000250 --job runs/s18/job2 \
+      --poses runs/s18/job2/perception/estimator --out runs/s18/rob_job --against job_s17 runs/s17/rob_g04
+  # the same morning job's refined policy on an estimator trained on the noisy-command frames (the evening's
+  # perception recipe), paired with job_s17 (runs/s18/q_pn.sh)
+  python benchmarks/bench_robustness.py --block job_pn_estimator \
+      --ckpt runs/s17/job_g04/refine/iter_02/train/checkpoints/step_00000500 --job runs/s17/job_g04 \
+      --poses runs/s17/job_g04_pn/perception/estimator --kinds action_noise,action_latency,camera_shift \
+      --out runs/s18/rob_pn --against job_s17 runs/s17/rob_g04
+  # the morning's default (2026-12-06: gain-0.4 demos with pose latency and camera pose randomised,
+  # robustness_training.md t_g04pc; torch, 3,000 steps, two refine rounds), measured as `job`, renamed job_s17
+  # when the default changed; paired per seed with the gain-0.7 default's rerun of 2026-12-06 (job_rate03_s14,
+  # whose folder has the clean, one-tick latency and `realistic` runs). The run's robustness stage was resumed
+  # after a fix (runs/s17/q_job.sh, q_job2.sh, q_after2.sh)
+  vla run out_dir=runs/s17/job_g04 demos.gain=0.4
+  python benchmarks/bench_robustness.py --block job_s17 \
       --ckpt runs/s17/job_g04/refine/iter_02/train/checkpoints/step_00000500 --job runs/s17/job_g04 \
       --poses runs/s17/job_g04/perception/estimator --out runs/s17/rob_g04 --against job_rate03_s14 runs/s14/rob_a
   # the gain-0.7 default (2026-12-05 to 12-06; measured as `job`, renamed job_gain07 when the default changed),
