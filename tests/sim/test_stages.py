@@ -22,7 +22,8 @@ def test_tiny_main_job_writes_a_report_with_its_table_plots_and_videos(tmp_path:
             "pretrain.train=debug", "pretrain.steps=2", "pretrain.batch_size=4",
             "eval.episodes=2", "eval.workers=1", "eval.onnx_episodes=1", "eval.n_action_steps=8",
             "eval.temporal_ensemble=0.3", "eval.temporal_ensemble_every=2", "eval.runtime=onnx",
-            "refine.method=hg_dagger", "refine.episodes_per_iteration=2", "refine.eval_episodes=2",
+            "refine.method=hg_dagger", "refine.iterations=2", "refine.eval_every=2",
+            "refine.episodes_per_iteration=2", "refine.eval_episodes=2",
             "refine.train_steps=2", "refine.workers=1", "refine.overrides=[train.batch_size=8,horizon=40]"]
     res = subprocess.run([sys.executable, "-m", "vla.cli", "run", *args], capture_output=True, text=True,
                          timeout=900)
@@ -46,7 +47,7 @@ def test_tiny_main_job_writes_a_report_with_its_table_plots_and_videos(tmp_path:
     assert rollouts["config"]["runtime"] == "onnx" and rollouts["onnx_export"] == f"{pretrained}/onnx"
     # every evaluation (the eval stage's, the refine stage's rollouts and versions) ran the temporal ensemble
     assert summary["eval"]["execution"] == "temporal ensemble, rate 0.3, a chunk every 2 steps"
-    # the preset measures before and after only (refine.eval_every): round 1's policy is trained, not evaluated
+    # before and after only (refine.eval_every=2): round 1's policy is trained, not evaluated
     assert not (out / "refine" / "iter_01" / "eval").exists() and (out / "refine" / "iter_01" / "train").is_dir()
     v1 = json.loads((out / "refine" / "iter_02" / "eval" / "summary.json").read_text())
     assert v1["config"]["temporal_ensemble"] == 0.3 and v1["config"]["temporal_ensemble_every"] == 2

@@ -161,8 +161,8 @@ def export_onnx(source: str | Path | VLAModel, out_dir: str | Path, camera_sizes
 def runtime_export(ckpt: str | Path, image_size: int) -> Path:
     """`ckpt/onnx`, the checkpoint's export for ONNX Runtime with every camera at `image_size` (an evaluation's
     `runtime=onnx`): made (from the EMA weights, as torch evaluates) when missing, older than the checkpoint's
-    files or made for other camera sizes. Written beside and renamed into place, so an evaluation that
-    reads it meanwhile sees the old export or the new one, not half of one."""
+    files or made for other camera sizes. Written beside and renamed into place, so nothing reads half of one
+    (a reader in the instant between the two renames finds none)."""
     folder = Path(ckpt)
     out = folder / "onnx"
     cfg = load_model_config(folder)
@@ -175,11 +175,13 @@ def runtime_export(ckpt: str | Path, image_size: int) -> Path:
                 return out
         except (OSError, ValueError):
             pass  # unreadable: made again below
-    tmp = folder / f".onnx.{os.getpid()}"
+    tmp, old = folder / f".onnx.{os.getpid()}", folder / f".onnx.old.{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     export_onnx(folder, tmp, camera_sizes={c: (image_size, image_size) for c in cfg.cameras})
-    shutil.rmtree(out, ignore_errors=True)
+    if out.exists():
+        os.replace(out, old)  # a rename, not a removal in place: a reader finds a whole export or none
     os.replace(tmp, out)
+    shutil.rmtree(old, ignore_errors=True)
     return out
 
 
