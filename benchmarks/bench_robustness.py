@@ -14,19 +14,22 @@ measured) alone and all of them together, against the clean run on the same seed
   python benchmarks/bench_robustness.py --block camera_only_gain15 \
       --ckpt runs/s13/cam/i_base_s0/train/checkpoints/step_00007000 --job runs/s13/cam/i_base_s0 \
       --kinds camera_shift,camera_rot,action_latency --out runs/s13/rob_cam_base
-  python benchmarks/bench_robustness.py --block camera_only \
+  # (measured as camera_only; renamed camera_only_g07 when the gain-0.4 recipe's block became the headline)
+  python benchmarks/bench_robustness.py --block camera_only_g07 \
       --ckpt runs/s13/cam/i_g07pc_s0/train/checkpoints/step_00007000 --job runs/s13/cam/i_g07pc_s0 \
       --out runs/s13/rob_cam --against camera_only_gain15 runs/s13/rob_cam_base
-  # the same recipe on the gain-0.4 demos (the default's since 2026-12-06; robustness_training.md c_g04pc), some
-  # kinds only, paired with the gain-0.7 block above (runs/s17/q_camrep.sh)
+  # the headline camera_only block: the same recipe on the gain-0.4 demos (the default's since 2026-12-06;
+  # robustness_training.md c_g04pc), paired with the gain-0.7 block above. Measured as camera_only_g04: 4 kinds on
+  # 12-06 (runs/s17/q_camrep.sh), the rest in the evening (runs/s18/q_cam.sh, the 4 read back), then renamed
   vla run out_dir=runs/s17/cam/i_g04pc_s0 (as i_g07pc_s0) demos.gain=0.4
-  python benchmarks/bench_robustness.py --block camera_only_g04 \
+  python benchmarks/bench_robustness.py --block camera_only \
       --ckpt runs/s17/cam/i_g04pc_s0/train/checkpoints/step_00007000 --job runs/s17/cam/i_g04pc_s0 \
-      --kinds action_latency,camera_shift --out runs/s17/rob_cam_g04 --against camera_only runs/s13/rob_cam
+      --out runs/s17/rob_cam_g04 --against camera_only_g07 runs/s13/rob_cam
   # the same policy with every live chunk weighted about equally (temporal ensemble rate -0.01, the job's 0.3)
   python benchmarks/bench_robustness.py --block camera_only_even_ensemble \
       --ckpt runs/s13/cam/i_g07pc_s0/train/checkpoints/step_00007000 --job runs/s13/cam/i_g07pc_s0 \
-      --kinds action_latency --temporal-ensemble -0.01 --out runs/s13/rob_cam_te --against camera_only runs/s13/rob_cam
+      --kinds action_latency --temporal-ensemble -0.01 --out runs/s13/rob_cam_te \
+      --against camera_only_g07 runs/s13/rob_cam
   # the job's policy as `make run` ships it (the default preset of 2026-12-06 evening: every rollout through the
   # ONNX exports, 2,000 pretraining steps, one refine round, the estimator trained on frames of an expert whose
   # commands carry the 2% noise), on its pose estimator's poses (no simulator state), paired per seed with the
