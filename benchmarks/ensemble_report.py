@@ -5,9 +5,10 @@
 The ensemble's rate (0.3) and stride (a chunk every 2 steps) were chosen on the job's old seeds 1000-1199
 (bench_ensemble.py, ensemble.md); this measures the choice where nothing was chosen. For each finished job
 its eval stage already ran the pretrained checkpoint with the ensemble on the report range
-(`<job>/eval_torch`); this runs the same checkpoint, seeds and settings executing 4 steps of each chunk
-(`n_action_steps=4`, the job's setting before the ensemble) into `<job>/eval_plain4`, and pairs the two by
-seed. Over the jobs (one training each): the mean of the per-job differences with its t interval, and
+(`<job>/eval_<eval.runtime>`: eval_torch before the option); this runs the same checkpoint, seeds and settings
+executing 4 steps of each chunk (`n_action_steps=4`, the job's setting before the ensemble) into
+`<job>/eval_plain4`, and pairs the two by seed. Over the jobs (one training each): the mean of the per-job
+differences with its t interval, and
 every seed pair pooled. Written by results_io.write_result to benchmarks/results/ensemble_report.json.
 Resumable: an evaluation with a summary is not run again.
 """
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from harness import job_eval
 from results_io import write_result
 
 from vla.metrics import paired_difference, t_interval
@@ -34,7 +36,7 @@ def plain_of(job: Path) -> dict[str, Any]:
     out = job / "eval_plain4"
     if (out / "summary.json").exists():
         return json.loads((out / "summary.json").read_text())
-    config = dict(json.loads((job / "eval_torch" / "summary.json").read_text())["config"])
+    config = dict(json.loads((job_eval(job) / "summary.json").read_text())["config"])
     config.update(temporal_ensemble=None, temporal_ensemble_every=1, n_action_steps=4, videos=0, out_dir=str(out),
                   record="")
     return run_evaluation(EvalConfig(**config))
@@ -51,7 +53,7 @@ def main() -> None:
     rows, ranges = [], set()
     for j in args.jobs:
         job = (ROOT / j).resolve()
-        ens = json.loads((job / "eval_torch" / "summary.json").read_text())
+        ens = json.loads((job_eval(job) / "summary.json").read_text())
         if ens["config"].get("temporal_ensemble") is None:
             raise SystemExit(f"{job}: its eval stage ran without the temporal ensemble")
         plain = plain_of(job)
@@ -67,7 +69,7 @@ def main() -> None:
     pooled = np.concatenate([np.asarray(r["per_seed_ensemble"], float) - np.asarray(r["per_seed_plain"], float)
                              for r in rows])
     plo, phi = t_interval(pooled)
-    ens_cfg = json.loads(((ROOT / args.jobs[0]) / "eval_torch" / "summary.json").read_text())["config"]
+    ens_cfg = json.loads((job_eval(ROOT / args.jobs[0]) / "summary.json").read_text())["config"]
     figures = {"rate": ens_cfg["temporal_ensemble"], "every": ens_cfg["temporal_ensemble_every"], "jobs": rows,
                "over_trainings": {"mean": float(per_job.mean()), "lo": lo, "hi": hi, "trainings": len(rows)},
                "pooled_episodes": {"mean": float(pooled.mean()), "lo": plo, "hi": phi, "pairs": len(pooled)}}

@@ -22,6 +22,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harness import job_eval
 from results_io import write_result
 
 from vla.metrics import format_paired, paired_difference
@@ -47,7 +48,7 @@ def evaluate(job: Path, name: str, overrides: dict[str, Any], episodes: int, out
     dest = out / name
     if (dest / "summary.json").exists():
         return json.loads((dest / "summary.json").read_text())
-    config = dict(json.loads((job / "eval_torch" / "summary.json").read_text())["config"])
+    config = dict(json.loads((job_eval(job) / "summary.json").read_text())["config"])
     config.update(seed_range="tune", seed_offset=0, seeds=None, episodes=episodes, videos=0, out_dir=str(dest),
                   record="", **overrides)
     return run_evaluation(EvalConfig(**config))
@@ -66,8 +67,8 @@ def main() -> None:
     ap.add_argument("--steps", default=",".join(map(str, STEPS)))
     args = ap.parse_args()
     job = (ROOT / args.job).resolve()
-    if not (job / "eval_torch" / "summary.json").exists():
-        raise SystemExit(f"--job {args.job}: no eval stage summary ({job / 'eval_torch' / 'summary.json'})")
+    if not (job_eval(job) / "summary.json").exists():
+        raise SystemExit(f"--job {args.job}: no eval stage summary ({job_eval(job) / 'summary.json'})")
     todo = settings(tuple(float(x) for x in args.rates.split(",")), tuple(int(x) for x in args.every.split(",")),
                     tuple(int(x) for x in args.steps.split(",")))
     out = job / "ensemble_sweep"

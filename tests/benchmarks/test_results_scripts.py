@@ -156,3 +156,16 @@ def test_wm_chunks_carries_each_truth_sets_continuations_reliability_and_kind_pr
     # evaluations written before the reliability existed still read
     old = {str(tmp_path / "one"): {"task": "pick_place", "seed_range": "tune", "chunk_spearman": 0.1}}
     assert wc.sets_of(old)[str(tmp_path / "one")]["spearman_brown"] is None
+
+
+def test_a_jobs_full_evaluation_is_the_one_in_its_runtime(tmp_path: Path) -> None:
+    """A job's eval stage runs all its seeds in eval.runtime and only a check in the other: the scripts that
+    re-run or pair with it read eval_<runtime> (eval_torch for a job from before the option, or no job.json)."""
+    import json
+
+    harness = load_script("harness")
+    assert harness.job_eval(tmp_path) == tmp_path / "eval_torch"
+    (tmp_path / "job.json").write_text(json.dumps({"eval": {"episodes": 200}}))
+    assert harness.job_eval(tmp_path) == tmp_path / "eval_torch"
+    (tmp_path / "job.json").write_text(json.dumps({"eval": {"episodes": 200, "runtime": "onnx"}}))
+    assert harness.job_eval(tmp_path) == tmp_path / "eval_onnx"
