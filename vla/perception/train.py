@@ -110,7 +110,8 @@ def train(store: str | Path, cfg: PerceptionConfig, progress: bool = True) -> di
     groups = [{"params": ps, "lr": lr} for ps, lr in (([p for p in trainable if id(p) not in in_trunk], cfg.lr),
                                                       ([p for p in trainable if id(p) in in_trunk],
                                                        cfg.lr * cfg.backbone_lr_scale)) if ps]
-    opt = torch.optim.AdamW(groups, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    # the fused kernel, as the policy's (vla.train.optim): 150 steps on the job's store in 21.0 s against 22.5
+    opt = torch.optim.AdamW(groups, lr=cfg.lr, weight_decay=cfg.weight_decay, fused=True)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=[g["lr"] for g in groups], total_steps=cfg.steps,
                                                 pct_start=0.05)
     y = torch.from_numpy(((targets - mean) / scale).astype(np.float32))
