@@ -20,6 +20,8 @@ import sys
 import time
 from pathlib import Path
 
+from harness import job_eval, job_runtime
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 
@@ -70,7 +72,7 @@ def main() -> None:
         seconds = round(time.time() - t0)
     summary = json.loads((out / "summary.json").read_text())
     # the runtime of the job's evaluations (eval.runtime; torch before it existed) and the other one's check
-    runtime = json.loads((out / "job.json").read_text())["eval"].get("runtime", "torch")
+    runtime = job_runtime(out)
     other = "torch" if runtime == "onnx" else "onnx"
     pre_s, pre_n = success_of(summary["eval"][f"{runtime} success"])
     figures = {"main_job_pretrained_success": round(pre_s / pre_n, 3), "main_job_episodes": pre_n,
@@ -102,7 +104,7 @@ def main() -> None:
         figures["main_job_s"] = seconds
     from results_io import write_result
 
-    seed_range = json.loads((out / f"eval_{runtime}" / "summary.json").read_text()).get("seed_range", "collect")
+    seed_range = json.loads((job_eval(out) / "summary.json").read_text()).get("seed_range", "collect")
     keys = [k for k in ("main_job_pretrained_success", "main_job_refined_success", "main_job_refine_gain_95",
                         "main_job_s", "main_job_stages_s") if k in figures][:4]
     if args.block:  # main_job.json's _meta stays the headline run's: another run goes to a file of its own

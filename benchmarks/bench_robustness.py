@@ -110,15 +110,16 @@ def evaluate(ckpt: str, job: dict[str, Any], perturb: str, out: Path, episodes: 
              poses: str = "") -> dict[str, Any]:
     from sim.evaluate import EvalConfig, run_evaluation
 
+    ev, demos = job["eval"], job["demos"]
+    runtime = ev.get("runtime", "torch")  # the job's (torch before eval.runtime existed)
     if (out / "summary.json").exists():
         s = json.loads((out / "summary.json").read_text())
-        if same_run(s, perturb, episodes, job["eval"]["temporal_ensemble"], job["eval"].get("runtime", "torch")):
+        if same_run(s, perturb, episodes, ev["temporal_ensemble"], runtime):
             return s
-    ev, demos = job["eval"], job["demos"]
     cfg = EvalConfig(task=demos["task"], policy=ckpt, episodes=episodes, seed_range="report", seed_offset=offset,
                      workers=2, n_action_steps=ev["n_action_steps"], temporal_ensemble=ev["temporal_ensemble"],
                      temporal_ensemble_every=ev["temporal_ensemble_every"], image_size=demos["image_size"],
-                     runtime=ev.get("runtime", "torch"),  # the job's (torch before eval.runtime existed)
+                     runtime=runtime,
                      obs_mode=demos["obs_mode"], videos=1, perturb=perturb, out_dir=str(out), poses=poses)
     return run_evaluation(cfg, progress=False)
 

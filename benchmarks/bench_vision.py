@@ -325,6 +325,11 @@ def _train_augment(job_config: dict[str, Any]) -> str:
                  if o.startswith("train.augment=")), "")
 
 
+def _refined_eval(job: Path) -> dict[str, Any]:
+    """The refine stage's last evaluation (its final policy on the eval seeds, the simulator's poses)."""
+    return json.loads(sorted((job / "refine").glob("iter_*/eval/summary.json"))[-1].read_text())
+
+
 def job_block(job: Path, estimated: Path | None = None) -> dict[str, Any]:
     """The main job's own estimator and its deployed policy on it (the perception stage's row) and the deploy
     stage's episodes over ROS 2, from a finished `vla run`; with `estimated` (an evaluation of the refined
@@ -334,7 +339,7 @@ def job_block(job: Path, estimated: Path | None = None) -> dict[str, Any]:
     wide: dict[str, Any] = {}
     if estimated is not None:
         est_all = json.loads((estimated / "summary.json").read_text())
-        truth = json.loads(sorted((job / "refine").glob("iter_*/eval/summary.json"))[-1].read_text())
+        truth = _refined_eval(job)
         e, t = _per_seed(est_all), _per_seed(truth)
         if set(e) != set(t):
             raise ValueError(f"{estimated}: seeds differ from the refine stage's final evaluation's")
@@ -363,12 +368,9 @@ def job_block(job: Path, estimated: Path | None = None) -> dict[str, Any]:
 def augment_block(base: Path, aug: Path, aug_est: Path) -> dict[str, Any]:
     """Tune-range reading of `train.augment`: two jobs on the same demos and seeds, one trained with it (pretrain
     and refine), both refined policies on the simulator's poses and on the same estimator's, paired by seed."""
-    def final(job: Path) -> dict[str, Any]:
-        return json.loads(sorted((job / "refine").glob("iter_*/eval/summary.json"))[-1].read_text())
-
-    runs = {"base_gt": final(base), "base_est": json.loads((base / "perception" / "policy_estimated" /
+    runs = {"base_gt": _refined_eval(base), "base_est": json.loads((base / "perception" / "policy_estimated" /
                                                              "summary.json").read_text()),
-            "aug_gt": final(aug), "aug_est": json.loads((aug_est / "summary.json").read_text())}
+            "aug_gt": _refined_eval(aug), "aug_est": json.loads((aug_est / "summary.json").read_text())}
     seeds = set.intersection(*(set(_per_seed(r)) for r in runs.values()))
     per = {k: {s: v for s, v in _per_seed(r).items() if s in seeds} for k, r in runs.items()}
     config = json.loads((aug / "job.json").read_text())

@@ -25,12 +25,16 @@ ROOT = Path(__file__).resolve().parents[1]
 ENV = {"OMP_NUM_THREADS": "1", **os.environ, "HF_HUB_OFFLINE": "1"}
 
 
+def job_runtime(job: Path) -> str:
+    """A finished main job's eval.runtime (torch for a job from before the option, or without job.json)."""
+    config = job / "job.json"
+    return json.loads(config.read_text())["eval"].get("runtime", "torch") if config.exists() else "torch"
+
+
 def job_eval(job: Path) -> Path:
     """A finished main job's evaluation of its pretrained policy on all the eval seeds: `eval_<eval.runtime>`
-    (eval_torch for a job from before eval.runtime; the other runtime's folder holds only its check)."""
-    config = job / "job.json"
-    runtime = json.loads(config.read_text())["eval"].get("runtime", "torch") if config.exists() else "torch"
-    return job / f"eval_{runtime}"
+    (the other runtime's folder holds only its check)."""
+    return job / f"eval_{job_runtime(job)}"
 
 
 def vla(*args: object) -> list[str]:

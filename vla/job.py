@@ -448,16 +448,10 @@ def export_checkpoint(ctx: JobContext, ckpt: Path) -> Path:
     evaluation with runtime=onnx already made is kept)."""
     from vla.data.store import EpisodeStore
     from vla.policy.checkpoint import load_config as load_policy_config
-    from vla.policy.export import export_onnx, runtime_export
+    from vla.policy.export import runtime_export
 
     schema = EpisodeStore.open(ctx.store_path).schema
-    cameras = load_policy_config(ckpt).cameras
-    sizes = {tuple(schema.cameras[c]) for c in cameras}
-    if len(sizes) == 1 and len(size := next(iter(sizes))) == 2 and size[0] == size[1]:
-        return runtime_export(ckpt, size[0])
-    out = ckpt / "onnx"
-    export_onnx(ckpt, out, camera_sizes={c: schema.cameras[c] for c in cameras})
-    return out
+    return runtime_export(ckpt, {c: schema.cameras[c] for c in load_policy_config(ckpt).cameras})
 
 
 def run_job(config: JobConfig) -> dict[str, dict[str, Any]]:

@@ -27,7 +27,7 @@ import logging
 import os
 import shutil
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -158,15 +158,17 @@ def export_onnx(source: str | Path | VLAModel, out_dir: str | Path, camera_sizes
     return out
 
 
-def runtime_export(ckpt: str | Path, image_size: int) -> Path:
-    """`ckpt/onnx`, the checkpoint's export for ONNX Runtime with every camera at `image_size` (an evaluation's
-    `runtime=onnx`): made (from the EMA weights, as torch evaluates) when missing, older than the checkpoint's
-    files or made for other camera sizes. Written beside and renamed into place, so nothing reads half of one
-    (a reader in the instant between the two renames finds none)."""
+def runtime_export(ckpt: str | Path, camera_sizes: int | Mapping[str, Sequence[int]]) -> Path:
+    """`ckpt/onnx`, the checkpoint's export for ONNX Runtime with its cameras at `camera_sizes` (an int: every
+    camera at that square size, as an evaluation's `runtime=onnx` gives them): made (from the EMA weights, as
+    torch evaluates) when missing, older than the checkpoint's files or made for other camera sizes. Written
+    beside and renamed into place, so nothing reads half of one (a reader in the instant between the two renames
+    finds none)."""
     folder = Path(ckpt)
     out = folder / "onnx"
-    cfg = load_model_config(folder)
-    sizes = {c: [image_size, image_size] for c in cfg.cameras}
+    cameras = load_model_config(folder).cameras
+    sizes = {c: [int(v) for v in ((camera_sizes, camera_sizes) if isinstance(camera_sizes, int)
+                                  else camera_sizes[c])] for c in cameras}
     newest = max(f.stat().st_mtime for f in folder.iterdir() if f.is_file())
     meta = out / RUNTIME_META
     if meta.is_file() and meta.stat().st_mtime >= newest:
@@ -177,7 +179,7 @@ def runtime_export(ckpt: str | Path, image_size: int) -> Path:
             pass  # unreadable: made again below
     tmp, old = folder / f".onnx.{os.getpid()}", folder / f".onnx.old.{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
-    export_onnx(folder, tmp, camera_sizes={c: (image_size, image_size) for c in cfg.cameras})
+    export_onnx(folder, tmp, camera_sizes={c: (h, w) for c, (h, w) in sizes.items()})
     if out.exists():
         os.replace(out, old)  # a rename, not a removal in place: a reader finds a whole export or none
     os.replace(tmp, out)
