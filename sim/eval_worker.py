@@ -122,11 +122,12 @@ def run_worker(spec: dict[str, Any]) -> Iterator[EpisodeResult]:
 
     env = perturbed(TASKS.make(spec["task"], **env_kwargs(spec)), spec.get("perturb", "none"),
                     env_kwargs(spec)["obs_mode"], spec["task"], spec.get("randomize", "none"))
+    estimated = None
     if spec.get("poses"):
         from sim.estimated_poses import EstimatedPosesEnv
 
-        env = EstimatedPosesEnv(env, spec["poses"], spec["task"], spec.get("poses_smoothing", 1.0),
-                                spec.get("poses_rest_gate_mm", 0.0))
+        env = estimated = EstimatedPosesEnv(env, spec["poses"], spec["task"], spec.get("poses_smoothing", 1.0),
+                                            spec.get("poses_rest_gate_mm", 0.0))
     policy = load_policy(spec["policy"], env, noise=spec["noise"], skill=spec["skill"],
                          seed=spec["seeds"][0] if spec["seeds"] else 0, noise_scale=spec.get("noise_scale"),
                          expert_options=expert_options(spec))
@@ -150,6 +151,8 @@ def run_worker(spec: dict[str, Any]) -> Iterator[EpisodeResult]:
             video = seed in spec["video_seeds"]
             result, builder, frames = run_eval_episode(env, policy, seed, spec, episode_dir is not None, video,
                                                        intervener)
+            if estimated is not None:
+                result.pose_error_mm = estimated.episode_errors_mm()
             if hasattr(policy, "episode_done"):  # a learner's policy keeps what it decided (DSRL's steered one)
                 policy.episode_done(seed, result.success)
             if frames:

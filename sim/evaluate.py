@@ -344,7 +344,10 @@ def run_evaluation(config: EvalConfig, progress: bool = True) -> dict[str, Any]:
     if randomized:
         summary["randomize"] = randomized
     if estimated:
-        summary["estimated_poses"] = estimated
+        from sim.estimated_poses import pose_error_summary
+
+        errors = pose_error_summary((r.success, r.pose_error_mm) for r in results)
+        summary["estimated_poses"] = {**estimated, **({"error_mm": errors} if errors else {})}
     if export:
         summary["onnx_export"] = export
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))

@@ -14,12 +14,15 @@ from vla.protocol import seed_range
 
 # apart from the demos' (offset 0) and the vision stage's (500000) collect seeds
 COLLECT_OFFSET = 600_000
+# the deployed policy's rollouts for the estimator (perception.policy_rollouts), apart from the expert's
+POLICY_OFFSET = 650_000
 
 
 @stage("perception")
 def perception_stage(ctx: JobContext) -> dict[str, Any]:
-    """Expert episodes with visual domain randomisation (obs_mode=state: the frames and their poses), the
-    estimator trained on them, and its error on fresh episodes of the eval range."""
+    """Expert episodes with visual domain randomisation (obs_mode=state: the frames and their poses), with
+    `perception.policy_rollouts` of the deployed policy's beside them, the estimator trained on them, and its
+    error on fresh episodes of the eval range."""
     from sim.evaluate import EvalConfig, run_evaluation
     from vla.config import load_config
     from vla.perception.config import PerceptionConfig
@@ -38,6 +41,14 @@ def perception_stage(ctx: JobContext) -> dict[str, Any]:
     run_evaluation(EvalConfig(**common, episodes=cfg.episodes, seed_range="collect", seed_offset=COLLECT_OFFSET,
                               skill=cfg.skill, randomize=cfg.randomize, record=str(stores["train"]),
                               out_dir=str(out / "collect_train")), progress=False)
+    rollouts: dict[str, Any] = {}
+    if cfg.policy_rollouts:
+        ckpt, who, _ = deployed_policy(ctx)
+        s = run_evaluation(EvalConfig(**execution(ctx, ckpt), episodes=cfg.policy_rollouts, seed_range="collect",
+                                      seed_offset=POLICY_OFFSET, randomize=cfg.randomize, videos=0,
+                                      record=str(stores["train"]), out_dir=str(out / "collect_policy")),
+                           progress=False)
+        rollouts = {"policy rollouts": f"{cfg.policy_rollouts} of the {who} policy ({s['success_rate']:.2f} success)"}
     run_evaluation(EvalConfig(**common, episodes=cfg.eval_episodes, seed_range=ctx.config.eval.seed_range,
                               seed_offset=COLLECT_OFFSET, record=str(stores["eval"]),
                               out_dir=str(out / "collect_eval")), progress=False)
@@ -47,7 +58,7 @@ def perception_stage(ctx: JobContext) -> dict[str, Any]:
     err = evaluate(out / "estimator", stores["eval"], progress=False)
     first = seed_range(ctx.config.eval.seed_range).start + COLLECT_OFFSET
     row = {"estimator": str(out / "estimator"), "frames": summary["frames"], "steps": cfg.steps,
-           "randomized": cfg.randomize,
+           "randomized": cfg.randomize, **rollouts,
            **{f"{o} error mm (median, p90)": f"{err[o]['position_mm_median']:.1f}, {err[o]['position_mm_p90']:.1f}"
               for o in err if isinstance(err[o], dict)},
            "measured on": f"{err['frames']} frames of {cfg.eval_episodes} expert episodes, "
@@ -70,18 +81,23 @@ def deployed_policy(ctx: JobContext) -> tuple[Path, str, Path | None]:
     return ckpt, who, truth
 
 
+def execution(ctx: JobContext, ckpt: Path) -> dict[str, Any]:
+    """EvalConfig fields that run `ckpt` as the eval stage runs the job's policies."""
+    ev, demos = ctx.config.eval, ctx.config.demos
+    return dict(task=demos.task, policy=str(ckpt), workers=ev.workers, n_action_steps=ev.n_action_steps,
+                temporal_ensemble=ev.temporal_ensemble, temporal_ensemble_every=ev.temporal_ensemble_every,
+                runtime=ev.runtime, image_size=demos.image_size, obs_mode=demos.obs_mode)
+
+
 def policy_on_estimates(ctx: JobContext, estimator: Path, out: Path) -> dict[str, Any]:
     """The deployed policy with the estimator's poses on the first `perception.policy_episodes` eval seeds,
     against the simulator's poses on the same seeds (the eval or refine stage's run when it has them)."""
     from sim.evaluate import EvalConfig, run_evaluation, seed_outcomes
     from vla.metrics import paired_difference
 
-    cfg, ev, demos = ctx.config.perception, ctx.config.eval, ctx.config.demos
+    cfg, ev = ctx.config.perception, ctx.config.eval
     ckpt, who, truth = deployed_policy(ctx)
-    common = dict(task=demos.task, policy=str(ckpt), episodes=cfg.policy_episodes, seed_range=ev.seed_range,
-                  workers=ev.workers, n_action_steps=ev.n_action_steps, temporal_ensemble=ev.temporal_ensemble,
-                  temporal_ensemble_every=ev.temporal_ensemble_every, runtime=ev.runtime, image_size=demos.image_size,
-                  obs_mode=demos.obs_mode)
+    common = dict(execution(ctx, ckpt), episodes=cfg.policy_episodes, seed_range=ev.seed_range)
     est = run_evaluation(EvalConfig(**common, videos=2, out_dir=str(out), poses=str(estimator),
                                     poses_smoothing=cfg.smoothing), progress=False)
     truth_outcomes = seed_outcomes(json.loads(truth.read_text())) if truth is not None else {}

@@ -30,6 +30,8 @@ class EpisodeResult:
     # with instruction_vocab: the training phrasing the episode's instruction was replaced by ("" = none)
     grounded_to: str = ""
     control_hz: float = 20.0  # the env's control rate: length / control_hz is the episode's robot time
+    # with poses=ESTIMATOR: each object's median position error (mm) of the estimator over the episode
+    pose_error_mm: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> EpisodeResult:

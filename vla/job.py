@@ -174,6 +174,10 @@ class PerceptionStageConfig:
     randomize: str = ("camera_shift:10,camera_rot:2,surface_colour:0.1,distractor:0.3,lighting:0.2,colour:0.05,"
                       "blur:0.5,pixel_noise:3")
     steps: int = 2000
+    # the deployed policy's (deploy.policy) rollouts under the same randomisation, recorded with their true poses
+    # beside the expert's episodes: frames of the hand where the policy puts it, which under a real arm's command
+    # noise is not where the expert does (0: the expert's only)
+    policy_rollouts: int = 0
     eval_episodes: int = 50
     overrides: list[str] = field(default_factory=list)  # perception config overrides, e.g. ["channels=[16,32]"]
     # the deployed policy (deploy.policy) on the estimator's poses on the first this many of the eval seeds,
@@ -282,9 +286,11 @@ class JobConfig:
                 raise ConfigError("deploy.poses=estimator: the policy reads no object poses (demos.obs_mode=image)")
             if not self._runs_before("perception", "deploy"):
                 raise ConfigError("deploy.poses=estimator needs the perception stage before deploy in stages")
-        if self.perception.policy_episodes < 0 or not 0 < self.perception.smoothing <= 1:
-            raise ConfigError("perception needs policy_episodes >= 0 and 0 < smoothing <= 1, got "
-                              f"{self.perception.policy_episodes}, {self.perception.smoothing}")
+        if self.perception.policy_episodes < 0 or self.perception.policy_rollouts < 0 or \
+                not 0 < self.perception.smoothing <= 1:
+            raise ConfigError("perception needs policy_episodes >= 0, policy_rollouts >= 0 and 0 < smoothing <= 1, "
+                              f"got {self.perception.policy_episodes}, {self.perception.policy_rollouts}, "
+                              f"{self.perception.smoothing}")
         if self.perception.episodes < 2 or self.perception.steps < 1 or self.perception.eval_episodes < 1:
             raise ConfigError("perception needs episodes >= 2, steps >= 1 and eval_episodes >= 1, got "
                               f"{self.perception.episodes}, {self.perception.steps}, {self.perception.eval_episodes}")

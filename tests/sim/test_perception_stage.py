@@ -30,7 +30,10 @@ def test_the_stage_collects_labelled_frames_trains_and_measures_an_estimator(tmp
 
 
 def test_the_stage_measures_the_deployed_policy_on_its_estimates_against_the_truth(tmp_path: Path) -> None:
-    """The policy the deploy stage runs, on the estimator's poses and on the simulator's, on the same seeds."""
+    """The policy the deploy stage runs, on the estimator's poses and on the simulator's, on the same seeds; and
+    its own rollouts, with their true poses, among the estimator's training frames."""
+    from sim.perception_stage import COLLECT_OFFSET, POLICY_OFFSET
+    from vla.data.store import EpisodeStore
     from vla.job import DeployStageConfig
     from vla.train.pretrain import run_training
 
@@ -45,7 +48,12 @@ def test_the_stage_measures_the_deployed_policy_on_its_estimates_against_the_tru
                           ["train.steps=2", "train.batch_size=2", "data.val_fraction=0"])
     ctx.results["pretrain"] = {"checkpoint": str(result.last_checkpoint)}
     cfg.perception.policy_episodes = 2
+    cfg.perception.policy_rollouts = 2
     out = perception_stage(ctx)
+    table = EpisodeStore.open(ctx.out_dir / "perception" / "train.zarr").table()
+    assert list(table.source) == ["demo", "demo", "rollout", "rollout"]  # replaced, not appended to the first run's
+    assert list(table.seed) == [COLLECT_OFFSET, COLLECT_OFFSET + 1, POLICY_OFFSET, POLICY_OFFSET + 1]
+    assert out["policy rollouts"].startswith("2 of the pretrained policy")
     assert out["policy"] == "pretrained" and out["success, estimated poses"].endswith("/2")
     assert 0.0 <= out["estimated_success"] <= 1.0 and 0.0 <= out["ground_truth_success"] <= 1.0
     summary = (ctx.out_dir / "perception" / "policy_estimated" / "summary.json").read_text()
@@ -61,6 +69,7 @@ def test_the_stage_measures_the_deployed_policy_on_its_estimates_against_the_tru
     (["deploy.poses=truth"], "bridge or estimator"),
     (["perception.randomize=camera_shfit:1"], "perception.randomize"),
     (["deploy.pose_smoothing=0"], "pose_smoothing"),
+    (["perception.policy_rollouts=-1"], "policy_rollouts >= 0"),
 ])
 def test_the_deploy_stages_pose_source_is_checked_at_load(overrides: list[str], match: str) -> None:
     with pytest.raises(ConfigError, match=match):
