@@ -109,7 +109,12 @@ def policy_on_estimates(ctx: JobContext, estimator: Path, out: Path) -> dict[str
     d = paired_difference(gt, est_outcomes)
     n, s_est, s_gt = len(est_outcomes), sum(est_outcomes.values()), sum(gt.values())
     ctx.attach("perception", "plot", out / "summary.png", f"{who} policy on the estimator's poses")
-    return {"policy": who, "success, estimated poses": f"{s_est}/{n}", "success, simulator's poses": f"{s_gt}/{n}",
+    # were the failures the badly estimated episodes? (each episode's median error, sim.estimated_poses)
+    errors = {f"{o} error mm in the policy's episodes (successes, failures)":
+              f"{e['success_median']}, {e['failure_median']}"
+              for o, e in est.get("estimated_poses", {}).get("error_mm", {}).items()}
+    return {**errors, "policy": who, "success, estimated poses": f"{s_est}/{n}",
+            "success, simulator's poses": f"{s_gt}/{n}",
             "estimated minus simulator's": f"{d['mean']:+.2f} [{d['lo']:+.2f}, {d['hi']:+.2f}] "
                                            f"({d['better']} seeds better, {d['worse']} worse)",
             "estimated_success": round(s_est / n, 4), "ground_truth_success": round(s_gt / n, 4),

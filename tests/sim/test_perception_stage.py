@@ -55,6 +55,7 @@ def test_the_stage_measures_the_deployed_policy_on_its_estimates_against_the_tru
     assert list(table.seed) == [COLLECT_OFFSET, COLLECT_OFFSET + 1, POLICY_OFFSET, POLICY_OFFSET + 1]
     assert out["policy rollouts"].startswith("2 of the pretrained policy")
     assert out["policy"] == "pretrained" and out["success, estimated poses"].endswith("/2")
+    assert "cube error mm in the policy's episodes (successes, failures)" in out
     assert 0.0 <= out["estimated_success"] <= 1.0 and 0.0 <= out["ground_truth_success"] <= 1.0
     summary = (ctx.out_dir / "perception" / "policy_estimated" / "summary.json").read_text()
     assert '"estimated_poses"' in summary and "perception/estimator" in summary
