@@ -199,6 +199,11 @@ def main() -> None:
             block[f"{key}_minus_against"] = paired_difference(per_seed(other), per_seed(s))
     if not_applicable:
         block["not_applicable"] = not_applicable
+    # how far the estimator's readings were from the truth in each run (sim.estimated_poses.pose_error_summary)
+    errors = {("clean" if n == "clean" else "realistic" if n == PRESET else n): s["estimated_poses"]["error_mm"]
+              for n, s in summaries.items() if s.get("estimated_poses", {}).get("error_mm")}
+    if errors:
+        block["pose_error_mm"] = errors
     singles = [k for k in runs if k in KINDS]
     if "pose_noise_1mm" in runs:
         block["pose_noise_1mm_fixed"] = (block["pose_noise_1mm_kept"] or 0) >= 0.9
@@ -235,6 +240,21 @@ def blowup_check() -> dict[str, Any]:
                     if "constant feature:" in line), {})
     return {"constant_feature_blowup_fixed": proc.returncode == 0, "constant_feature_test": test,
             "constant_feature_figures": figures}
+
+
+def pose_error_line(errors: dict[str, dict[str, dict[str, Any]]]) -> str:
+    """The page's line of the estimator's errors per run: each object's median over the episodes of each
+    episode's median position error, and the same over the failed episodes."""
+    objects = sorted({o for e in errors.values() for o in e})
+
+    def mm(v: Any) -> str:
+        return "-" if v is None else f"{v:.1f}"
+
+    runs = "; ".join(f"{k} {' / '.join(mm(e.get(o, {}).get('median')) for o in objects)} (failed "
+                     f"{' / '.join(mm(e.get(o, {}).get('failure_median')) for o in objects)})"
+                     for k, e in errors.items())
+    return (f"The estimator's position error, mm ({' / '.join(objects)}; the median over the episodes of each "
+            f"episode's median, and over the failed episodes): {runs}.")
 
 
 def against_cell(block: dict[str, Any], key: str) -> str:
@@ -279,6 +299,8 @@ def write_page(data: dict[str, Any]) -> None:
         for k, why in block.get("not_applicable", {}).items():
             lines.append(f"| {k} | not applicable | | | | {why} |" + vs(k))
         lines += ["", f"Target met: {block['target_met']}; worst single perturbation: {block['worst_single']}.", ""]
+        if block.get("pose_error_mm"):
+            lines += [pose_error_line(block["pose_error_mm"]), ""]
         if block.get("measured_with_clipped_wrist_camera"):
             lines += ["**Measured with a rendering defect** (fixed in 4fc4657): an invisible cube parked 5 m down "
                       "moved every camera's near clipping plane to 6 cm and clipped the wrist camera. Its clean run "

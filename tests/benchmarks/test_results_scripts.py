@@ -114,6 +114,15 @@ def test_robustness_page_shows_the_column_against_another_block_only_where_one_w
     assert br.against_cell({"realistic_minus_against": diff}, "realistic") == ""
 
 
+def test_robustness_page_gives_the_estimators_error_of_each_run_and_of_its_failures() -> None:
+    br = load_script("bench_robustness")
+    line = br.pose_error_line({"clean": {"cube": {"median": 7.21, "failure_median": 27.8},
+                                         "zone": {"median": 5.5, "failure_median": None}},
+                               "realistic": {"cube": {"median": 11.0, "failure_median": 33.0}}})
+    assert "(cube / zone;" in line and "clean 7.2 / 5.5 (failed 27.8 / -)" in line
+    assert "realistic 11.0 / - (failed 33.0 / -)" in line  # an object a run has no figure for: a dash
+
+
 def test_a_robustness_run_stored_at_another_ensemble_rate_is_not_read_back_as_this_one() -> None:
     br = load_script("bench_robustness")
     stored = {"config": {"perturb": "action_latency:1", "temporal_ensemble": 0.3}, "episodes": 200}
