@@ -30,14 +30,26 @@ measured) alone and all of them together, against the clean run on the same seed
       --ckpt runs/s13/cam/i_g07pc_s0/train/checkpoints/step_00007000 --job runs/s13/cam/i_g07pc_s0 \
       --kinds action_latency --temporal-ensemble -0.01 --out runs/s13/rob_cam_te \
       --against camera_only_g07 runs/s13/rob_cam
-  # the job's policy as `make run` ships it (the default preset of 2026-12-06 evening: every rollout through the
+  # the job's policy as `make run` shipped it (the default preset of 2026-12-06 afternoon: every rollout through the
   # ONNX exports, 2,000 pretraining steps, one refine round, the estimator trained on frames of an expert whose
   # commands carry the 2% noise), on its pose estimator's poses (no simulator state), paired per seed with the
-  # morning's default (job_s17); the evaluations run in the job's runtime (onnx) (runs/s18/q_rob.sh)
+  # morning's default (job_s17); the evaluations run in the job's runtime (onnx) (runs/s18/q_rob.sh). Measured as
+  # `job`, renamed job_s18 when the estimator's recipe changed
   python benchmarks/bench_main_job.py --out runs/s18/job2
-  python benchmarks/bench_robustness.py --block job \
+  python benchmarks/bench_robustness.py --block job_s18 \
       --ckpt runs/s18/job2/refine/iter_01/train/checkpoints/step_00000250 --job runs/s18/job2 \
       --poses runs/s18/job2/perception/estimator --out runs/s18/rob_job --against job_s17 runs/s17/rob_g04
+  # the job as `make run` ships it since 2026-12-06 evening (the estimator also learns from 100 of the refined
+  # policy's rollouts: perception.policy_rollouts), paired per seed with the same policy on the preset before's
+  # estimator (300 expert episodes; runs/s19/job, whose stages up to perception ran identically: 196/200 before and
+  # after refine in both), measured on the kinds that go through the estimator (runs/s19/q_rep.sh)
+  vla run out_dir=runs/s19/job2          # (runs/s19/job: the same with perception.episodes=300 policy_rollouts=0)
+  python benchmarks/bench_robustness.py --block job_s19_before \
+      --ckpt runs/s19/job/refine/iter_01/train/checkpoints/step_00000250 --job runs/s19/job \
+      --poses runs/s19/job/perception/estimator --kinds action_noise,camera_shift --out runs/s19/rob_before
+  python benchmarks/bench_robustness.py --block job \
+      --ckpt runs/s19/job2/refine/iter_01/train/checkpoints/step_00000250 --job runs/s19/job2 \
+      --poses runs/s19/job2/perception/estimator --out runs/s19/rob_job --against job_s19_before runs/s19/rob_before
   # the same morning job's refined policy on an estimator trained on the noisy-command frames (the evening's
   # perception recipe), paired with job_s17 (runs/s18/q_pn.sh)
   python benchmarks/bench_robustness.py --block job_pn_estimator \

@@ -353,7 +353,8 @@ def job_block(job: Path, estimated: Path | None = None) -> dict[str, Any]:
     config = json.loads((job / "job.json").read_text())
     est = json.loads((job / "perception" / "policy_estimated" / "summary.json").read_text())
     return {"dir": str(job), "seed_range": est["seed_range"], "episodes": est["episodes"],
-            "estimator": {"episodes": config["perception"]["episodes"], "steps": p["steps"],
+            "estimator": {"episodes": config["perception"]["episodes"],
+                          "policy_rollouts": config["perception"].get("policy_rollouts", 0), "steps": p["steps"],
                           **{k.split()[0]: p[k] for k in p if k.endswith("error mm (median, p90)")}},
             "policy": p["policy"], "estimated_success": p["estimated_success"],
             "ground_truth_success": p["ground_truth_success"], "estimated_over_ground_truth": p["ratio"],
