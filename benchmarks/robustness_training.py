@@ -135,6 +135,9 @@ The p_* variants (the pose estimator on the deployed policy's rollouts; runs/s19
   python benchmarks/robustness_training.py --runs runs/s19/robv --only p_gt,p_est,p_pr100
   (p_prw: runs/s19/q_wide.sh, out_dir=runs/s19/job_prw_sN as p_pr100 + perception.randomize=<the preset's with
    camera_shift:20,camera_rot:3>, N = 0-2; --only p_prw)
+  (the notes' averaging and leave-one-out runs, runs/s19/q_smooth.sh and q_loo.sh: the same vla eval with
+   poses=runs/s19/job_pr100/perception/estimator and perturb=realistic|none poses_smoothing=0.3
+   poses_rest_gate_mm=20, or "perturb=<the preset's 13 camera, image and actuator kinds without one>")
 
 The e_* variants (the pose estimator's randomisation; one policy, runs/main65's refined, its `vla eval ... poses=`
 the estimator, perturb=none|camera_shift:10|camera_rot:1|realistic, 200 tune seeds, in
