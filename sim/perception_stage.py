@@ -77,7 +77,7 @@ def deployed_policy(ctx: JobContext) -> tuple[Path, str, Path | None]:
     ckpt, truth = job_policy(ctx, who)
     if ckpt is None:
         raise ValueError("perception: deploy.policy=refined but the refine stage made no checkpoint; "
-                         "set perception.policy_episodes=0 or run refine first")
+                         "set perception.policy_episodes=0 and policy_rollouts=0, or run refine first")
     return ckpt, who, truth
 
 

@@ -298,6 +298,11 @@ class JobConfig:
             parse_perturb(self.perception.randomize)
         except ValueError as e:
             raise ConfigError(f"perception.randomize: {e}") from None
+        if "perception" in self.stages and (self.perception.policy_episodes or self.perception.policy_rollouts) \
+                and self.deploy.policy == "refined" and not self._runs_before("refine", "perception"):
+            raise ConfigError("perception.policy_episodes and policy_rollouts run deploy.policy=refined, which needs "
+                              "the refine stage before perception in stages (or set both to 0, or "
+                              "deploy.policy=pretrained)")
         if "deploy" in self.stages and self.deploy.policy == "refined" and not self._runs_before("refine", "deploy"):
             raise ConfigError("deploy.policy=refined needs the refine stage before deploy in stages "
                               "(or deploy.policy=pretrained)")

@@ -71,6 +71,7 @@ def test_the_stage_measures_the_deployed_policy_on_its_estimates_against_the_tru
     (["perception.randomize=camera_shfit:1"], "perception.randomize"),
     (["deploy.pose_smoothing=0"], "pose_smoothing"),
     (["perception.policy_rollouts=-1"], "policy_rollouts >= 0"),
+    (["stages=[sim_demos,stats,pretrain,perception,refine]"], "refine stage before perception"),
 ])
 def test_the_deploy_stages_pose_source_is_checked_at_load(overrides: list[str], match: str) -> None:
     with pytest.raises(ConfigError, match=match):
