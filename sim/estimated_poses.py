@@ -20,6 +20,7 @@ import numpy as np
 
 from sim.perturb import PROPRIO, has_poses
 from vla.perturb import KINDS, parse_perturb
+from vla.robot.objects import pose_features, poses_from_states
 
 
 def without_pose_kinds(spec: str) -> tuple[str, list[str]]:
@@ -57,7 +58,6 @@ class EstimatedPosesEnv(gym.Wrapper):
         super().__init__(env)
         from vla.perception.estimator import PoseEstimator
         from vla.perception.smooth import task_smoother
-        from vla.robot.objects import pose_features
 
         u = env.unwrapped
         name = task or getattr(u, "TASK", type(u).__name__)
@@ -93,8 +93,6 @@ class EstimatedPosesEnv(gym.Wrapper):
         arm = state[:PROPRIO] if self.estimator.reads_arm else None
         poses = self.smoother(self.estimator.estimate({c: obs["images"][c] for c in self.estimator.cameras}, arm))
         rest = self.env.unwrapped.features_from_poses(poses, state[:3])
-        from vla.robot.objects import poses_from_states
-
         truth = poses_from_states(self.task, state[None])[0]  # the simulator's, which the state still holds
         self.errors.append(1000.0 * np.linalg.norm(poses[:, :3] - truth[:, :3], axis=-1))
         return {**obs, "state": np.concatenate([state[:PROPRIO], rest]).astype(np.float32)}

@@ -24,6 +24,7 @@ def perception_stage(ctx: JobContext) -> dict[str, Any]:
     `perception.policy_rollouts` of the deployed policy's beside them, the estimator trained on them, and its
     error on fresh episodes of the eval range."""
     from sim.evaluate import EvalConfig, run_evaluation
+    from sim.stages import job_execution
     from vla.config import load_config
     from vla.perception.config import PerceptionConfig
     from vla.perception.train import evaluate, train
@@ -44,7 +45,7 @@ def perception_stage(ctx: JobContext) -> dict[str, Any]:
     rollouts: dict[str, Any] = {}
     if cfg.policy_rollouts:
         ckpt, who, _ = deployed_policy(ctx)
-        s = run_evaluation(EvalConfig(**execution(ctx, ckpt), episodes=cfg.policy_rollouts, seed_range="collect",
+        s = run_evaluation(EvalConfig(**job_execution(ctx, ckpt), episodes=cfg.policy_rollouts, seed_range="collect",
                                       seed_offset=POLICY_OFFSET, randomize=cfg.randomize, videos=0,
                                       record=str(stores["train"]), out_dir=str(out / "collect_policy")),
                            progress=False)
@@ -81,23 +82,16 @@ def deployed_policy(ctx: JobContext) -> tuple[Path, str, Path | None]:
     return ckpt, who, truth
 
 
-def execution(ctx: JobContext, ckpt: Path) -> dict[str, Any]:
-    """EvalConfig fields that run `ckpt` as the eval stage runs the job's policies."""
-    ev, demos = ctx.config.eval, ctx.config.demos
-    return dict(task=demos.task, policy=str(ckpt), workers=ev.workers, n_action_steps=ev.n_action_steps,
-                temporal_ensemble=ev.temporal_ensemble, temporal_ensemble_every=ev.temporal_ensemble_every,
-                runtime=ev.runtime, image_size=demos.image_size, obs_mode=demos.obs_mode)
-
-
 def policy_on_estimates(ctx: JobContext, estimator: Path, out: Path) -> dict[str, Any]:
     """The deployed policy with the estimator's poses on the first `perception.policy_episodes` eval seeds,
     against the simulator's poses on the same seeds (the eval or refine stage's run when it has them)."""
     from sim.evaluate import EvalConfig, run_evaluation, seed_outcomes
+    from sim.stages import job_execution
     from vla.metrics import paired_difference
 
     cfg, ev = ctx.config.perception, ctx.config.eval
     ckpt, who, truth = deployed_policy(ctx)
-    common = dict(execution(ctx, ckpt), episodes=cfg.policy_episodes, seed_range=ev.seed_range)
+    common = dict(job_execution(ctx, ckpt), episodes=cfg.policy_episodes, seed_range=ev.seed_range)
     est = run_evaluation(EvalConfig(**common, videos=2, out_dir=str(out), poses=str(estimator),
                                     poses_smoothing=cfg.smoothing), progress=False)
     truth_outcomes = seed_outcomes(json.loads(truth.read_text())) if truth is not None else {}

@@ -99,12 +99,9 @@ def eval_stage(ctx: JobContext) -> dict[str, Any]:
     t0 = time.perf_counter()
     for runtime in runtimes:
         n = cfg.onnx_episodes if runtime != cfg.runtime and cfg.onnx_episodes > 0 else cfg.episodes
-        s = run_evaluation(EvalConfig(task=task, policy=str(ctx.checkpoint), episodes=n, seed_range=cfg.seed_range,
-                                      workers=cfg.workers, n_action_steps=cfg.n_action_steps,
-                                      temporal_ensemble=cfg.temporal_ensemble,
-                                      temporal_ensemble_every=cfg.temporal_ensemble_every, runtime=runtime,
-                                      image_size=ctx.config.demos.image_size, obs_mode=ctx.config.demos.obs_mode,
-                                      videos=2, out_dir=str(ctx.out_dir / f"eval_{runtime}")))
+        s = run_evaluation(EvalConfig(**{**job_execution(ctx, ctx.checkpoint), "runtime": runtime}, episodes=n,
+                                      seed_range=cfg.seed_range, videos=2,
+                                      out_dir=str(ctx.out_dir / f"eval_{runtime}")))
         lo, hi = s["wilson95"]
         out[f"{runtime} success"] = f"{s['successes']}/{s['episodes']} [{lo:.0%}, {hi:.0%}]"
         if runtime == cfg.runtime:
@@ -137,12 +134,8 @@ def robustness_stage(ctx: JobContext) -> dict[str, Any]:
                          "set robustness.policy=pretrained")
     t0 = time.perf_counter()
     out_dir = ctx.out_dir / "robustness"
-    config = EvalConfig(task=ctx.config.demos.task, policy=str(ckpt), episodes=cfg.episodes, seed_range=ev.seed_range,
-                        workers=ev.workers, n_action_steps=ev.n_action_steps, temporal_ensemble=ev.temporal_ensemble,
-                        temporal_ensemble_every=ev.temporal_ensemble_every, runtime=ev.runtime,
-                        image_size=ctx.config.demos.image_size,
-                        obs_mode=ctx.config.demos.obs_mode, videos=2, out_dir=str(out_dir), perturb=cfg.perturb,
-                        perturb_sweep=list(cfg.factors))
+    config = EvalConfig(**job_execution(ctx, ckpt), episodes=cfg.episodes, seed_range=ev.seed_range, videos=2,
+                        out_dir=str(out_dir), perturb=cfg.perturb, perturb_sweep=list(cfg.factors))
     # the x0 point is the refine (or eval) stage's evaluation of the same policy on the first of the same seeds
     source = f"the {'refine' if who == 'refined' else 'eval'} stage's evaluation"
     result = run_sweep(config, progress=True, clean=None if done is None else clean_outcomes(done, config))
@@ -155,6 +148,15 @@ def robustness_stage(ctx: JobContext) -> dict[str, Any]:
                                     + (f" ({source})" if "reused" in p else ""))
     row["seconds"] = round(time.perf_counter() - t0, 1)
     return row
+
+
+def job_execution(ctx: JobContext, ckpt: Path) -> dict[str, Any]:
+    """EvalConfig fields that run `ckpt` as the job runs its policies in simulation: the task, the eval
+    stage's workers, chunk execution and runtime, the demos' image size and observation mode."""
+    ev, demos = ctx.config.eval, ctx.config.demos
+    return dict(task=demos.task, policy=str(ckpt), workers=ev.workers, n_action_steps=ev.n_action_steps,
+                temporal_ensemble=ev.temporal_ensemble, temporal_ensemble_every=ev.temporal_ensemble_every,
+                runtime=ev.runtime, image_size=demos.image_size, obs_mode=demos.obs_mode)
 
 
 def job_policy(ctx: JobContext, which: str) -> tuple[Path | None, Path | None]:
