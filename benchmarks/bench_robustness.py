@@ -194,8 +194,11 @@ def main() -> None:
         block["temporal_ensemble"] = args.temporal_ensemble
     if args.against:
         block["against"] = {"block": args.against[0], "dir": args.against[1]}
+    errors: dict[str, Any] = {}  # how far the estimator's readings were from the truth in each run
     for name, s in summaries.items():
         key = "clean" if name == "clean" else "realistic" if name == PRESET else name
+        if s.get("estimated_poses", {}).get("error_mm"):  # sim.estimated_poses.pose_error_summary
+            errors[key] = s["estimated_poses"]["error_mm"]
         block[f"{key}_success"] = s["success_rate"]
         block[f"{key}_wilson95"] = list(wilson_interval(s["successes"], s["episodes"]))
         if name != "clean":
@@ -211,9 +214,6 @@ def main() -> None:
             block[f"{key}_minus_against"] = paired_difference(per_seed(other), per_seed(s))
     if not_applicable:
         block["not_applicable"] = not_applicable
-    # how far the estimator's readings were from the truth in each run (sim.estimated_poses.pose_error_summary)
-    errors = {("clean" if n == "clean" else "realistic" if n == PRESET else n): s["estimated_poses"]["error_mm"]
-              for n, s in summaries.items() if s.get("estimated_poses", {}).get("error_mm")}
     if errors:
         block["pose_error_mm"] = errors
     singles = [k for k in runs if k in KINDS]
