@@ -139,6 +139,10 @@ The p_* variants (the pose estimator on the deployed policy's rollouts; runs/s19
   (the notes' averaging and leave-one-out runs, runs/s19/q_smooth.sh and q_loo.sh: the same vla eval with
    poses=runs/s19/job_pr100/perception/estimator and perturb=realistic|none poses_smoothing=0.3
    poses_rest_gate_mm=20, or "perturb=<the preset's 13 camera, image and actuator kinds without one>")
+  (p_rall: runs/s20/q_rel.sh, N = 0-2, the same evaluations with perturb=none|realistic|camera_shift:10; p_pr100
+   evaluated under camera_shift:10 too, runs/s20/q_base.sh; --runs runs/s20/robv --only p_pr100,p_rall)
+  vla perception train runs/s19/job_pr100/perception/train.zarr steps=1000 seed=N relative=all \
+      out_dir=runs/s20/est/rall_sN
 
 The e_* variants (the pose estimator's randomisation; one policy, runs/main65's refined, its `vla eval ... poses=`
 the estimator, perturb=none|camera_shift:10|camera_rot:1|realistic, 200 tune seeds, in

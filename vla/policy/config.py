@@ -77,6 +77,9 @@ class PolicyConfig:
     # Training only: each sample's camera frames shifted by up to this many pixels (at the cameras'
     # resolution) with the edge's pixels filling in (vla/policy/augment.py, DrQ's random shift); 0 = off
     augment_shift: int = 0
+    # Training only: each sample's frames given a brightness, a white balance and sensor noise drawn up to the
+    # perturbation suite's severities (`lighting:0.2,colour:0.05,pixel_noise:3`; vla/policy/augment.py); "" = off
+    augment_photometric: str = ""
     language_dim: int = 384  # all-MiniLM-L6-v2
     # Centre the instruction embeddings on the training instructions' mean and scale them to unit RMS
     # (stored in the checkpoint). Instructions that differ in one word ("the red cube" / "the blue
@@ -169,6 +172,15 @@ class PolicyConfig:
         need(len(self.cameras) <= MAX_CAMERAS, f"cameras: {len(self.cameras)} cameras, at most {MAX_CAMERAS}")
         need(isinstance(self.augment_shift, int) and self.augment_shift >= 0,
              f"augment_shift must be an integer >= 0 (pixels), got {self.augment_shift!r}")
+        need(isinstance(self.augment_photometric, str),
+             f"augment_photometric must be a string such as 'lighting:0.2', got {self.augment_photometric!r}")
+        if self.augment_photometric:
+            from vla.policy.augment import parse_photometric
+
+            try:
+                parse_photometric(self.augment_photometric)
+            except ValueError as e:
+                need(False, str(e))
         need(all(isinstance(c, str) and c for c in self.cameras), "camera names must be non-empty strings")
         for name, hi in SIZE_LIMITS.items():
             need(_whole(getattr(self, name)) and 1 <= getattr(self, name) <= hi,

@@ -25,7 +25,7 @@ from torch import nn
 
 from vla.data.stats import Stats
 from vla.policy import flow
-from vla.policy.augment import random_shift
+from vla.policy.augment import parse_photometric, photometric, random_shift
 from vla.policy.config import PolicyConfig
 from vla.policy.encoders import ProprioEncoder, VisionEncoder
 from vla.policy.language import InstructionEncoder, shared_encoder
@@ -197,6 +197,9 @@ class VLAModel(nn.Module):
         images = self.stack_images(batch.get("images", {}), b, to)
         if self.training and cfg.augment_shift > 0:
             images = [random_shift(x, cfg.augment_shift, generator) for x in images]
+        if self.training and cfg.augment_photometric:
+            kinds = parse_photometric(cfg.augment_photometric)
+            images = [photometric(x, kinds, generator) for x in images]
         lang = batch["lang"].to(device) if "lang" in batch else self.language_embedding(batch["instruction"])
         cams: list[torch.Tensor] | None = [] if cfg.future_state_weight > 0 and cfg.cameras else None
         context, cmask = self.encode(images, state, obs_mask, lang, cams)

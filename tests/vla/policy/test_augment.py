@@ -1,11 +1,11 @@
-"""vla.policy.augment: random shifts of a sample's frames, and where the model applies them."""
+"""vla.policy.augment: random shifts and photometric draws of a sample's frames, and where the model applies them."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from vla.policy.augment import random_shift
+from vla.policy.augment import parse_photometric, photometric, random_shift
 
 
 def _frames(b: int = 3, to: int = 2, h: int = 8, w: int = 8) -> torch.Tensor:
@@ -46,8 +46,50 @@ def test_no_pad_is_the_identity_and_bad_input_is_named() -> None:
         random_shift(x[0], 2)
 
 
+def test_photometric_gains_hold_per_sample_within_the_suites_ranges() -> None:
+    x = torch.full((64, 2, 4, 4, 3), 100.0)
+    out = photometric(x, {"lighting": 0.2, "colour": 0.05}, torch.Generator().manual_seed(0))
+    assert out.shape == x.shape and out.dtype == torch.float32
+    gains = out / 100.0  # one gain per sample and channel: the same in every pixel and observation step
+    assert torch.allclose(gains, gains[:, :1, :1, :1, :].expand_as(gains))
+    g = gains[:, 0, 0, 0, :]
+    assert g.min() >= 0.8 * 0.95 - 1e-5 and g.max() <= 1.2 * 1.05 + 1e-5
+    assert g.mean(dim=1).max() > 1.1 and g.mean(dim=1).min() < 0.9  # the range is used, both ways
+    spread = g / g.mean(dim=1, keepdim=True)  # the white balance: channels differ within a sample
+    assert (spread.max(dim=1).values - spread.min(dim=1).values).max() > 0.03
+    assert torch.equal(out, photometric(x, {"lighting": 0.2, "colour": 0.05}, torch.Generator().manual_seed(0)))
+
+
+def test_photometric_noise_is_drawn_up_to_its_severity_and_clipped_to_pixel_range() -> None:
+    x = torch.full((200, 1, 16, 16, 3), 128.0)
+    out = photometric(x, {"pixel_noise": 8}, torch.Generator().manual_seed(1))
+    std = (out - 128.0).flatten(1).std(dim=1)
+    assert std.max() < 8 * 1.15 and std.min() < 1.0 and std.max() > 6.0  # from about 0 to the severity
+    bright = photometric(torch.full((4, 1, 8, 8, 3), 250.0), {"lighting": 0.5, "pixel_noise": 20},
+                         torch.Generator().manual_seed(2))
+    assert bright.max() <= 255.0 and bright.min() >= 0.0
+    assert torch.equal(photometric(x.to(torch.uint8), {}), x)  # nothing asked: the frames as floats
+
+
+def test_photometric_spec_takes_the_suites_names_and_names_what_it_refuses() -> None:
+    assert parse_photometric("lighting:0.2,colour:0.05,pixel_noise:3") == {"lighting": 0.2, "colour": 0.05,
+                                                                           "pixel_noise": 3.0}
+    assert parse_photometric("") == {}
+    with pytest.raises(ValueError, match="'camera_shift' is not drawn in training"):
+        parse_photometric("lighting:0.2,camera_shift:10")
+    with pytest.raises(ValueError, match=r"'lightng' is not a perturbation kind.*did you mean 'lighting'"):
+        parse_photometric("lightng:0.2")
+    with pytest.raises(ValueError, match="augment_photometric: 'lighting' needs a severity"):
+        parse_photometric("lighting")
+    with pytest.raises(ValueError, match="'realistic' is not a perturbation kind"):
+        parse_photometric("realistic")  # presets mix kinds training cannot draw: names only
+    with pytest.raises(ValueError, match="severity of 'lighting' must be finite"):
+        parse_photometric("lighting:nan")
+
+
+@pytest.mark.parametrize("augment", [{"augment_shift": 3}, {"augment_photometric": "lighting:0.3,pixel_noise:5"}])
 @torch.no_grad()
-def test_the_model_shifts_frames_in_training_only() -> None:
+def test_the_model_augments_frames_in_training_only(augment: dict) -> None:
     from torch.utils.data import default_collate
 
     from tests.vla.policy.conftest import small_config
@@ -59,17 +101,26 @@ def test_the_model_shifts_frames_in_training_only() -> None:
     batch = default_collate([data[i] for i in range(8)])
     torch.manual_seed(0)
     plain = VLAModel(small_config(cams), data.stats())
-    shifted = VLAModel(small_config(cams, augment_shift=3), data.stats())
-    shifted.load_state_dict(plain.state_dict())
+    augmented = VLAModel(small_config(cams, **augment), data.stats())
+    augmented.load_state_dict(plain.state_dict())
 
     def loss(model: VLAModel) -> float:
         return float(model.compute_loss(batch, torch.Generator().manual_seed(1))[0])
 
     plain.eval()
-    shifted.eval()
-    assert loss(shifted) == loss(plain)  # validation and analysis see the frames as they are
+    augmented.eval()
+    assert loss(augmented) == loss(plain)  # validation and analysis see the frames as they are
     plain.train()
-    shifted.train()
-    assert loss(shifted) != loss(plain)
+    augmented.train()
+    assert loss(augmented) != loss(plain)
+
+
+def test_bad_augmentation_settings_are_named() -> None:
+    from tests.vla.policy.conftest import small_config
+
     with pytest.raises(ValueError, match="augment_shift must be an integer >= 0"):
-        small_config(cams, augment_shift=-1)
+        small_config(("agentview",), augment_shift=-1)
+    with pytest.raises(ValueError, match="PolicyConfig: augment_photometric: 'blur' is not drawn in training"):
+        small_config(("agentview",), augment_photometric="blur:0.5")
+    with pytest.raises(ValueError, match=r"augment_photometric: '0\.2' is not a perturbation kind"):
+        small_config(("agentview",), augment_photometric=0.2)  # a number where a kind belongs
