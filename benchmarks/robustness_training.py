@@ -166,7 +166,9 @@ from robustness_variants import NOTES, VARIANTS
 from vla.metrics import format_paired, paired_difference, t_interval
 
 CONDITIONS = {"none": "clean", "realistic": "realistic", "action_latency": "action_latency:1",
-              "cam": "camera_shift:10", "camera_rot": "camera_rot:1", "action_noise": "action_noise:0.02"}
+              "cam": "camera_shift:10", "camera_rot": "camera_rot:1", "action_noise": "action_noise:0.02",
+              "lighting": "lighting:0.2", "surface_colour": "surface_colour:0.1", "distractor": "distractor:0.2",
+              "colour": "colour:0.05", "pixel_noise": "pixel_noise:3"}
 
 
 def outcomes(summary: Path) -> dict[int, bool] | None:

@@ -102,6 +102,11 @@ VARIANTS: dict[str, tuple[str, str, str]] = {
     "p_rall": ("as p_pr100 with every object's position estimated from the hand (perception relative=all; the "
                "preset's: moving, the cube only), trained on runs/s19/job_pr100's store, runs/s20/est/rall_sN",
                "cpu", "p_pr100"),
+    # visual domain randomisation for the camera-only policy (2026-12-06 evening, runs/s20/q_cam.sh, q_camev.sh)
+    "c_g04pc2": ("camera-only, c_g04pc's recipe trained again (training seed 0), runs/s20/cam/c_g04pc_s0", "cpu", ""),
+    "c_vis": ("as c_g04pc2 with the scene kinds in the demos (demos.randomize adds surface_colour:0.1,distractor:0.2) "
+              "and photometric draws in training (policy.augment_photometric=lighting:0.2,colour:0.05,pixel_noise:3): "
+              "the preset's severities, chosen before any run; runs/s20/cam/c_vis_s0", "cpu", "c_g04pc2"),
     "i_rand": ("camera-only: randomize=realistic (pose kinds left out), 6,000 of 7,000 steps", "gpu+cpu", "i_base"),
     "i_rand_shift": ("camera-only: as i_rand + 4-pixel random shifts in training", "gpu+cpu", "i_base"),
 }

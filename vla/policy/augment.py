@@ -86,8 +86,8 @@ def photometric(frames: torch.Tensor, kinds: dict[str, float], generator: torch.
         gain = gain * (1.0 + light * (2.0 * uniform(b, 1, 1, 1, 1) - 1.0))
     if colour > 0:
         gain = gain * (1.0 + colour * (2.0 * uniform(b, 1, 1, 1, c) - 1.0))
-    x = x * gain
+    x = x * gain  # a new tensor: the caller's frames stay as they were, and what follows works in place on it
     if noise > 0:
         std = noise * uniform(b, 1, 1, 1, 1)
-        x = x + std * torch.randn(x.shape, generator=generator, device=gen_device).to(x.device)
-    return x.clamp(0.0, 255.0)
+        x.add_(torch.randn(x.shape, generator=generator, device=gen_device).to(x.device).mul_(std))
+    return x.clamp_(0.0, 255.0)
