@@ -25,6 +25,14 @@ measured) alone and all of them together, against the clean run on the same seed
   python benchmarks/bench_robustness.py --block camera_only \
       --ckpt runs/s17/cam/i_g04pc_s0/train/checkpoints/step_00007000 --job runs/s17/cam/i_g04pc_s0 \
       --out runs/s17/rob_cam_g04 --against camera_only_g07 runs/s13/rob_cam
+  # the camera-only recipe with visual domain randomisation (robustness_training.md c_vis, 2026-12-06 evening): the
+  # scene kinds in the demos and photometric draws in training, training seed 0 (runs/s20/q_cam.sh)
+  vla run out_dir=runs/s20/cam/c_vis_s0 (as i_g07pc_s0) \
+      demos.randomize=pose_latency:2,camera_shift:10,camera_rot:1,surface_colour:0.1,distractor:0.2 \
+      'pretrain.overrides=[..., "policy.augment_photometric=lighting:0.2,colour:0.05,pixel_noise:3"]'
+  python benchmarks/bench_robustness.py --block camera_only_vis \
+      --ckpt runs/s20/cam/c_vis_s0/train/checkpoints/step_00007000 --job runs/s20/cam/c_vis_s0 \
+      --out runs/s20/rob_cam_vis
   # the same policy with every live chunk weighted about equally (temporal ensemble rate -0.01, the job's 0.3)
   python benchmarks/bench_robustness.py --block camera_only_even_ensemble \
       --ckpt runs/s13/cam/i_g07pc_s0/train/checkpoints/step_00007000 --job runs/s13/cam/i_g07pc_s0 \

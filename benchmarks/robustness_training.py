@@ -144,6 +144,19 @@ The p_* variants (the pose estimator on the deployed policy's rollouts; runs/s19
   vla perception train runs/s19/job_pr100/perception/train.zarr steps=1000 seed=N relative=all \
       out_dir=runs/s20/est/rall_sN
 
+The c_g04pc2 / c_vis variants (camera-only, training seeds N = 0, 1; runs/s20/q_cam.sh, q_camev.sh, q_camev2.sh):
+
+  vla run out_dir=runs/s20/cam/c_g04pc_sN "stages=[sim_demos,stats,pretrain]" demos.obs_mode=image \
+      demos.episodes=400 pretrain.steps=7000 \
+      'pretrain.overrides=["train.lr=1e-3","policy.noise_scale=0","train.seed=N"]'
+      (c_vis: out_dir=runs/s20/cam/c_vis_sN, and
+       demos.randomize=pose_latency:2,camera_shift:10,camera_rot:1,surface_colour:0.1,distractor:0.2 and
+       "policy.augment_photometric=lighting:0.2,colour:0.05,pixel_noise:3" in the overrides)
+  vla eval runs/s20/cam/<v>_sN/train/checkpoints/step_00007000 $EV runtime=onnx \
+      perturb=none|realistic|lighting:0.2|surface_colour:0.1|distractor:0.2|colour:0.05|pixel_noise:3 \
+      out_dir=runs/s20/robc/<v>/sN/<condition>      (training 1: the first three)
+  python benchmarks/robustness_training.py --runs runs/s20/robv2 --only c_g04pc2,c_vis   (robv2: links to robc)
+
 The e_* variants (the pose estimator's randomisation; one policy, runs/main65's refined, its `vla eval ... poses=`
 the estimator, perturb=none|camera_shift:10|camera_rot:1|realistic, 200 tune seeds, in
 runs/s9/rob/e_<name>/s0/<none|cam|camera_rot|realistic>):
