@@ -47,6 +47,8 @@ class VLAModel(nn.Module):
         # checkpoint: `instruction_vocab=checkpoint` grounds unseen instructions on them (vla.policy.grounding)
         self.instruction_groups: list[tuple[str, ...]] = []
         self.normalizer = PolicyNormalizer(cfg)
+        # the training-time photometric draws, parsed once (the config validated the spec)
+        self.photometric = parse_photometric(cfg.augment_photometric) if cfg.augment_photometric else {}
         if stats is not None:
             self.normalizer.set_stats(stats)
         self.vision = nn.ModuleDict({cam: VisionEncoder(cfg) for cam in cfg.cameras})
@@ -197,9 +199,8 @@ class VLAModel(nn.Module):
         images = self.stack_images(batch.get("images", {}), b, to)
         if self.training and cfg.augment_shift > 0:
             images = [random_shift(x, cfg.augment_shift, generator) for x in images]
-        if self.training and cfg.augment_photometric:
-            kinds = parse_photometric(cfg.augment_photometric)
-            images = [photometric(x, kinds, generator) for x in images]
+        if self.training and self.photometric:
+            images = [photometric(x, self.photometric, generator) for x in images]
         lang = batch["lang"].to(device) if "lang" in batch else self.language_embedding(batch["instruction"])
         cams: list[torch.Tensor] | None = [] if cfg.future_state_weight > 0 and cfg.cameras else None
         context, cmask = self.encode(images, state, obs_mask, lang, cams)
