@@ -46,6 +46,8 @@ class PerceptionConfig:
     # whose positions are estimated from the hand (object - hand, the hand's position added back; needs
     # arm_state): none, moving (the task's objects that are not static: a cube the hand carries) or all
     relative: str = "moving"
+    # estimators trained (seeds seed, seed + 1, ...) and read as their mean (vla.perception.estimator.PoseEnsemble)
+    ensemble: int = 1
     log_every: int = 100
     val_every: int = 500
     seed: int = 0
@@ -53,7 +55,7 @@ class PerceptionConfig:
     def validate(self) -> None:
         if not self.channels or min(self.channels) < 1:
             raise ValueError(f"channels must be a non-empty list of positive widths, got {self.channels}")
-        for name in ("keypoints", "hidden", "steps", "batch_size", "every", "log_every", "val_every"):
+        for name in ("keypoints", "hidden", "steps", "batch_size", "every", "ensemble", "log_every", "val_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         from vla.perception.model import BACKBONES

@@ -18,6 +18,8 @@ from vla.perception.model import ARM, PoseNet, arm_features, canonical_quat
 
 FORMAT = "pose-estimator v1"
 WEIGHTS, META = "estimator.safetensors", "estimator.json"
+ENSEMBLE_FORMAT = "pose-estimator ensemble v1"
+ENSEMBLE = "ensemble.json"  # a folder holding this instead of META is an ensemble of the estimators it names
 
 
 class PoseEstimator:
@@ -44,18 +46,16 @@ class PoseEstimator:
 
     @classmethod
     def load(cls, folder: str | Path) -> PoseEstimator:
+        """One estimator's folder, or an ensemble's (its `ensemble.json` names the members' folders)."""
         from vla.policy.checkpoint import CheckpointError, load_tensors
 
         folder = Path(folder)
+        if (folder / ENSEMBLE).is_file() and not (folder / META).is_file():
+            return PoseEnsemble.load(folder)
         meta_path, weights = folder / META, folder / WEIGHTS
         if not meta_path.is_file():
             raise CheckpointError(f"{folder}: not a pose estimator (no {META}; `vla perception train` writes one)")
-        try:
-            meta = json.loads(meta_path.read_text())
-        except json.JSONDecodeError as e:
-            raise CheckpointError(f"{meta_path}: not JSON ({e.msg}, line {e.lineno})") from None
-        if meta.get("format") != FORMAT:
-            raise CheckpointError(f"{meta_path}: format {meta.get('format')!r}, expected {FORMAT!r}")
+        meta = _read_meta(meta_path, FORMAT)
         if not weights.is_file():
             raise CheckpointError(f"{folder}: {WEIGHTS} is missing")
         if _sha256(weights) != meta.get("sha256"):
@@ -83,6 +83,7 @@ class PoseEstimator:
         tmp = folder / (META + ".tmp")
         tmp.write_text(json.dumps(meta, indent=1))
         tmp.replace(folder / META)  # the JSON names the weights: it lands last, whole
+        (folder / ENSEMBLE).unlink(missing_ok=True)  # an ensemble trained here before: this one replaces it
         self.meta = meta
         return folder
 
@@ -132,6 +133,99 @@ class PoseEstimator:
         a = self.check_arm(arm, None)
         return self.estimate_batch({c: np.asarray(images[c])[None] for c in self.cameras},
                                    None if a is None else a[None])[0]
+
+
+class PoseEnsemble(PoseEstimator):
+    """Several estimators of one task, cameras and inputs (trained with different seeds), read as one: each
+    object's position is the members' mean and its rotation their normalised mean quaternion (signs aligned
+    to the first member's). Why: one training's errors are partly its own (the training seed moved the refined
+    policy's success under a moved camera by 5 points, robustness_training.md p_rall), and averaging independent
+    errors shrinks them. Lakshminarayanan et al. 2017 (arXiv:1612.01474) average deep ensembles' predictions the
+    same way; we keep only the mean (no variance head)."""
+
+    def __init__(self, members: list[PoseEstimator], meta: dict[str, Any]) -> None:
+        if not members:
+            raise ValueError("pose ensemble: no members")
+        first = members[0]
+        for i, m in enumerate(members[1:], 1):
+            for what in ("task", "objects", "cameras", "image_size", "reads_arm"):
+                if getattr(m, what) != getattr(first, what):
+                    raise ValueError(f"pose ensemble: member {i} reads {what} {getattr(m, what)!r}, member 0 "
+                                     f"{getattr(first, what)!r}")
+        self.members = members
+        self.meta = meta
+        self.net = first.net
+        self.task, self.objects, self.cameras = first.task, first.objects, first.cameras
+        self.image_size = first.image_size
+        self.arm_mean, self.arm_scale, self.relative = first.arm_mean, first.arm_scale, first.relative
+
+    @classmethod
+    def load(cls, folder: str | Path) -> PoseEnsemble:
+        from vla.policy.checkpoint import CheckpointError
+
+        folder = Path(folder)
+        path = folder / ENSEMBLE
+        meta = _read_meta(path, ENSEMBLE_FORMAT)
+        names = meta.get("members")
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+            raise CheckpointError(f"{path}: 'members' must be a non-empty list of folders, got {names!r}")
+        members = []
+        for n in names:
+            sub = folder / n
+            if (sub / ENSEMBLE).is_file() and not (sub / META).is_file():
+                raise CheckpointError(f"{path}: member {n} is itself an ensemble")
+            members.append(PoseEstimator.load(sub))
+        try:
+            return cls(members, meta)
+        except ValueError as e:
+            raise CheckpointError(f"{path}: {e}") from None
+
+    def save(self, folder: str | Path, extra: dict[str, Any] | None = None) -> Path:
+        raise NotImplementedError("an ensemble is written by write_ensemble (its members are saved one by one)")
+
+    @torch.no_grad()
+    def estimate_batch(self, images: Mapping[str, np.ndarray], arm: np.ndarray | None = None) -> np.ndarray:
+        return mean_poses(np.stack([m.estimate_batch(images, arm) for m in self.members]))
+
+
+def mean_poses(poses: np.ndarray) -> np.ndarray:
+    """[M, ..., 7] poses of M estimators -> their mean [..., 7]: positions averaged; quaternions flipped onto
+    the first member's hemisphere, averaged and normalised (for rotations a few degrees apart this is the
+    chordal mean)."""
+    p = np.asarray(poses, np.float64)
+    q = p[..., 3:7]
+    sign = np.where(np.sum(q * q[:1], axis=-1, keepdims=True) < 0, -1.0, 1.0)
+    out = np.concatenate([p[..., :3].mean(0), (q * sign).mean(0)], axis=-1)
+    return canonical_quat(out)
+
+
+def write_ensemble(folder: str | Path, members: list[str], extra: dict[str, Any] | None = None) -> Path:
+    """An ensemble folder: `ensemble.json` naming the members' folders (relative to it), each loaded and
+    checked first, so a folder that names a missing or mismatched member is never written."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    meta = {**(extra or {}), "format": ENSEMBLE_FORMAT, "members": list(members)}
+    PoseEnsemble([PoseEstimator.load(folder / m) for m in members], meta)
+    tmp = folder / (ENSEMBLE + ".tmp")
+    tmp.write_text(json.dumps(meta, indent=1))
+    tmp.replace(folder / ENSEMBLE)
+    for stale in (META, WEIGHTS):  # a single estimator trained here before: the ensemble replaces it
+        (folder / stale).unlink(missing_ok=True)
+    return folder
+
+
+def _read_meta(path: Path, fmt: str) -> dict[str, Any]:
+    """A folder's JSON, or one line naming the file that is not JSON or not of `fmt`."""
+    from vla.policy.checkpoint import CheckpointError
+
+    try:
+        meta = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise CheckpointError(f"{path}: not JSON ({e.msg}, line {e.lineno})") from None
+    if not isinstance(meta, dict) or meta.get("format") != fmt:
+        got = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
+        raise CheckpointError(f"{path}: format {got!r}, expected {fmt!r}")
+    return meta
 
 
 def _writable(a: np.ndarray) -> np.ndarray:

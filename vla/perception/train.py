@@ -12,7 +12,7 @@ import torch
 
 from vla.perception.config import PerceptionConfig
 from vla.perception.data import Frames, load_frames, split_episodes
-from vla.perception.estimator import PoseEstimator
+from vla.perception.estimator import PoseEstimator, write_ensemble
 from vla.perception.model import (
     ARM_FEATURES,
     PoseNet,
@@ -71,16 +71,38 @@ def errors(estimator: PoseEstimator, frames: Frames, batch: int = 256) -> dict[s
 
 def train(store: str | Path, cfg: PerceptionConfig, progress: bool = True) -> dict[str, Any]:
     """Train on `store`'s frames (a held-out share of its episodes draws the validation curve) and write the
-    estimator to `cfg.out_dir`; returns the run's summary (also `summary.json` there)."""
+    estimator to `cfg.out_dir`; returns the run's summary (also `summary.json` there). With `cfg.ensemble` > 1,
+    that many estimators (seeds seed, seed + 1, ...: each its own initialisation and batches, the same
+    held-out episodes) go to `m0`, `m1`, ... under it, and `ensemble.json` makes the folder load as their
+    mean (vla.perception.estimator.PoseEnsemble)."""
     from vla.data.store import EpisodeStore
-    from vla.progress import progress as tqdm
 
     cfg.validate()
     t0 = time.perf_counter()
-    torch.manual_seed(cfg.seed)
     n = EpisodeStore.open(store).n_episodes
     train_eps, val_eps = split_episodes(n, cfg.val_episodes, cfg.seed)
     data = load_frames(store, cfg.cameras, cfg.every, progress=progress)
+    if cfg.ensemble == 1:
+        return _train_one(store, data, train_eps, val_eps, cfg, Path(cfg.out_dir), cfg.seed, progress, t0)
+    out_dir = Path(cfg.out_dir)
+    members = [_train_one(store, data, train_eps, val_eps, cfg, out_dir / f"m{k}", cfg.seed + k, progress,
+                          time.perf_counter()) for k in range(cfg.ensemble)]
+    write_ensemble(out_dir, [f"m{k}" for k in range(cfg.ensemble)],
+                   {"trained_on": str(store), "steps": cfg.steps, "seeds": [cfg.seed + k for k in range(cfg.ensemble)]})
+    val_set = data.subset(np.isin(data.episode, val_eps))
+    summary = {"store": str(store), "frames": members[0]["frames"], "val_frames": len(val_set), "steps": cfg.steps,
+               "ensemble": cfg.ensemble, "seconds": round(time.perf_counter() - t0, 1),
+               "val": errors(PoseEstimator.load(out_dir), val_set) if len(val_set) else None,
+               "members_val": [m["val"] for m in members], "config": cfg.__dict__}
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
+    return summary
+
+
+def _train_one(store: str | Path, data: Frames, train_eps: np.ndarray, val_eps: np.ndarray, cfg: PerceptionConfig,
+               out_dir: Path, seed: int, progress: bool, t0: float) -> dict[str, Any]:
+    from vla.progress import progress as tqdm
+
+    torch.manual_seed(seed)
     train_set = data.subset(np.isin(data.episode, train_eps))
     val_set = data.subset(np.isin(data.episode, val_eps))
     relative = relative_objects(data.task, data.objects, cfg.relative)
@@ -116,9 +138,8 @@ def train(store: str | Path, cfg: PerceptionConfig, progress: bool = True) -> di
                                                 pct_start=0.05)
     y = torch.from_numpy(((targets - mean) / scale).astype(np.float32))
     arm = None if arm_in is None else torch.from_numpy(((arm_in - arm_mean) / arm_scale).astype(np.float32))
-    gen = torch.Generator().manual_seed(cfg.seed)
-    rng = np.random.default_rng(cfg.seed)
-    out_dir = Path(cfg.out_dir)
+    gen = torch.Generator().manual_seed(seed)
+    rng = np.random.default_rng(seed)
     writer = _writer(out_dir)
     curve: list[dict[str, Any]] = []
     bar = tqdm(range(1, cfg.steps + 1), desc="pose estimator", disable=not progress)
@@ -147,7 +168,7 @@ def train(store: str | Path, cfg: PerceptionConfig, progress: bool = True) -> di
     net.eval()
     summary = {"store": str(store), "frames": len(train_set), "val_frames": len(val_set), "steps": cfg.steps,
                "seconds": round(time.perf_counter() - t0, 1), "curve": curve,
-               "val": errors(estimator, val_set) if len(val_set) else None, "config": cfg.__dict__}
+               "val": errors(estimator, val_set) if len(val_set) else None, "seed": seed, "config": cfg.__dict__}
     estimator.save(out_dir, {"trained_on": str(store), "steps": cfg.steps})
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
     if writer is not None:
