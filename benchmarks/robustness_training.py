@@ -157,6 +157,20 @@ The c_g04pc2 / c_vis variants (camera-only, training seeds N = 0, 1; runs/s20/q_
       out_dir=runs/s20/robc/<v>/sN/<condition>      (training 1: the first three)
   python benchmarks/robustness_training.py --runs runs/s20/robv2 --only c_g04pc2,c_vis   (robv2: links to robc)
 
+The p_ens* variants (an ensemble of estimators, runs/s21): p_pr100's estimators (runs/s19/job_pr100*, trained by
+`vla run ... "stages=[perception]"` on the same store) read as one, the refined policy of runs/s19/job on 200 tune
+seeds (runs/s21/q_ens.sh, q_next.sh, q_2k2.sh, q_more.sh):
+
+  python -c "from vla.perception.estimator import write_ensemble; write_ensemble('runs/s21/ens3', \
+      ['../../s19/job_pr100/perception/estimator', '../../s19/job_pr100_s1/perception/estimator', \
+       '../../s19/job_pr100_s2/perception/estimator'])"                  (ens2a-c: two of them)
+  vla perception train runs/s19/job_pr100/perception/train.zarr out_dir=runs/s21/e2h steps=500 ensemble=2 seed=10
+  vla perception train runs/s19/job_pr100/perception/train.zarr out_dir=runs/s21/s2k steps=2000 seed=0
+  vla eval runs/s19/job/refine/iter_01/train/checkpoints/step_00000250 $EV runtime=onnx \
+      perturb=none|realistic|camera_shift:10 poses=runs/s21/<ens> out_dir=runs/s21/robn/<ens>/<condition>
+  python benchmarks/robustness_training.py --runs runs/s21/robv --only p_ens3,p_ens2,p_e2h,p_s2k
+      (robv: links to robn, p_ens3's three trainings all its one evaluation)
+
 The e_* variants (the pose estimator's randomisation; one policy, runs/main65's refined, its `vla eval ... poses=`
 the estimator, perturb=none|camera_shift:10|camera_rot:1|realistic, 200 tune seeds, in
 runs/s9/rob/e_<name>/s0/<none|cam|camera_rot|realistic>):

@@ -83,9 +83,9 @@ def train(store: str | Path, cfg: PerceptionConfig, progress: bool = True) -> di
     train_eps, val_eps = split_episodes(n, cfg.val_episodes, cfg.seed)
     data = load_frames(store, cfg.cameras, cfg.every, progress=progress)
     if cfg.ensemble == 1:
-        return _train_one(store, data, train_eps, val_eps, cfg, Path(cfg.out_dir), cfg.seed, progress, t0)
+        return train_frames(store, data, train_eps, val_eps, cfg, Path(cfg.out_dir), cfg.seed, progress, t0)
     out_dir = Path(cfg.out_dir)
-    members = [_train_one(store, data, train_eps, val_eps, cfg, out_dir / f"m{k}", cfg.seed + k, progress,
+    members = [train_frames(store, data, train_eps, val_eps, cfg, out_dir / f"m{k}", cfg.seed + k, progress,
                           time.perf_counter()) for k in range(cfg.ensemble)]
     write_ensemble(out_dir, [f"m{k}" for k in range(cfg.ensemble)],
                    {"trained_on": str(store), "steps": cfg.steps, "seeds": [cfg.seed + k for k in range(cfg.ensemble)]})
@@ -98,8 +98,10 @@ def train(store: str | Path, cfg: PerceptionConfig, progress: bool = True) -> di
     return summary
 
 
-def _train_one(store: str | Path, data: Frames, train_eps: np.ndarray, val_eps: np.ndarray, cfg: PerceptionConfig,
+def train_frames(store: str | Path, data: Frames, train_eps: np.ndarray, val_eps: np.ndarray, cfg: PerceptionConfig,
                out_dir: Path, seed: int, progress: bool, t0: float) -> dict[str, Any]:
+    """One estimator trained on `data`'s frames of `train_eps` (its validation curve on `val_eps`) with `seed`,
+    written to `out_dir`; its summary. `data` may carry other targets than a store's objects (an experiment's)."""
     from vla.progress import progress as tqdm
 
     torch.manual_seed(seed)
