@@ -424,5 +424,9 @@ NOTES = [
     "estimator of the hand's position from the images alone, whose offset from the arm's exact position would "
     "measure a moved camera. It is 18 mm off at the median on held-out frames, its per-episode offsets "
     "correlate with the objects' at -0.17 to 0.69 per axis, and subtracting them made both objects worse (the "
-    "zone 10.7 -> 14.1 mm, the cube 8.8 -> 17.4). Not pursued.",
+    "zone 10.7 -> 14.1 mm, the cube 8.8 -> 17.4). Nor does the other way round (`--relative`): an image-only "
+    "estimator of each object's offset from the hand, the arm's exact hand position added back, puts the zone "
+    "28.9 mm off (bias 17.5) and the cube 9.7 (7.5); the preset's estimator reads the arm state and is not "
+    "forced to place the zone from the hand's image, and the hand's image places it no better than 18 mm. "
+    "Not pursued.",
 ]

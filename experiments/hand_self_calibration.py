@@ -10,6 +10,10 @@ correlation of the episodes' hand and object offsets.
 
     python experiments/hand_self_calibration.py runs/s19/job_pr100/perception/train.zarr runs/s21/hand_img \\
         runs/s19/job_pr100/perception/estimator runs/s21/vis_tune.zarr    (vis_tune: pose_ensemble_spread.py's)
+
+`--relative` tries the other way round: an image-only estimator of each object's offset from the hand, the arm's
+exact hand position added back (a moved camera shifts an object and the hand alike in the image), and reports
+each object's per-episode error and bias against the given estimator's.
 """
 
 from __future__ import annotations
@@ -48,15 +52,11 @@ def main() -> None:
     ap.add_argument("estimator")
     ap.add_argument("test_store")
     ap.add_argument("--steps", type=int, default=1000)
+    ap.add_argument("--relative", action="store_true", help="estimate the objects' offsets from the hand instead")
     args = ap.parse_args()
-    if not (args.hand_dir / "estimator.json").exists():
-        data = load_frames(args.train_store, None, 1, progress=False)
-        hand = Frames(data.images, data.arm[:, None, :7].copy(), data.episode, data.task, ("hand",), data.arm)
-        cfg = load_config(PerceptionConfig, "perception", "default",
-                          [f"out_dir={args.hand_dir}", f"steps={args.steps}", "arm_state=false", "relative=none"])
-        tr, va = split_episodes(int(data.episode.max()) + 1, cfg.val_episodes, 0)
-        val = train_frames(args.train_store, hand, tr, va, cfg, args.hand_dir, 0, True, time.perf_counter())["val"]
-        print("the hand from the images, held-out frames:", val["hand"])
+    if args.relative:
+        return relative(args)
+    train_image_only(args.train_store, args.hand_dir, args.steps, "hand")
     hand_est, est = PoseEstimator.load(args.hand_dir), PoseEstimator.load(args.estimator)
     frames = load_frames(args.test_store, est.cameras, 1, progress=False)
     pred = estimate_frames(est, frames)
@@ -69,6 +69,45 @@ def main() -> None:
                                   [err[frames.episode == e, a].mean() for e in eps])[0, 1]) for a in range(3)]
         print(o, calibrated_errors_mm(err, offset, frames.episode), "episode offsets' correlation per axis",
               np.round(corr, 2))
+
+
+def train_image_only(store: str, out: Path, steps: int, target: str) -> None:
+    """An estimator with no arm state in, of the hand's pose (`target` hand) or of every object's offset from
+    the hand (`target` offsets), on `store`'s frames; written to `out` unless it is there."""
+    if (out / "estimator.json").exists():
+        return
+    data = load_frames(store, None, 1, progress=False)
+    if target == "hand":
+        frames = Frames(data.images, data.arm[:, None, :7].copy(), data.episode, data.task, ("hand",), data.arm)
+    else:
+        poses = data.poses.copy()
+        poses[:, :, :3] -= data.arm[:, None, :3]
+        frames = Frames(data.images, poses, data.episode, data.task, data.objects, data.arm)
+    cfg = load_config(PerceptionConfig, "perception", "default",
+                      [f"out_dir={out}", f"steps={steps}", "arm_state=false", "relative=none"])
+    tr, va = split_episodes(int(data.episode.max()) + 1, cfg.val_episodes, 0)
+    print("held-out frames:", train_frames(store, frames, tr, va, cfg, out, 0, True, time.perf_counter())["val"])
+
+
+def per_episode_mm(err: np.ndarray, episode: np.ndarray) -> tuple[float, float]:
+    """err [N, 3] (m) -> (the median over episodes of each one's median error, of each one's mean offset), mm."""
+    eps = np.unique(episode)
+    total = [np.median(np.linalg.norm(err[episode == e], axis=1)) for e in eps]
+    bias = [np.linalg.norm(err[episode == e].mean(0)) for e in eps]
+    return round(1000.0 * float(np.median(total)), 1), round(1000.0 * float(np.median(bias)), 1)
+
+
+def relative(args: argparse.Namespace) -> None:
+    train_image_only(args.train_store, args.hand_dir, args.steps, "offsets")
+    rel, est = PoseEstimator.load(args.hand_dir), PoseEstimator.load(args.estimator)
+    frames = load_frames(args.test_store, est.cameras, 1, progress=False)
+    pred = estimate_frames(rel, frames)
+    pred[:, :, :3] += frames.arm[:, None, :3]
+    base = estimate_frames(est, frames)
+    for k, o in enumerate(est.objects):
+        truth = frames.poses[:, k, :3]
+        print(o, "(error, bias) mm: the estimator", per_episode_mm(base[:, k, :3] - truth, frames.episode),
+              "image-only offsets", per_episode_mm(pred[:, k, :3] - truth, frames.episode))
 
 
 if __name__ == "__main__":
