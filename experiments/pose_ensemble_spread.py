@@ -17,17 +17,11 @@ import argparse
 import numpy as np
 
 from vla.perception.data import load_frames
-from vla.perception.estimator import PoseEnsemble, PoseEstimator, mean_poses
+from vla.perception.estimator import PoseEnsemble, PoseEstimator, mean_poses, member_spread_mm
 from vla.perception.model import position_error_mm
 from vla.perception.train import estimate_frames
 
 BIG_MM = 20.0
-
-
-def spread_mm(each: np.ndarray) -> np.ndarray:
-    """[M, N, K, 7] members' poses -> [N, K]: the largest distance (mm) of a member's position from the mean."""
-    mean = each[..., :3].mean(0)
-    return 1000.0 * np.linalg.norm(each[..., :3] - mean[None], axis=-1).max(0)
 
 
 def main() -> None:
@@ -43,7 +37,7 @@ def main() -> None:
         ap.error(f"{args.ensemble}: one estimator, not an ensemble (no ensemble.json)")
     frames = load_frames(args.store, ens.cameras, 1, progress=False)
     each = np.stack([estimate_frames(m, frames) for m in ens.members])
-    mean, spread = mean_poses(each), spread_mm(each)
+    mean, spread = mean_poses(each), member_spread_mm(each)
     for k, o in enumerate(ens.objects):
         err = position_error_mm(mean[:, k], frames.poses[:, k])
         one = position_error_mm(each[0][:, k], frames.poses[:, k])

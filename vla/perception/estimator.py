@@ -199,6 +199,13 @@ def mean_poses(poses: np.ndarray) -> np.ndarray:
     return canonical_quat(out)
 
 
+def member_spread_mm(poses: np.ndarray) -> np.ndarray:
+    """[M, ..., 7] poses of M estimators -> [...]: the largest distance (mm) of a member's position from their
+    mean (how far apart the members read; 0 for one member)."""
+    p = np.asarray(poses, np.float64)[..., :3]
+    return 1000.0 * np.linalg.norm(p - p.mean(0, keepdims=True), axis=-1).max(0)
+
+
 def write_ensemble(folder: str | Path, members: list[str], extra: dict[str, Any] | None = None) -> Path:
     """An ensemble folder: `ensemble.json` naming the members' folders (relative to it), each loaded and
     checked first, so a folder that names a missing or mismatched member is never written."""

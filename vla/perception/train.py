@@ -12,7 +12,7 @@ import torch
 
 from vla.perception.config import PerceptionConfig
 from vla.perception.data import Frames, load_frames, split_episodes
-from vla.perception.estimator import PoseEstimator, write_ensemble
+from vla.perception.estimator import PoseEnsemble, PoseEstimator, member_spread_mm, write_ensemble
 from vla.perception.model import (
     ARM_FEATURES,
     PoseNet,
@@ -189,8 +189,13 @@ def evaluate(folder: str | Path, store: str | Path, every: int = 1, progress: bo
     if frames.task != est.task:
         raise ValueError(f"{store}: task '{frames.task}', the estimator {folder} estimates '{est.task}'")
     seeds = [int(s) for s in EpisodeStore.open(store).table().seed]
-    return {"estimator": str(folder), "store": str(store), "seed_range": range_of_seeds(seeds),
-            **errors(est, frames)}
+    report = {"estimator": str(folder), "store": str(store), "seed_range": range_of_seeds(seeds), **errors(est, frames)}
+    if isinstance(est, PoseEnsemble):  # each member alone, and how far apart they read
+        report["members"] = [errors(m, frames) for m in est.members]
+        spread = member_spread_mm(np.stack([estimate_frames(m, frames) for m in est.members]))
+        report["spread_mm"] = {o: {"median": float(np.median(spread[:, k])),
+                                   "p90": float(np.percentile(spread[:, k], 90))} for k, o in enumerate(est.objects)}
+    return report
 
 
 def _writer(out_dir: Path) -> Any:

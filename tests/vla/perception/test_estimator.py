@@ -7,7 +7,7 @@ import pytest
 from tests.vla.perception.helpers import pose_store
 from vla.config import load_config
 from vla.perception.config import PerceptionConfig
-from vla.perception.estimator import PoseEnsemble, PoseEstimator, mean_poses, write_ensemble
+from vla.perception.estimator import PoseEnsemble, PoseEstimator, mean_poses, member_spread_mm, write_ensemble
 from vla.perception.train import evaluate, train
 from vla.policy.checkpoint import CheckpointError
 
@@ -24,6 +24,13 @@ def test_mean_poses_averages_positions_and_rotations_on_one_hemisphere() -> None
     np.testing.assert_allclose(m[0, :3], [0.1, -0.2, 0.3])
     np.testing.assert_allclose(m[0, 3:], _quat_z(15), atol=1e-6)
     np.testing.assert_allclose(mean_poses(np.stack([a]))[0], a[0])  # one member: itself
+
+
+def test_member_spread_is_the_farthest_member_from_the_mean_in_mm() -> None:
+    each = np.zeros((3, 2, 1, 7))
+    each[1, 0, 0, 0] = 0.003
+    each[2, 0, 0, 0] = -0.003  # frame 0: members at -3, 0, +3 mm; frame 1: all agree
+    np.testing.assert_allclose(member_spread_mm(each), [[3.0], [0.0]])
 
 
 def _estimators(tmp_path: Path, seeds: tuple[int, ...], *overrides: str) -> list[str]:
@@ -54,7 +61,10 @@ def test_an_ensemble_folder_loads_as_one_estimator_and_reads_the_members_mean(tm
     with pytest.raises(ValueError, match="reads the arm's state"):  # the members' own checks still hold
         ens.estimate({c: f[0] for c, f in frames.items()})
     report = evaluate(tmp_path / "ens", tmp_path / "s.zarr", progress=False)  # whatever reads an estimator
-    assert report["cube"]["position_mm_median"] > 0
+    assert report["cube"]["position_mm_median"] > 0 and len(report["members"]) == 2
+    alone = evaluate(tmp_path / names[0], tmp_path / "s.zarr", progress=False)
+    assert report["members"][0]["cube"] == pytest.approx(alone["cube"])
+    assert report["spread_mm"]["cube"]["p90"] >= report["spread_mm"]["cube"]["median"] > 0
 
 
 def test_a_bad_ensemble_is_one_clear_error_and_is_never_written(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""experiments/pose_ensemble_spread.py and hand_self_calibration.py: their measures."""
+"""experiments/hand_self_calibration.py: its measure."""
 
 from __future__ import annotations
 
@@ -6,15 +6,7 @@ import numpy as np
 
 from tests.benchmarks.helpers import load_script
 
-spread_mm = load_script("pose_ensemble_spread", "experiments").spread_mm
 calibrated_errors_mm = load_script("hand_self_calibration", "experiments").calibrated_errors_mm
-
-
-def test_spread_is_the_farthest_member_from_the_mean_in_mm() -> None:
-    each = np.zeros((3, 2, 1, 7))
-    each[1, 0, 0, 0] = 0.003
-    each[2, 0, 0, 0] = -0.003  # frame 0: members at -3, 0, +3 mm; frame 1: all agree
-    np.testing.assert_allclose(spread_mm(each), [[3.0], [0.0]])
 
 
 def test_a_shared_offset_is_removed_by_its_episode_mean_and_in_time_by_the_running_mean() -> None:
