@@ -170,9 +170,16 @@ class PoseNode:
             self.pub_status.publish(String(data=json.dumps(self.status())))
 
     def status(self) -> dict[str, Any]:
-        return {"published": self.published, "rejected": dict(self.rejected), "cameras": self.estimator.cameras,
-                "objects": list(self.estimator.objects), "estimator": self.cfg.estimator,
-                "reads_arm": self.estimator.reads_arm}
+        out = {"published": self.published, "rejected": dict(self.rejected), "cameras": self.estimator.cameras,
+               "objects": list(self.estimator.objects), "estimator": self.cfg.estimator,
+               "reads_arm": self.estimator.reads_arm}
+        members = getattr(self.estimator, "members", None)
+        if members:  # an ensemble: how far apart its members read the last frames (an operator's warning sign)
+            out["members"] = len(members)
+            spread = self.estimator.last_spread_mm
+            if spread is not None:
+                out["spread_mm"] = {o: round(float(spread[-1][k]), 1) for k, o in enumerate(self.estimator.objects)}
+        return out
 
     def start(self) -> None:
         self._spinner = BackgroundSpinner(self.node, self._context)

@@ -154,6 +154,7 @@ class PoseEnsemble(PoseEstimator):
                                      f"{getattr(first, what)!r}")
         self.members = members
         self.meta = meta
+        self.last_spread_mm: np.ndarray | None = None  # [N, K] of the last estimate_batch: how far apart they read
         self.net = first.net
         self.task, self.objects, self.cameras = first.task, first.objects, first.cameras
         self.image_size = first.image_size
@@ -185,7 +186,9 @@ class PoseEnsemble(PoseEstimator):
 
     @torch.no_grad()
     def estimate_batch(self, images: Mapping[str, np.ndarray], arm: np.ndarray | None = None) -> np.ndarray:
-        return mean_poses(np.stack([m.estimate_batch(images, arm) for m in self.members]))
+        each = np.stack([m.estimate_batch(images, arm) for m in self.members])
+        self.last_spread_mm = member_spread_mm(each)
+        return mean_poses(each)
 
 
 def mean_poses(poses: np.ndarray) -> np.ndarray:

@@ -31,6 +31,16 @@ def images_only(tmp_path_factory: pytest.TempPathFactory) -> str:
     return debug_estimator(tmp_path_factory.mktemp("est"), 24, "arm_state=false", "relative=none")
 
 
+def _send(node: PoseNode, frames: dict[str, np.ndarray], sec: int) -> None:
+    """Each camera's 24x24 frame to the node as the bridge's Image message, stamped `sec`."""
+    from builtin_interfaces.msg import Time
+
+    for c, img in frames.items():
+        msg = Image(height=24, width=24, encoding="rgb8", step=72, data=img.tobytes())
+        msg.header.stamp = Time(sec=sec, nanosec=0)
+        node._on_image(msg, c)
+
+
 def _wait(cond, timeout_s: float = 20.0) -> bool:
     end = time.monotonic() + timeout_s
     while time.monotonic() < end:
@@ -94,7 +104,6 @@ def test_a_missing_estimator_is_one_clear_error(tmp_path: Path) -> None:
 
 
 def test_smoothing_publishes_the_zones_moving_average(images_only: str, domain_id: int) -> None:
-    from builtin_interfaces.msg import Time
 
     from vla.perception.smooth import ema_update
 
@@ -109,15 +118,41 @@ def test_smoothing_publishes_the_zones_moving_average(images_only: str, domain_i
         mean = None
         for k in range(3):
             frames = {c: rng.integers(0, 256, (24, 24, 3), dtype=np.uint8) for c in CAMERAS}
-            for c, img in frames.items():
-                msg = Image(height=24, width=24, encoding="rgb8", step=72, data=img.tobytes())
-                msg.header.stamp = Time(sec=100 + k, nanosec=0)
-                node._on_image(msg, c)
+            _send(node, frames, 100 + k)
             node.tick()
             mean = ema_update(mean, est.estimate(frames)[1, :3], 0.3)
             zone = out[-1].poses[1].position
             np.testing.assert_allclose([zone.x, zone.y, zone.z], mean, atol=1e-5)
         assert len(out) == 3
+    finally:
+        node.node.destroy_node()
+        rclpy.shutdown(context=ctx)
+
+
+def test_an_ensemble_folder_publishes_the_members_mean_and_reports_their_spread(
+        tmp_path: Path, domain_id: int) -> None:
+
+    from vla.perception.estimator import mean_poses, write_ensemble
+
+    a = debug_estimator(tmp_path / "a", 24, "arm_state=false", "relative=none")
+    b = debug_estimator(tmp_path / "b", 24, "arm_state=false", "relative=none", "seed=1")
+    folder = write_ensemble(tmp_path / "ens", ["../a/est", "../b/est"])
+    ctx = rclpy.context.Context()
+    rclpy.init(context=ctx, domain_id=domain_id)
+    node = PoseNode(PoseNodeConfig(estimator=str(folder)), context=ctx)
+    out: list = []
+    node.pub.publish = out.append
+    frames = {c: np.random.default_rng(2).integers(0, 256, (24, 24, 3), dtype=np.uint8) for c in CAMERAS}
+    try:
+        _send(node, frames, 100)
+        node.tick()
+        each = np.stack([PoseEstimator.load(e).estimate(frames) for e in (a, b)])
+        got = np.array([[p.position.x, p.position.y, p.position.z] for p in out[0].poses])
+        np.testing.assert_allclose(got, mean_poses(each)[:, :3], atol=1e-5)
+        status = node.status()
+        apart = 1000 * np.linalg.norm(each[0, :, :3] - each[1, :, :3], axis=1) / 2  # each member half-way off
+        assert apart[0] > 0.1  # two seeds, two readings
+        assert status["members"] == 2 and status["spread_mm"]["cube"] == pytest.approx(apart[0], abs=0.06)
     finally:
         node.node.destroy_node()
         rclpy.shutdown(context=ctx)
@@ -140,10 +175,7 @@ def test_an_estimator_that_reads_the_arm_waits_for_its_joint_state(estimator: st
     node.pub.publish = out.append
     frames = {c: np.random.default_rng(1).integers(0, 256, (24, 24, 3), dtype=np.uint8) for c in CAMERAS}
     try:
-        for c, img in frames.items():
-            msg = Image(height=24, width=24, encoding="rgb8", step=72, data=img.tobytes())
-            msg.header.stamp = Time(sec=100, nanosec=0)
-            node._on_image(msg, c)
+        _send(node, frames, 100)
         node.tick()
         assert out == []  # no joint state yet
         q = np.append(HOME_QPOS, 0.02)
