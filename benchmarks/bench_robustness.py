@@ -18,21 +18,30 @@ measured) alone and all of them together, against the clean run on the same seed
   python benchmarks/bench_robustness.py --block camera_only_g07 \
       --ckpt runs/s13/cam/i_g07pc_s0/train/checkpoints/step_00007000 --job runs/s13/cam/i_g07pc_s0 \
       --out runs/s13/rob_cam --against camera_only_gain15 runs/s13/rob_cam_base
-  # the headline camera_only block: the same recipe on the gain-0.4 demos (the default's since 2026-12-06;
-  # robustness_training.md c_g04pc), paired with the gain-0.7 block above. Measured as camera_only_g04: 4 kinds on
-  # 12-06 (runs/s17/q_camrep.sh), the rest in the evening (runs/s18/q_cam.sh, the 4 read back), then renamed
+  # the camera_only block until 2026-12-06 night (since: camera_only_g04): the same recipe on the gain-0.4 demos
+  # (the default's since 2026-12-06; robustness_training.md c_g04pc), paired with the gain-0.7 block above. 4 kinds
+  # on 12-06 (runs/s17/q_camrep.sh), the rest in the evening (runs/s18/q_cam.sh, the 4 read back)
   vla run out_dir=runs/s17/cam/i_g04pc_s0 (as i_g07pc_s0) demos.gain=0.4
-  python benchmarks/bench_robustness.py --block camera_only \
+  python benchmarks/bench_robustness.py --block camera_only_g04 \
       --ckpt runs/s17/cam/i_g04pc_s0/train/checkpoints/step_00007000 --job runs/s17/cam/i_g04pc_s0 \
       --out runs/s17/rob_cam_g04 --against camera_only_g07 runs/s13/rob_cam
-  # the camera-only recipe with visual domain randomisation (robustness_training.md c_vis, 2026-12-06 evening): the
-  # scene kinds in the demos and photometric draws in training, training seed 0 (runs/s20/q_cam.sh)
+  # the headline camera_only block since 2026-12-06 night (measured as camera_only_vis, renamed): the camera-only
+  # recipe with visual domain randomisation (robustness_training.md c_vis): the scene kinds in the demos and
+  # photometric draws in training, training seed 0 (runs/s20/q_cam.sh); training 1 as camera_only_t1 (measured as
+  # camera_only_vis_t1), paired on clean and `realistic` with its base's training 1 (runs/s21/q_camrep1.sh,
+  # q_camblock.sh; the pooled two-training figures: camera_only_recipe_change)
   vla run out_dir=runs/s20/cam/c_vis_s0 (as i_g07pc_s0) \
       demos.randomize=pose_latency:2,camera_shift:10,camera_rot:1,surface_colour:0.1,distractor:0.2 \
       'pretrain.overrides=[..., "policy.augment_photometric=lighting:0.2,colour:0.05,pixel_noise:3"]'
-  python benchmarks/bench_robustness.py --block camera_only_vis \
+  python benchmarks/bench_robustness.py --block camera_only \
       --ckpt runs/s20/cam/c_vis_s0/train/checkpoints/step_00007000 --job runs/s20/cam/c_vis_s0 \
       --out runs/s20/rob_cam_vis
+  vla eval runs/s20/cam/c_g04pc_s1/train/checkpoints/step_00007000 episodes=200 seed_range=report \
+      temporal_ensemble=0.3 temporal_ensemble_every=2 n_action_steps=4 runtime=onnx perturb=none|<realistic> \
+      out_dir=runs/s21/rob_cam_base1/clean|realistic             (<realistic>: the preset without its pose kinds)
+  python benchmarks/bench_robustness.py --block camera_only_t1 \
+      --ckpt runs/s20/cam/c_vis_s1/train/checkpoints/step_00007000 --job runs/s20/cam/c_vis_s1 \
+      --out runs/s21/rob_cam_vis1 --against camera_only_base_t1 runs/s21/rob_cam_base1
   # the same policy with every live chunk weighted about equally (temporal ensemble rate -0.01, the job's 0.3)
   python benchmarks/bench_robustness.py --block camera_only_even_ensemble \
       --ckpt runs/s13/cam/i_g07pc_s0/train/checkpoints/step_00007000 --job runs/s13/cam/i_g07pc_s0 \
