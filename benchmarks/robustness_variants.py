@@ -406,9 +406,10 @@ NOTES = [
     "+0.021] and `realistic` +0.147 [+0.084, +0.211]. So clean stays within its interval over the trainings the "
     "tune choice was made on, and c_vis is the camera-only recipe since (the `camera_only` block: its training "
     "0; the one before renamed camera_only_g04). Training 1 keeps every visual kind >= 0.94 but only 0.73 under "
-    "one tick of latency (training 0: 0.97) and 0.84 under the command noise: the actuator kinds are what the "
-    "camera-only policy still loses by. `policy.augment_photometric` stays off by default in the policy config "
-    "(the recipe sets it).",
+    "one tick of latency (training 0: 0.97): 0.675 against its base's 0.820, -0.145 [-0.214, -0.076], a cost "
+    "of the recipe on that training that `realistic` (which holds the latency) outweighs; the command noise "
+    "0.775 against 0.815. The actuator kinds are what the camera-only policy still loses by. "
+    "`policy.augment_photometric` stays off by default in the policy config (the recipe sets it).",
     "- **An ensemble of estimators (p_ens3, p_ens2 against p_pr100; p_e2h and p_s2k its compute controls; "
     "2026-12-06 night, tune, the same refined policy and store, runs/s21):** the members' mean pose "
     "(`perception ensemble=N`, or an `ensemble.json` naming estimators trained elsewhere). Rule fixed before the "
