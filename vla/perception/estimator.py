@@ -209,10 +209,15 @@ def member_spread_mm(poses: np.ndarray) -> np.ndarray:
     return 1000.0 * np.linalg.norm(p - p.mean(0, keepdims=True), axis=-1).max(0)
 
 
-def write_ensemble(folder: str | Path, members: list[str], extra: dict[str, Any] | None = None) -> Path:
+def write_ensemble(folder: str | Path, members: list[str], extra: dict[str, Any] | None = None,
+                   replace: bool = False) -> Path:
     """An ensemble folder: `ensemble.json` naming the members' folders (relative to it), each loaded and
-    checked first, so a folder that names a missing or mismatched member is never written."""
+    checked first, so a folder that names a missing or mismatched member is never written. A folder that holds
+    an estimator is refused unless `replace` (training an ensemble where one estimator was trained before)."""
     folder = Path(folder)
+    if (folder / META).exists() and not replace:
+        raise ValueError(f"{folder}: holds a pose estimator, which an ensemble there would replace; "
+                         "write the ensemble to another folder")
     folder.mkdir(parents=True, exist_ok=True)
     meta = {**(extra or {}), "format": ENSEMBLE_FORMAT, "members": list(members)}
     PoseEnsemble([PoseEstimator.load(folder / m) for m in members], meta)

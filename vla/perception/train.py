@@ -88,7 +88,8 @@ def train(store: str | Path, cfg: PerceptionConfig, progress: bool = True) -> di
     members = [train_frames(store, data, train_eps, val_eps, cfg, out_dir / f"m{k}", cfg.seed + k, progress,
                           time.perf_counter()) for k in range(cfg.ensemble)]
     write_ensemble(out_dir, [f"m{k}" for k in range(cfg.ensemble)],
-                   {"trained_on": str(store), "steps": cfg.steps, "seeds": [cfg.seed + k for k in range(cfg.ensemble)]})
+                   {"trained_on": str(store), "steps": cfg.steps, "seeds": [cfg.seed + k for k in range(cfg.ensemble)]},
+                   replace=True)
     val_set = data.subset(np.isin(data.episode, val_eps))
     summary = {"store": str(store), "frames": members[0]["frames"], "val_frames": len(val_set), "steps": cfg.steps,
                "ensemble": cfg.ensemble, "seconds": round(time.perf_counter() - t0, 1),

@@ -85,6 +85,9 @@ def test_a_bad_ensemble_is_one_clear_error_and_is_never_written(tmp_path: Path) 
     (ens / "ensemble.json").write_text("{")
     with pytest.raises(CheckpointError, match="not JSON"):
         PoseEstimator.load(ens)
+    with pytest.raises(ValueError, match="holds a pose estimator"):  # an estimator's folder is not overwritten
+        write_ensemble(tmp_path / "m0", ["../plain/m1"])
+    assert PoseEstimator.load(tmp_path / "m0").__class__ is PoseEstimator
     write_ensemble(tmp_path / "inner", ["../m0"])
     (ens / "ensemble.json").write_text(json.dumps({"format": "pose-estimator ensemble v1", "members": ["../inner"]}))
     with pytest.raises(CheckpointError, match="is itself an ensemble"):
