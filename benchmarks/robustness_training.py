@@ -156,6 +156,10 @@ The c_g04pc2 / c_vis variants (camera-only, training seeds N = 0, 1; runs/s20/q_
       perturb=none|realistic|lighting:0.2|surface_colour:0.1|distractor:0.2|colour:0.05|pixel_noise:3 \
       out_dir=runs/s20/robc/<v>/sN/<condition>      (training 1: the first three)
   python benchmarks/robustness_training.py --runs runs/s20/robv2 --only c_g04pc2,c_vis   (robv2: links to robc)
+      (c_scene, c_photo: out_dir=runs/s21/cam/<v>_s1; c_scene with c_vis's demos.randomize and no photometric
+       override, c_photo with the photometric override and c_g04pc2's demos; perturb=none|action_latency:1 in
+       runs/s21/robc/<v>/s1, c_g04pc2's training 1 under action_latency:1 there too; runs/s21/q_abl.sh, q_lat.sh)
+  python benchmarks/robustness_training.py --runs runs/s21/robv2 --only c_scene,c_photo
 
 The p_ens* variants (an ensemble of estimators, runs/s21): p_pr100's estimators (runs/s19/job_pr100*, trained by
 `vla run ... "stages=[perception]"` on the same store) read as one, the refined policy of runs/s19/job on 200 tune

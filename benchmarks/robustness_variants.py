@@ -117,6 +117,11 @@ VARIANTS: dict[str, tuple[str, str, str]] = {
     "c_vis": ("as c_g04pc2 with the scene kinds in the demos (demos.randomize adds surface_colour:0.1,distractor:0.2) "
               "and photometric draws in training (policy.augment_photometric=lighting:0.2,colour:0.05,pixel_noise:3): "
               "the preset's severities, chosen before any run; runs/s20/cam/c_vis_s0", "cpu", "c_g04pc2"),
+    # which half of c_vis costs its training 1 the latency (2026-12-06 night, runs/s21/q_abl.sh): training seed 1
+    "c_scene": ("as c_g04pc2 with only the scene kinds in the demos (c_vis's demos, no photometric draws), training "
+                "seed 1, runs/s21/cam/c_scene_s1", "cpu", "c_g04pc2"),
+    "c_photo": ("as c_g04pc2 with only the photometric draws in training (c_g04pc2's demos), training seed 1, "
+                "runs/s21/cam/c_photo_s1", "cpu", "c_g04pc2"),
     "i_rand": ("camera-only: randomize=realistic (pose kinds left out), 6,000 of 7,000 steps", "gpu+cpu", "i_base"),
     "i_rand_shift": ("camera-only: as i_rand + 4-pixel random shifts in training", "gpu+cpu", "i_base"),
 }
@@ -409,7 +414,13 @@ NOTES = [
     "one tick of latency (training 0: 0.97): 0.675 against its base's 0.820, -0.145 [-0.214, -0.076], a cost "
     "of the recipe on that training that `realistic` (which holds the latency) outweighs; the command noise "
     "0.775 against 0.815. The actuator kinds are what the camera-only policy still loses by. "
-    "`policy.augment_photometric` stays off by default in the policy config (the recipe sets it).",
+    "`policy.augment_photometric` stays off by default in the policy config (the recipe sets it). On tune too "
+    "(runs/s21/q_lat.sh): training 1 under one tick of latency 0.660 against its base's 0.810, -0.150 [-0.221, "
+    "-0.079]. Which half (c_scene, c_photo: training seed 1 only, runs/s21/q_abl.sh): the scene kinds alone "
+    "0.810 (+0.000 [-0.054, +0.054]), clean 0.840 (-0.010); the photometric draws alone 0.675 (-0.135 [-0.207, "
+    "-0.063]), clean 0.890 (+0.040). So on this training seed the photometric draws cost the latency robustness; "
+    "one seed, so whether they do on others is the next thing to measure (training 0 kept 0.97 under latency on "
+    "report with both halves).",
     "- **An ensemble of estimators (p_ens3, p_ens2 against p_pr100; p_e2h and p_s2k its compute controls; "
     "2026-12-06 night, tune, the same refined policy and store, runs/s21):** the members' mean pose "
     "(`perception ensemble=N`, or an `ensemble.json` naming estimators trained elsewhere). Rule fixed before the "
