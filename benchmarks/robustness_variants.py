@@ -419,8 +419,9 @@ NOTES = [
     "-0.079]. Which half (c_scene, c_photo: training seed 1 only, runs/s21/q_abl.sh): the scene kinds alone "
     "0.810 (+0.000 [-0.054, +0.054]), clean 0.840 (-0.010); the photometric draws alone 0.675 (-0.135 [-0.207, "
     "-0.063]), clean 0.890 (+0.040). So on this training seed the photometric draws cost the latency robustness; "
-    "one seed, so whether they do on others is the next thing to measure (training 0 kept 0.97 under latency on "
-    "report with both halves).",
+    "one seed, so whether they do on others is the next thing to measure. Training 0 under latency on tune: c_vis "
+    "0.735 against its base's 0.755, -0.020 [-0.090, +0.050] (on report it kept 0.97); over the two trainings "
+    "-0.085.",
     "- **An ensemble of estimators (p_ens3, p_ens2 against p_pr100; p_e2h and p_s2k its compute controls; "
     "2026-12-06 night, tune, the same refined policy and store, runs/s21):** the members' mean pose "
     "(`perception ensemble=N`, or an `ensemble.json` naming estimators trained elsewhere). Rule fixed before the "
