@@ -50,7 +50,7 @@ class PoseEstimator:
         from vla.policy.checkpoint import CheckpointError, load_tensors
 
         folder = Path(folder)
-        if (folder / ENSEMBLE).is_file() and not (folder / META).is_file():
+        if _is_ensemble(folder):
             return PoseEnsemble.load(folder)
         meta_path, weights = folder / META, folder / WEIGHTS
         if not meta_path.is_file():
@@ -155,10 +155,10 @@ class PoseEnsemble(PoseEstimator):
         self.members = members
         self.meta = meta
         self.last_spread_mm: np.ndarray | None = None  # [N, K] of the last estimate_batch: how far apart they read
-        self.net = first.net
+        # what the readers ask of an estimator (PoseEstimator's checks and reports); the networks are the members'
         self.task, self.objects, self.cameras = first.task, first.objects, first.cameras
         self.image_size = first.image_size
-        self.arm_mean, self.arm_scale, self.relative = first.arm_mean, first.arm_scale, first.relative
+        self.arm_mean, self.relative = first.arm_mean, first.relative
 
     @classmethod
     def load(cls, folder: str | Path) -> PoseEnsemble:
@@ -173,7 +173,7 @@ class PoseEnsemble(PoseEstimator):
         members = []
         for n in names:
             sub = folder / n
-            if (sub / ENSEMBLE).is_file() and not (sub / META).is_file():
+            if _is_ensemble(sub):
                 raise CheckpointError(f"{path}: member {n} is itself an ensemble")
             members.append(PoseEstimator.load(sub))
         try:
@@ -227,6 +227,11 @@ def write_ensemble(folder: str | Path, members: list[str], extra: dict[str, Any]
     for stale in (META, WEIGHTS):  # a single estimator trained here before: the ensemble replaces it
         (folder / stale).unlink(missing_ok=True)
     return folder
+
+
+def _is_ensemble(folder: Path) -> bool:
+    """The folder holds an ensemble's file and no estimator of its own (a folder with both is the estimator)."""
+    return (folder / ENSEMBLE).is_file() and not (folder / META).is_file()
 
 
 def _read_meta(path: Path, fmt: str) -> dict[str, Any]:

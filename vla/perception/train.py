@@ -12,7 +12,7 @@ import torch
 
 from vla.perception.config import PerceptionConfig
 from vla.perception.data import Frames, load_frames, split_episodes
-from vla.perception.estimator import PoseEnsemble, PoseEstimator, member_spread_mm, write_ensemble
+from vla.perception.estimator import PoseEnsemble, PoseEstimator, mean_poses, member_spread_mm, write_ensemble
 from vla.perception.model import (
     ARM_FEATURES,
     PoseNet,
@@ -56,9 +56,13 @@ def estimate_frames(estimator: PoseEstimator, frames: Frames, batch: int = 256) 
 def errors(estimator: PoseEstimator, frames: Frames, batch: int = 256) -> dict[str, Any]:
     """Per object: position error (mm) and rotation error (degrees; only where the object's rotation
     varies) at the median, p90 and mean over `frames`."""
-    pred = estimate_frames(estimator, frames, batch)
+    return pose_errors(estimate_frames(estimator, frames, batch), frames, estimator.objects)
+
+
+def pose_errors(pred: np.ndarray, frames: Frames, objects: tuple[str, ...]) -> dict[str, Any]:
+    """`errors` of poses [N, K, 7] already estimated for `frames`."""
     out: dict[str, Any] = {"frames": len(frames), "episodes": len(np.unique(frames.episode))}
-    for k, name in enumerate(estimator.objects):
+    for k, name in enumerate(objects):
         mm = position_error_mm(pred[:, k], frames.poses[:, k])
         row = {"position_mm_median": float(np.median(mm)), "position_mm_p90": float(np.percentile(mm, 90)),
                "position_mm_mean": float(mm.mean())}
@@ -86,7 +90,7 @@ def train(store: str | Path, cfg: PerceptionConfig, progress: bool = True) -> di
         return train_frames(store, data, train_eps, val_eps, cfg, Path(cfg.out_dir), cfg.seed, progress, t0)
     out_dir = Path(cfg.out_dir)
     members = [train_frames(store, data, train_eps, val_eps, cfg, out_dir / f"m{k}", cfg.seed + k, progress,
-                          time.perf_counter()) for k in range(cfg.ensemble)]
+                            time.perf_counter()) for k in range(cfg.ensemble)]
     write_ensemble(out_dir, [f"m{k}" for k in range(cfg.ensemble)],
                    {"trained_on": str(store), "steps": cfg.steps, "seeds": [cfg.seed + k for k in range(cfg.ensemble)]},
                    replace=True)
@@ -100,7 +104,7 @@ def train(store: str | Path, cfg: PerceptionConfig, progress: bool = True) -> di
 
 
 def train_frames(store: str | Path, data: Frames, train_eps: np.ndarray, val_eps: np.ndarray, cfg: PerceptionConfig,
-               out_dir: Path, seed: int, progress: bool, t0: float) -> dict[str, Any]:
+                 out_dir: Path, seed: int, progress: bool, t0: float) -> dict[str, Any]:
     """One estimator trained on `data`'s frames of `train_eps` (its validation curve on `val_eps`) with `seed`,
     written to `out_dir`; its summary. `data` may carry other targets than a store's objects (an experiment's)."""
     from vla.progress import progress as tqdm
@@ -190,13 +194,16 @@ def evaluate(folder: str | Path, store: str | Path, every: int = 1, progress: bo
     if frames.task != est.task:
         raise ValueError(f"{store}: task '{frames.task}', the estimator {folder} estimates '{est.task}'")
     seeds = [int(s) for s in EpisodeStore.open(store).table().seed]
-    report = {"estimator": str(folder), "store": str(store), "seed_range": range_of_seeds(seeds), **errors(est, frames)}
-    if isinstance(est, PoseEnsemble):  # each member alone, and how far apart they read
-        report["members"] = [errors(m, frames) for m in est.members]
-        spread = member_spread_mm(np.stack([estimate_frames(m, frames) for m in est.members]))
-        report["spread_mm"] = {o: {"median": float(np.median(spread[:, k])),
-                                   "p90": float(np.percentile(spread[:, k], 90))} for k, o in enumerate(est.objects)}
-    return report
+    report = {"estimator": str(folder), "store": str(store), "seed_range": range_of_seeds(seeds)}
+    if not isinstance(est, PoseEnsemble):
+        return {**report, **errors(est, frames)}
+    # each member estimates once: the ensemble's mean, each member alone, and how far apart they read
+    each = np.stack([estimate_frames(m, frames) for m in est.members])
+    spread = member_spread_mm(each)
+    return {**report, **pose_errors(mean_poses(each), frames, est.objects),
+            "members": [pose_errors(e, frames, est.objects) for e in each],
+            "spread_mm": {o: {"median": float(np.median(spread[:, k])), "p90": float(np.percentile(spread[:, k], 90))}
+                          for k, o in enumerate(est.objects)}}
 
 
 def _writer(out_dir: Path) -> Any:
