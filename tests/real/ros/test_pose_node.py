@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +41,22 @@ def _send(node: PoseNode, frames: dict[str, np.ndarray], sec: int) -> None:
         msg = Image(height=24, width=24, encoding="rgb8", step=72, data=img.tobytes())
         msg.header.stamp = Time(sec=sec, nanosec=0)
         node._on_image(msg, c)
+
+
+@contextmanager
+def _offline_node(cfg: PoseNodeConfig, domain_id: int) -> Iterator[tuple[PoseNode, list]]:
+    """A pose node on its own rclpy context, not spun: the test feeds it and ticks it, and its publisher
+    appends every PoseArray to the list instead of sending it."""
+    ctx = rclpy.context.Context()
+    rclpy.init(context=ctx, domain_id=domain_id)
+    node = PoseNode(cfg, context=ctx)
+    out: list = []
+    node.pub.publish = out.append
+    try:
+        yield node, out
+    finally:
+        node.node.destroy_node()
+        rclpy.shutdown(context=ctx)
 
 
 def _wait(cond, timeout_s: float = 20.0) -> bool:
@@ -104,17 +122,11 @@ def test_a_missing_estimator_is_one_clear_error(tmp_path: Path) -> None:
 
 
 def test_smoothing_publishes_the_zones_moving_average(images_only: str, domain_id: int) -> None:
-
     from vla.perception.smooth import ema_update
 
-    ctx = rclpy.context.Context()
-    rclpy.init(context=ctx, domain_id=domain_id)
-    node = PoseNode(PoseNodeConfig(estimator=images_only, smoothing=0.3), context=ctx)
     est = PoseEstimator.load(images_only)
-    out: list = []
-    node.pub.publish = out.append
     rng = np.random.default_rng(0)
-    try:
+    with _offline_node(PoseNodeConfig(estimator=images_only, smoothing=0.3), domain_id) as (node, out):
         mean = None
         for k in range(3):
             frames = {c: rng.integers(0, 256, (24, 24, 3), dtype=np.uint8) for c in CAMERAS}
@@ -124,26 +136,17 @@ def test_smoothing_publishes_the_zones_moving_average(images_only: str, domain_i
             zone = out[-1].poses[1].position
             np.testing.assert_allclose([zone.x, zone.y, zone.z], mean, atol=1e-5)
         assert len(out) == 3
-    finally:
-        node.node.destroy_node()
-        rclpy.shutdown(context=ctx)
 
 
 def test_an_ensemble_folder_publishes_the_members_mean_and_reports_their_spread(
         tmp_path: Path, domain_id: int) -> None:
-
     from vla.perception.estimator import mean_poses, write_ensemble
 
     a = debug_estimator(tmp_path / "a", 24, "arm_state=false", "relative=none")
     b = debug_estimator(tmp_path / "b", 24, "arm_state=false", "relative=none", "seed=1")
     folder = write_ensemble(tmp_path / "ens", ["../a/est", "../b/est"])
-    ctx = rclpy.context.Context()
-    rclpy.init(context=ctx, domain_id=domain_id)
-    node = PoseNode(PoseNodeConfig(estimator=str(folder)), context=ctx)
-    out: list = []
-    node.pub.publish = out.append
     frames = {c: np.random.default_rng(2).integers(0, 256, (24, 24, 3), dtype=np.uint8) for c in CAMERAS}
-    try:
+    with _offline_node(PoseNodeConfig(estimator=str(folder)), domain_id) as (node, out):
         _send(node, frames, 100)
         node.tick()
         each = np.stack([PoseEstimator.load(e).estimate(frames) for e in (a, b)])
@@ -153,9 +156,6 @@ def test_an_ensemble_folder_publishes_the_members_mean_and_reports_their_spread(
         apart = 1000 * np.linalg.norm(each[0, :, :3] - each[1, :, :3], axis=1) / 2  # each member half-way off
         assert apart[0] > 0.1  # two seeds, two readings
         assert status["members"] == 2 and status["spread_mm"]["cube"] == pytest.approx(apart[0], abs=0.06)
-    finally:
-        node.node.destroy_node()
-        rclpy.shutdown(context=ctx)
 
 
 def test_an_estimator_that_reads_the_arm_waits_for_its_joint_state(estimator: str, domain_id: int) -> None:
@@ -167,14 +167,9 @@ def test_an_estimator_that_reads_the_arm_waits_for_its_joint_state(estimator: st
     from real.joint_vla import JOINT_NAMES, ArmKinematics
     from vla.robot.arm import HOME_QPOS
 
-    ctx = rclpy.context.Context()
-    rclpy.init(context=ctx, domain_id=domain_id)
-    node = PoseNode(PoseNodeConfig(estimator=estimator), context=ctx)
     est = PoseEstimator.load(estimator)
-    out: list = []
-    node.pub.publish = out.append
     frames = {c: np.random.default_rng(1).integers(0, 256, (24, 24, 3), dtype=np.uint8) for c in CAMERAS}
-    try:
+    with _offline_node(PoseNodeConfig(estimator=estimator), domain_id) as (node, out):
         _send(node, frames, 100)
         node.tick()
         assert out == []  # no joint state yet
@@ -197,9 +192,6 @@ def test_an_estimator_that_reads_the_arm_waits_for_its_joint_state(estimator: st
         assert node.used_arm[1] == pytest.approx(100.01)  # the joint state nearest the frames, not the newest
         got = np.array([[p.position.x, p.position.y, p.position.z] for p in out[0].poses])
         np.testing.assert_allclose(got, est.estimate(frames, ArmKinematics().proprio(q))[:, :3], atol=1e-5)
-    finally:
-        node.node.destroy_node()
-        rclpy.shutdown(context=ctx)
 
 
 def test_nearest_in_time_picks_the_closest_stamp_within_the_gap() -> None:
