@@ -59,4 +59,9 @@ def register(app: typer.Typer) -> None:
 
             run_sweep(config)
             return
+        if config.perturb_ablate:
+            from sim.robustness import run_ablation
+
+            run_ablation(config)
+            return
         _print_summary(run_evaluation(config))

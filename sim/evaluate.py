@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from sim.robustness import ABLATE_BY
 from sim.worker_io import EpisodeResult, env_kwargs
 from vla import protocol
 from vla.data.schema import Episode, closest
@@ -112,6 +113,9 @@ class EvalConfig(Execution):
     # success against severity (sim/robustness.py): the same seeds under `perturb` with every severity
     # times each factor, e.g. perturb=realistic perturb_sweep=[0,0.5,1,2]; OUT/robustness.json + .png
     perturb_sweep: list[float] | None = None
+    # which part of `perturb` costs the most in combination (sim/robustness.py): the whole, then the whole with each
+    # group of kinds ("group") or each kind ("kind") left out, on the same seeds; OUT/ablation.json + .png
+    perturb_ablate: str = ""
 
     RENAMED: ClassVar[dict[str, str]] = {
         "seed_start": "seeds come from a named range now: seed_range=collect|tune|report and seed_offset=N "
@@ -132,6 +136,11 @@ class EvalConfig(Execution):
         if not seeds or len(set(seeds)) != len(seeds):
             raise ValueError(f"the seed list must be non-empty and without repeats, got {seeds}")
         protocol.check_in_range(self.seed_range, seeds, "seeds" if self.seeds is not None else "seed_offset")
+        if self.perturb_ablate and self.perturb_ablate not in ABLATE_BY:
+            raise ValueError(f"unknown perturb_ablate '{self.perturb_ablate}' (one of {', '.join(ABLATE_BY)})"
+                             + closest(self.perturb_ablate, ABLATE_BY))
+        if self.perturb_ablate and self.perturb_sweep:
+            raise ValueError("perturb_ablate and perturb_sweep are two modes of one evaluation; set one of them")
         if self.label not in LABELS:
             raise ValueError(f"unknown label '{self.label}'" + closest(self.label, LABELS))
         if self.label == "clean" and self.policy != "expert":

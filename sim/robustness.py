@@ -1,10 +1,18 @@
-"""Success against perturbation severity: `vla eval CKPT perturb=SPEC perturb_sweep=[0,0.5,1,2]`.
+"""Success against perturbation severity: `vla eval CKPT perturb=SPEC perturb_sweep=[0,0.5,1,2]`; and which
+part of a combined perturbation costs the most: `vla eval CKPT perturb=SPEC perturb_ablate=group|kind`.
 
 Each point evaluates the same seeds with every severity of SPEC (vla.perturb) multiplied by the
 point's factor (0 is the clean run), so the curve is paired by seed along its length. Writes
 OUT/robustness.json (per factor: the perturbation as evaluated, successes, episodes, success rate,
 Wilson 95% interval, and the paired difference to the clean point when 0 is among the factors) and
 OUT/robustness.png, with each point's own evaluation (summary, videos) in OUT/sweep_<factor>/.
+
+An ablation evaluates SPEC whole, then SPEC with each group of kinds (vla.perturb.GROUPS: pose, camera, image,
+action, ...) or each kind left out, on the same seeds. What leaving a part out gains, paired by seed against the
+whole, is what that part costs in combination, which a kind evaluated alone does not show: kinds that each cost
+a little can compound (a late command and a noisy one), and one that costs a lot alone can be masked by another.
+Writes OUT/ablation.json (the whole and each part left out: successes, Wilson 95%, the paired gain over the
+whole), OUT/ablation.png, and each evaluation in OUT/full/ and OUT/without_<part>/.
 """
 
 from __future__ import annotations
@@ -17,7 +25,9 @@ from typing import Any
 import numpy as np
 
 from vla.metrics import format_paired, paired_difference, wilson_interval
-from vla.perturb import parse_perturb, scaled, spec_text
+from vla.perturb import GROUPS, KINDS, parse_perturb, scaled, spec_text
+
+ABLATE_BY = ("group", "kind")
 
 
 def run_sweep(config: Any, progress: bool = True, clean: dict[int, bool] | None = None) -> dict[str, Any]:
@@ -116,4 +126,87 @@ def plot_sweep(result: dict[str, Any], path: Path, ax: Any = None) -> Path:
         fig.tight_layout()
         fig.savefig(path, dpi=100)
         plt.close(fig)
+    return path
+
+
+def ablation_parts(kinds: dict[str, float], by: str) -> dict[str, list[str]]:
+    """What an ablation leaves out, one part at a time: {part: its kinds}. by="group": each group of
+    vla.perturb.GROUPS that `kinds` has, in that order; by="kind": each kind, in `kinds`' order."""
+    if by not in ABLATE_BY:
+        raise ValueError(f"perturb_ablate must be one of {', '.join(ABLATE_BY)}, got '{by}'")
+    if by == "kind":
+        return {k: [k] for k in kinds}
+    return {g: [k for k in kinds if KINDS[k].group == g] for g in GROUPS if any(KINDS[k].group == g for k in kinds)}
+
+
+def run_ablation(config: Any, progress: bool = True) -> dict[str, Any]:
+    """config: an EvalConfig with `perturb` and `perturb_ablate` set; returns ablation.json's content."""
+    from sim.estimated_poses import without_pose_kinds
+    from sim.evaluate import applicable_perturb, run_evaluation, seed_outcomes
+
+    by = config.perturb_ablate
+    if not parse_perturb(config.perturb):
+        raise ValueError("perturb_ablate needs perturb=SPEC (a preset or NAME:SEVERITY,...) to take apart; it is none")
+    config, left_out = applicable_perturb(config)
+    if config.poses:  # the estimator's own errors replace the pose kinds, so leaving them out would change nothing
+        spec, gone = without_pose_kinds(config.perturb)
+        left_out = {**left_out, **{k: "poses come from the estimator, whose own errors replace them" for k in gone}}
+        config = replace(config, perturb=spec)
+    kinds = parse_perturb(config.perturb)
+    parts = ablation_parts(kinds, by)
+    out = Path(config.out_dir)
+
+    def evaluate(spec: dict[str, float], folder: str) -> dict[int, bool]:
+        sub = replace(config, perturb=spec_text(spec), perturb_ablate="", out_dir=str(out / folder),
+                      videos=config.videos if folder == "full" else 0)
+        return seed_outcomes(run_evaluation(sub, progress=progress))
+
+    def point(outcomes: dict[int, bool]) -> dict[str, Any]:
+        n, k = len(outcomes), int(sum(outcomes.values()))
+        lo, hi = wilson_interval(k, n)
+        return {"successes": k, "episodes": n, "success": k / n, "wilson95": [lo, hi]}
+
+    full = evaluate(kinds, "full")
+    rows = []
+    for part, members in parts.items():
+        rest = {k: s for k, s in kinds.items() if k not in members}
+        outcomes = evaluate(rest, f"without_{part}")
+        rows.append({"part": part, "kinds": {k: kinds[k] for k in members}, "perturb": spec_text(rest),
+                     **point(outcomes), "gain": paired_difference(full, outcomes)})
+    rows.sort(key=lambda r: -r["gain"]["mean"])
+    result = {"perturb": config.perturb, "by": by, "kinds": kinds, "task": config.task, "policy": config.policy,
+              "seed_range": config.seed_range, "full": point(full), "without": rows,
+              **({"left_out": left_out} if left_out else {})}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "ablation.json").write_text(json.dumps(result, indent=1))
+    plot_ablation(result, out / "ablation.png")
+    if progress:
+        f = result["full"]
+        print(f"whole ({result['perturb']}): {f['successes']}/{f['episodes']}")
+        for r in rows:
+            print(f"without {r['part']}: {r['successes']}/{r['episodes']}, gain {format_paired(r['gain'])}")
+        print(f"ablation: {out / 'ablation.json'}, plot: {out / 'ablation.png'}")
+    return result
+
+
+def plot_ablation(result: dict[str, Any], path: Path) -> Path:
+    """What leaving each part out gains over the whole (paired 95% interval), the costliest part on top."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = result["without"][::-1]
+    fig, ax = plt.subplots(figsize=(5.5, 0.9 + 0.35 * max(len(rows), 1)))
+    gains = [r["gain"]["mean"] for r in rows]
+    err = np.array([[r["gain"]["mean"] - r["gain"]["lo"] for r in rows],
+                    [r["gain"]["hi"] - r["gain"]["mean"] for r in rows]]).reshape(2, -1)
+    ax.barh([r["part"] for r in rows], gains, xerr=err, capsize=3, color="tab:blue")
+    ax.axvline(0.0, color="k", lw=0.8)
+    ax.set_xlabel(f"success gained by leaving it out (whole: {result['full']['success']:.2f})")
+    ax.set_title(f"{result['task']}: {result['policy']}"[-60:], fontsize=9)
+    ax.grid(alpha=0.3, axis="x")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
     return path

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sim.evaluate import EvalConfig
-from sim.robustness import clean_outcomes, run_sweep
+from sim.robustness import ablation_parts, clean_outcomes, run_ablation, run_sweep
 
 
 def test_a_sweep_evaluates_the_same_seeds_at_each_severity_and_writes_the_curve(tmp_path: Path) -> None:
@@ -66,3 +66,48 @@ def test_the_curve_draws_a_point_that_succeeded_every_time(tmp_path: Path) -> No
         {"factor": f, "success": k / 50, "wilson95": list(wilson_interval(k, 50))} for f, k in ((0.0, 50), (1.0, 30))]}
     path = plot_sweep(result, tmp_path / "curve.png")
     assert path.exists() and path.stat().st_size > 0
+
+
+def test_an_ablation_takes_a_perturbation_apart_by_group_or_by_kind() -> None:
+    kinds = {"action_noise": 0.02, "pose_noise": 2.0, "action_latency": 1.0, "lighting": 0.2}
+    # groups in vla.perturb.GROUPS' order, each with its kinds in the spec's order
+    assert ablation_parts(kinds, "group") == {"pose": ["pose_noise"], "image": ["lighting"],
+                                              "action": ["action_noise", "action_latency"]}
+    assert ablation_parts(kinds, "kind") == {k: [k] for k in kinds}
+    with pytest.raises(ValueError, match="perturb_ablate must be one of group, kind, got 'groups'"):
+        ablation_parts(kinds, "groups")
+
+
+def test_an_ablation_evaluates_the_whole_and_each_part_left_out_on_the_same_seeds(tmp_path: Path) -> None:
+    cfg = EvalConfig(task="pick_place", policy="expert", episodes=3, workers=1, videos=0, obs_mode="state",
+                     cameras=[], horizon=60, perturb="action_latency:1,action_noise:0.02,pose_noise:2",
+                     perturb_ablate="group", out_dir=str(tmp_path))
+    result = run_ablation(cfg, progress=False)
+    assert result["full"]["episodes"] == 3 and result["by"] == "group"
+    rows = {r["part"]: r for r in result["without"]}
+    assert set(rows) == {"pose", "action"}
+    assert rows["action"]["perturb"] == "pose_noise:2"
+    assert rows["pose"]["perturb"] == "action_latency:1,action_noise:0.02"
+    assert rows["action"]["kinds"] == {"action_latency": 1.0, "action_noise": 0.02}
+    # each gain is paired against the whole: its mean is the difference of the two success rates
+    for r in result["without"]:
+        assert r["gain"]["seeds"] == 3
+        assert r["gain"]["mean"] == pytest.approx(r["success"] - result["full"]["success"])
+    assert [r["gain"]["mean"] for r in result["without"]] == sorted((r["gain"]["mean"] for r in result["without"]),
+                                                                     reverse=True)
+    seeds = [json.loads((tmp_path / d / "summary.json").read_text())["seeds"]
+             for d in ("full", "without_pose", "without_action")]
+    assert seeds[0] == seeds[1] == seeds[2]  # paired by seed
+    assert json.loads((tmp_path / "ablation.json").read_text())["without"][0]["part"] == result["without"][0]["part"]
+    assert (tmp_path / "ablation.png").stat().st_size > 0
+
+
+def test_an_ablation_needs_a_perturbation_and_is_not_a_sweep_too(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="perturb_ablate needs perturb=SPEC"):
+        run_ablation(EvalConfig(task="pick_place", policy="expert", episodes=1, workers=1, perturb_ablate="kind",
+                                out_dir=str(tmp_path)), progress=False)
+    with pytest.raises(ValueError, match=r"unknown perturb_ablate 'grop'.*group"):
+        EvalConfig(task="pick_place", policy="expert", perturb="realistic", perturb_ablate="grop").validate()
+    with pytest.raises(ValueError, match="set one of them"):
+        EvalConfig(task="pick_place", policy="expert", perturb="realistic", perturb_ablate="group",
+                   perturb_sweep=[0, 1]).validate()
