@@ -28,6 +28,13 @@ horizontal), which tells a drop in transit from a release just outside the zone.
     python experiments/failure_modes.py --task sort --ensemble 0.3 --every 2 --noise-scale 0 \\
         --ckpt runs/bench_language/sort/train_recipe_s3/checkpoints/step_00020000 --seeds 1000-1099
 
+`--perturb SPEC` runs the episodes under a perturbation (`vla.perturb` syntax or a preset, as `vla eval perturb=`;
+a preset's kinds that cannot apply to a camera policy are left out, as the evaluator does), e.g. how the
+camera-only policy fails under `realistic`:
+
+    python experiments/failure_modes.py --ensemble 0.3 --every 2 --perturb realistic --seeds 1000000-1000199 \
+        --ckpt runs/s20/cam/c_vis_s0/train/checkpoints/step_00007000
+
 Native tasks only (it reads the object through `sim.intervener.task_view`); one process of one thread,
 ~1-2 s an episode here. It executes a checkpoint as the evaluator does (`vla.policy.ensemble.ChunkSchedule`,
 one thread), so its episodes are the evaluator's on the same seeds.
@@ -145,12 +152,14 @@ def main() -> None:
     ap.add_argument("--n-action-steps", type=int, default=4)
     ap.add_argument("--horizon", type=int, default=200)
     ap.add_argument("--image-size", type=int, default=84)
+    ap.add_argument("--perturb", default="none", help="a perturbation (vla.perturb syntax or a preset)")
     ap.add_argument("--out", default=None, help="JSON file (default: print only)")
     args = ap.parse_args()
 
     import torch
 
     from sim.intervener import ExpertIntervener
+    from sim.perturb import perturbed, preset_applicable
     from sim.policies import load_policy
     from vla.registry import TASKS
 
@@ -159,6 +168,8 @@ def main() -> None:
     torch.set_num_threads(1)
     first, last = (int(x) for x in args.seeds.split("-"))
     env = TASKS.make(args.task, image_size=args.image_size)
+    spec, left_out = preset_applicable(args.perturb, env.unwrapped, "image", args.task)
+    env = perturbed(env, spec, "image", args.task)
     policy = load_policy(args.ckpt, env, seed=first, noise_scale=args.noise_scale)
     person = ExpertIntervener(env, mode="hg_dagger")  # only for its side-effect-free look at the expert
     t0 = time.time()
@@ -171,7 +182,8 @@ def main() -> None:
     agree = collections.Counter((e["expert_agrees_at_close"], e["outcome"]) for e in episodes)
     lost_goal = [d for e in episodes if e["outcome"] != "success" for d in e["lost_goal_mm"]]
     res = {"checkpoint": args.ckpt, "task": args.task, "ensemble": args.ensemble, "every": args.every,
-           "noise_scale": args.noise_scale, "seeds": [first, last], "episodes": len(episodes),
+           "noise_scale": args.noise_scale, "perturb": spec, "perturb_left_out": sorted(left_out),
+           "seeds": [first, last], "episodes": len(episodes),
            "outcomes": {k: counts.get(k, 0) for k in OUTCOMES},
            "expert_agrees_at_close": {f"{'agrees' if a else 'says_open' if a is False else 'no_close'}/{o}": n
                                       for (a, o), n in sorted(agree.items(), key=str)},
