@@ -122,6 +122,14 @@ VARIANTS: dict[str, tuple[str, str, str]] = {
                 "seed 1, runs/s21/cam/c_scene_s1", "cpu", "c_g04pc2"),
     "c_photo": ("as c_g04pc2 with only the photometric draws in training (c_g04pc2's demos), training seed 1, "
                 "runs/s21/cam/c_photo_s1", "cpu", "c_g04pc2"),
+    # the camera-only recipe's grasps slip under command noise (2026-12-07, runs/s22/q_noise.sh, q_drop.sh; the rule
+    # written before any reading: runs/s22/decision.txt): training seeds 0 and 1, paired with c_vis of the same seed
+    "c_visn": ("as c_vis with the command noise drawn per demo episode too (demos.randomize adds action_noise:0.02: "
+               "executed, the expert's own commands recorded); stopped after training 0, runs/s22/cam/c_visn_s0",
+               "cpu", "c_vis"),
+    "c_visd": ("as c_vis with recovery demos: 30% of them drop the cube once and the expert picks it up again "
+               "(demos.drop=0.3 demos.label=clean), runs/s22/cam/c_visd_sN", "cpu", "c_vis"),
+    "c_vis_te": ("c_vis's policies executed with temporal ensemble rate -0.01 (the job's: 0.3)", "cpu", "c_vis"),
     "i_rand": ("camera-only: randomize=realistic (pose kinds left out), 6,000 of 7,000 steps", "gpu+cpu", "i_base"),
     "i_rand_shift": ("camera-only: as i_rand + 4-pixel random shifts in training", "gpu+cpu", "i_base"),
 }

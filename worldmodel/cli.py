@@ -84,7 +84,7 @@ def eval_cmd(ckpt: Path = typer.Argument(..., help="world-model checkpoint or ru
     model, job, meta, _, _ = load_checkpoint(ckpt)
     if truth:
         from worldmodel.chunk_truth import load_truth, score_truth, values
-        from worldmodel.metrics import chunk_report, truth_reliability
+        from worldmodel.metrics import chunk_report, selection_ceilings, truth_reliability
 
         reports = {}
         for t in truth:
@@ -93,7 +93,9 @@ def eval_cmd(ckpt: Path = typer.Argument(..., help="world-model checkpoint or ru
                                               kinds=tmeta.get("candidate_kinds")),
                                "task": tmeta["config"]["task"], "seed_range": tmeta["config"]["seed_range"],
                                # the set's own agreement across its continuations: the ceiling of the figures above
-                               "truth_reliability": truth_reliability(arrays["success"])}
+                               "truth_reliability": truth_reliability(arrays["success"]),
+                               # what choosing could gain over the noise-free chunk once continuation luck is out
+                               "selection_ceiling": selection_ceilings(arrays["success"], tmeta.get("candidate_kinds"))}
         out.mkdir(parents=True, exist_ok=True)
         (out / "chunk_truth.json").write_text(json.dumps(reports, indent=1))
         typer.echo(json.dumps(reports))

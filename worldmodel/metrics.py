@@ -25,8 +25,8 @@ import numpy as np
 from vla.metrics import auroc, average_ranks
 
 __all__ = ["auroc", "best_vs_worst_auroc", "bootstrap_interval", "chunk_report", "ece", "kind_prior_scores", "mmrv",
-           "pairwise_accuracy", "pearson", "rank_report", "selection_regret", "spearman",
-           "truth_reliability", "within_state_spearman"]
+           "pairwise_accuracy", "pearson", "rank_report", "selection_ceiling", "selection_ceilings",
+           "selection_regret", "spearman", "truth_reliability", "within_state_spearman"]
 
 
 def ece(probs: np.ndarray, labels: np.ndarray, bins: int = 10) -> float:
@@ -192,6 +192,44 @@ def truth_reliability(success: np.ndarray) -> dict[str, float]:
     return out
 
 
+def selection_ceiling(success: np.ndarray, default: int = 0, candidates: list[int] | None = None) -> dict[str, Any]:
+    """What choosing among a state's candidates can gain at most, once the luck of the continuations is taken
+    out [S, K, M continuations]: the candidate with the best mean over half of the continuations (a perfect
+    model of that half; a tie keeps `default`, the chunk executed without selection) is scored on the other
+    half against `default` on the same half, for every split and both ways. A truth set's best-of-K value
+    (`selection_regret`'s best_value) also counts the candidate that was lucky in its one continuation, which no
+    model can foresee; this is what a selector could take, and the bar `wm_select_gain` stands under.
+    `candidates`: the columns to choose among (e.g. the policy's own chunks), `default` among them. NaN where
+    M < 2."""
+    from itertools import combinations
+
+    ok = np.asarray(success, np.float64)
+    if ok.ndim != 3:
+        raise ValueError(f"success must be [states, candidates, continuations], got shape {ok.shape}")
+    cols = list(range(ok.shape[1])) if candidates is None else list(candidates)
+    if default not in cols:
+        raise ValueError(f"default candidate {default} is not among the candidates {cols}")
+    ok, d = ok[:, cols], cols.index(default)
+    m = ok.shape[2]
+    if m < 2:
+        return {"continuations": m, "gain": float("nan"), "picked_value": float("nan"),
+                "default_value": float("nan"), "states_picking_another": float("nan")}
+    gains, picked, base, moved = [], [], [], []
+    for h in (h for h in combinations(range(m), m // 2) if 0 in h):
+        rest = [j for j in range(m) if j not in h]
+        for a, b in ((list(h), rest), (rest, list(h))):
+            pick_mean, judge = ok[:, :, a].mean(-1), ok[:, :, b].mean(-1)
+            pick = np.where(pick_mean.max(1) > pick_mean[:, d], pick_mean.argmax(1), d)
+            chosen = judge[np.arange(len(judge)), pick]
+            gains.append(chosen - judge[:, d])
+            picked.append(chosen)
+            base.append(judge[:, d])
+            moved.append(pick != d)
+    return {"continuations": m, "candidates": len(cols), "gain": float(np.mean(gains)),
+            "picked_value": float(np.mean(picked)), "default_value": float(np.mean(base)),
+            "states_picking_another": float(np.mean(moved))}
+
+
 # what a candidate is (worldmodel.chunk_truth's meta "candidate_kinds") -> the kind prior's score: the policy's
 # noise-free chunk above its samples above copies with noise added, no model at all
 KIND_PRIOR = {"noise_free": 2.0, "noisy": 1.0, "perturbed": 0.0}
@@ -204,6 +242,15 @@ def kind_prior_scores(kinds: list[str], states: int) -> np.ndarray:
     if unknown:
         raise ValueError(f"unknown candidate kinds {unknown} (known: {sorted(KIND_PRIOR)})")
     return np.tile(np.array([KIND_PRIOR[k] for k in kinds], np.float64), (states, 1))
+
+
+def selection_ceilings(success: np.ndarray, kinds: list[str] | None = None) -> dict[str, Any]:
+    """`selection_ceiling` over a truth set's candidates against its noise-free chunk (candidate 0), and, with the
+    candidates' `kinds`, among the chunks the policy itself proposes (what test-time selection chooses from)."""
+    out = {"all": selection_ceiling(success, 0)}
+    if kinds is not None:
+        out["policy_samples"] = selection_ceiling(success, 0, [i for i, k in enumerate(kinds) if k in POLICY_KINDS])
+    return out
 
 
 def _figures(scores: np.ndarray, values: np.ndarray, default: int | None) -> dict[str, float]:

@@ -124,3 +124,29 @@ def test_the_kind_prior_orders_a_set_whose_perturbed_copies_fail_and_policy_samp
         kind_prior_scores(["noise_free", "mystery"], 1)
     with pytest.raises(ValueError, match="3 candidate kinds for 4 candidates"):
         chunk_report(model, values, kinds=kinds[:3])
+
+
+def test_the_selection_ceiling_takes_what_a_candidate_is_worth_not_what_its_continuations_drew() -> None:
+    from worldmodel.metrics import selection_ceiling, selection_ceilings
+
+    # candidate 2 always succeeds, the default (0) never: a selector gains 1 on every state
+    steady = np.zeros((5, 3, 4))
+    steady[:, 2] = 1.0
+    c = selection_ceiling(steady, default=0)
+    assert c["gain"] == 1.0 and c["picked_value"] == 1.0 and c["default_value"] == 0.0
+    assert c["states_picking_another"] == 1.0 and c["continuations"] == 4
+    # every candidate the same coin: best-of-K looks good on one draw, but a pick made on half the continuations
+    # is worth nothing on the other half
+    flips = (np.random.default_rng(0).random((2000, 8, 4)) < 0.5).astype(float)
+    c = selection_ceiling(flips)
+    assert abs(c["gain"]) < 0.02 and flips[:, :, 0].max(1).mean() > 0.99
+    # among a subset of the candidates (the policy's own) the better one outside it is not taken
+    only_own = selection_ceiling(steady, default=0, candidates=[0, 1])
+    assert only_own["gain"] == 0.0 and only_own["states_picking_another"] == 0.0 and only_own["candidates"] == 2
+    both = selection_ceilings(steady, ["noise_free", "noisy", "perturbed"])
+    assert both["all"]["gain"] == 1.0 and both["policy_samples"]["gain"] == 0.0
+    assert np.isnan(selection_ceiling(steady[:, :, :1])["gain"])
+    with pytest.raises(ValueError, match="default candidate 2 is not among"):
+        selection_ceiling(steady, default=2, candidates=[0, 1])
+    with pytest.raises(ValueError, match=r"\[states, candidates, continuations\]"):
+        selection_ceiling(np.zeros((3, 4)))
