@@ -113,7 +113,7 @@ class PerturbedEnv(gym.Wrapper):
         self.scene.before_reset(self.perturber)
         obs, info = self.env.reset(seed=seed, options=options)
         if self.scene.after_reset(self.perturber):
-            obs = self.env.unwrapped._obs()  # the cameras see the distractor from the first frame
+            obs = self.env.unwrapped._obs()  # the first frame shows this episode's distractor, not the last one's
         return self._observe(obs), info
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
@@ -168,7 +168,7 @@ class SceneEffects:
     """What the camera and scene kinds of `kinds` change in the simulator, per episode, for every place that
     applies them (the evaluator's wrapper, the ROS bridge, the executor benchmark): `before_reset` moves the
     cameras and recolours the surfaces, `after_reset` (once the task placed its objects) stands the distractor
-    on the table and says whether the observation must be taken again."""
+    on the table or takes the last one away, and says whether the observation must be taken again."""
 
     def __init__(self, u: Any, kinds: dict[str, float]) -> None:
         self.mount = CameraMount(u) if "camera" in groups_of(kinds) else None
@@ -210,9 +210,12 @@ class Distractor:
         self.id = u.model.geom("distractor").id
         self.half = float(u.model.geom_size[self.id, 2])
         self.away = u.model.geom_pos[self.id].copy()
+        self.standing = False
 
     def place(self, p: Perturber) -> bool:
-        """Whether a distractor stands on the table this episode."""
+        """Whether the scene the cameras see changed: a distractor stands on the table this episode, or the one of
+        the episode before was taken away (the task's reset rendered the first frame with it still there, and an
+        episode's first frame must not depend on the episodes before it)."""
         import mujoco
 
         m, d = self.u.model, self.u.data
@@ -226,7 +229,9 @@ class Distractor:
             m.geom_pos[self.id] = self.away
             m.geom_rgba[self.id, 3] = 0.0
         mujoco.mj_forward(m, d)
-        return bool(spots)
+        changed = bool(spots) or self.standing
+        self.standing = bool(spots)
+        return changed
 
     def _objects(self) -> list[np.ndarray]:
         priv = self.u.privileged()

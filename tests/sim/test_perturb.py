@@ -204,6 +204,31 @@ def test_a_distractor_stands_clear_of_the_tasks_objects_in_view_and_changes_noth
         np.testing.assert_allclose(o1["state"], o2["state"], atol=1e-9)  # collides with nothing
 
 
+def test_an_episodes_first_frame_does_not_show_the_distractor_of_the_episode_before() -> None:
+    """Found 2026-12-07: the task's reset renders the first frame before the distractor is placed, and only an
+    episode that stood one rendered again, so an episode without one began on a frame with the last episode's
+    cube in it: the same seed's outcome depended on the seeds an evaluator's worker ran before it."""
+    cams = ("agentview",)
+    spec = "distractor:0.5"
+    stood = None
+    for seed in range(20):  # a seed with a distractor, then one without
+        env = perturbed(make("image", cams), spec, "image")
+        env.reset(seed=seed)
+        if env.unwrapped.model.geom_rgba[env.unwrapped.model.geom("distractor").id, 3] == 1:
+            stood = seed
+            break
+    assert stood is not None
+    after = env  # its last episode stood a distractor
+    for seed in range(stood + 1, stood + 20):
+        fresh = perturbed(make("image", cams), spec, "image")
+        first, _ = fresh.reset(seed=seed)
+        if fresh.unwrapped.model.geom_rgba[fresh.unwrapped.model.geom("distractor").id, 3] == 0:
+            again, _ = after.reset(seed=seed)
+            np.testing.assert_array_equal(again["images"]["agentview"], first["images"]["agentview"])
+            return
+    pytest.fail("no seed without a distractor")
+
+
 def test_the_parked_distractor_leaves_the_models_extent_and_so_the_cameras_alone() -> None:
     """The model's extent sets every camera's near clipping plane (1% of it). Parked 5 m down, the invisible
     distractor tripled the extent, moved the plane to 6 cm and clipped the wrist camera's view of the fingers:
