@@ -175,6 +175,23 @@ seeds (runs/s21/q_ens.sh, q_next.sh, q_2k2.sh, q_more.sh):
   python benchmarks/robustness_training.py --runs runs/s21/robv --only p_ens3,p_ens2,p_e2h,p_s2k
       (robv: links to robn, p_ens3's three trainings all its one evaluation)
 
+The c_visn / c_visd / c_vis_te variants (the camera-only recipe under the command noise; paired with c_vis of the
+same training seed; the adopt rule written before any reading: runs/s22/decision.txt; runs/s22/q_noise.sh,
+q_drop.sh, q_te.sh):
+
+  vla run out_dir=runs/s22/cam/c_visn_s0 (c_vis's command) with demos.randomize=<c_vis's>,action_noise:0.02
+      (c_visd: out_dir=runs/s22/cam/c_visd_s0, c_vis's command + demos.drop=0.3 demos.label=clean)
+  vla eval runs/s22/cam/<v>_s0/train/checkpoints/step_00007000 $EV runtime=onnx \
+      perturb=none|action_noise:0.02|realistic|action_latency:1 out_dir=runs/s22/robc/<v>/s0/<condition>
+      (c_vis itself under action_noise:0.02 too, both trainings; c_vis_te: c_vis's two trainings with
+       temporal_ensemble=-0.01, perturb=none|realistic|action_latency:1)
+  python benchmarks/robustness_training.py --runs runs/s22/robv --only c_vis,c_visn,c_visd,c_vis_te
+      (robv: links to every c_vis evaluation in runs/s20/robc, s21/robc and s22/robc)
+  python experiments/failure_modes.py --ensemble 0.3 --every 2 --perturb realistic|action_noise:0.02 \
+      --seeds 1000000-1000199 --ckpt <c_vis_s0 or c_visd_s0's checkpoint>    (how they fail; runs/s22/q_fm.sh)
+  vla eval runs/s20/cam/c_vis_sN/train/checkpoints/step_00007000 $EV runtime=onnx perturb=realistic \
+      perturb_ablate=group out_dir=runs/s22/abl/c_vis_sN      (what each group costs inside the preset)
+
 The e_* variants (the pose estimator's randomisation; one policy, runs/main65's refined, its `vla eval ... poses=`
 the estimator, perturb=none|camera_shift:10|camera_rot:1|realistic, 200 tune seeds, in
 runs/s9/rob/e_<name>/s0/<none|cam|camera_rot|realistic>):
