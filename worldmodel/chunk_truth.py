@@ -192,8 +192,20 @@ def build(cfg: TruthConfig, progress: bool = True) -> Path:
             "seconds": round(time.perf_counter() - t_start, 1),
             "max_replay_error": float(max(rows["replay_error"], default=0.0)),
             "candidate_kinds": ["noise_free"] + ["noisy"] * cfg.noisy + ["perturbed"] * cfg.perturbed}
+    meta.update(set_figures(arrays["success"], meta["candidate_kinds"]))
     (out / "meta.json").write_text(json.dumps(meta, indent=1))
     return out
+
+
+def set_figures(success: np.ndarray, kinds: list[str]) -> dict[str, Any]:
+    """What a truth set says with no model [S, K, M]: each kind's mean success, its agreement with itself over
+    the continuations and what a perfect selector could gain over the noise-free chunk (worldmodel.metrics)."""
+    from worldmodel.metrics import selection_ceilings, truth_reliability
+
+    ok = np.asarray(success, np.float64).reshape(len(success), len(kinds), -1)
+    by_kind = {k: float(ok[:, [i for i, x in enumerate(kinds) if x == k]].mean()) for k in dict.fromkeys(kinds)}
+    return {"success_by_kind": by_kind, "truth_reliability": truth_reliability(ok),
+            "selection_ceiling": selection_ceilings(ok, kinds)}
 
 
 def load_truth(folder: str | Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:

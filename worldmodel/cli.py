@@ -131,7 +131,11 @@ def chunk_truth_cmd(policy: Path = typer.Argument(..., help="policy checkpoint f
     from worldmodel.chunk_truth import TruthConfig, build
 
     cfg = load_config(TruthConfig, "chunk_truth", None, [*(overrides or []), f"policy={policy}"])
-    typer.echo(f"chunk-truth set: {build(cfg)}")
+    out = build(cfg)
+    meta = json.loads((out / "meta.json").read_text())
+    typer.echo(json.dumps({k: meta[k] for k in ("states", "success_by_kind", "truth_reliability",
+                                                "selection_ceiling")}, indent=1))
+    typer.echo(f"chunk-truth set: {out}")
 
 
 @wm_app.command("rank")

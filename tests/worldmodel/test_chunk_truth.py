@@ -42,6 +42,10 @@ def test_a_truth_set_replays_its_states_exactly_and_keeps_every_candidates_outco
     assert arrays["success"].shape == (4, 4, 1) and arrays["images"].shape == (4, 1, 32, 32, 3)
     assert list(arrays["step"]) == [0, 4, 0, 4] and meta["max_replay_error"] == 0.0  # the replay is exact
     assert values(arrays).shape == (4, 4)
+    # what the set says with no model: each kind's success, and no ceiling from one continuation per candidate
+    assert meta["success_by_kind"]["perturbed"] == pytest.approx(arrays["success"][:, 3].mean())
+    assert set(meta["success_by_kind"]) == {"noise_free", "noisy", "perturbed"}
+    assert meta["selection_ceiling"]["all"]["continuations"] == 1 and np.isnan(meta["selection_ceiling"]["all"]["gain"])
     # candidate 0 is the chunk the policy executes at that state without selection; the others differ
     from vla.policy.specs import load_spec
 
@@ -115,3 +119,15 @@ def test_training_on_a_collect_truth_set_fits_the_order_of_its_candidates(pick_p
     tune = build(tiny(policy, tmp_path / "tune", execute=8, states_per_episode=1), progress=False)
     with pytest.raises(ValueError, match="built on 'tune' seeds; training takes only collect-range sets"):
         load_chunk_sets([str(tune)], model.cfg)
+
+
+def test_a_sets_own_figures_read_its_kinds_and_what_choosing_could_gain() -> None:
+    from worldmodel.chunk_truth import set_figures
+
+    ok = np.zeros((6, 4, 2))
+    ok[:, 0] = 1.0  # the noise-free chunk always succeeds
+    ok[:, 1, 0] = 1.0  # one sample succeeds in its first continuation only
+    fig = set_figures(ok, ["noise_free", "noisy", "noisy", "perturbed"])
+    assert fig["success_by_kind"] == {"noise_free": 1.0, "noisy": 0.25, "perturbed": 0.0}
+    assert fig["selection_ceiling"]["all"]["gain"] == 0.0  # nothing beats the noise-free chunk
+    assert fig["selection_ceiling"]["policy_samples"]["candidates"] == 3
