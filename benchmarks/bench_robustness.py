@@ -42,6 +42,9 @@ measured) alone and all of them together, against the clean run on the same seed
   python benchmarks/bench_robustness.py --block camera_only_t1 \
       --ckpt runs/s20/cam/c_vis_s1/train/checkpoints/step_00007000 --job runs/s20/cam/c_vis_s1 \
       --out runs/s21/rob_cam_vis1 --against camera_only_base_t1 runs/s21/rob_cam_base1
+  # after the stale-distractor fix (4f9f51c) the `distractor` and `realistic` runs of camera_only, camera_only_t1, job
+  # and job_s19_before (and realistic of camera_only_t1's base) were made again: each old folder moved to
+  # <run>_stale, then the block's command above re-run (runs/s22/q_rerun.sh); the old figures: STALE_DISTRACTOR_BEFORE
   # the same policy with every live chunk weighted about equally (temporal ensemble rate -0.01, the job's 0.3)
   python benchmarks/bench_robustness.py --block camera_only_even_ensemble \
       --ckpt runs/s13/cam/i_g07pc_s0/train/checkpoints/step_00007000 --job runs/s13/cam/i_g07pc_s0 \
@@ -294,6 +297,29 @@ def against_cell(block: dict[str, Any], key: str) -> str:
     return f" {format_paired(d)} |" if d else " |"
 
 
+# Until 4f9f51c an episode without a distractor began on a frame that still showed the last episode's (the task's reset
+# rendered before the distractor was placed or taken away): the `distractor` and `realistic` runs of every block
+# measured before. These blocks' two runs were made again after the fix; their figures before it.
+STALE_DISTRACTOR_BEFORE = {"job": {"realistic": 0.71, "distractor": 0.96},
+                           "job_s19_before": {"realistic": 0.615},
+                           "camera_only": {"realistic": 0.525, "distractor": 0.755},
+                           "camera_only_t1": {"realistic": 0.585, "distractor": 0.925}}
+
+
+def stale_distractor_line(name: str, block: dict[str, Any]) -> str:
+    """The page's line on the stale-distractor defect for a block whose runs drew a distractor ("" otherwise)."""
+    if "distractor" not in str(block.get("realistic_perturb", "")) and "distractor_success" not in block:
+        return ""
+    before = STALE_DISTRACTOR_BEFORE.get(name)
+    if before:
+        was = ", ".join(f"{k} {v:.3f}" for k, v in before.items())
+        return (f"Re-measured after the stale-distractor fix (4f9f51c): {', '.join(before)} above are the new runs "
+                f"(before the fix: {was}).")
+    return ("**Measured before the stale-distractor fix** (4f9f51c): in its `distractor` and `realistic` runs an "
+            "episode that followed one with a distractor began on a frame still showing it. Blocks compared on the "
+            "same seeds saw the same frames; the blocks re-measured since moved by 0.02 or less.")
+
+
 def write_page(data: dict[str, Any]) -> None:
     lines = ["# Robustness to a real arm's sensors and actuators", "",
              f"Each perturbation of the `{PRESET}` preset (`vla/configs/perturb/{PRESET}.yaml`, severities and why) "
@@ -328,6 +354,8 @@ def write_page(data: dict[str, Any]) -> None:
         for k, why in block.get("not_applicable", {}).items():
             lines.append(f"| {k} | not applicable | | | | {why} |" + vs(k))
         lines += ["", f"Target met: {block['target_met']}; worst single perturbation: {block['worst_single']}.", ""]
+        if stale := stale_distractor_line(name, block):
+            lines += [stale, ""]
         if block.get("pose_error_mm"):
             lines += [pose_error_line(block["pose_error_mm"]), ""]
         if block.get("measured_with_clipped_wrist_camera"):
