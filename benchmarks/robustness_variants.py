@@ -458,7 +458,9 @@ NOTES = [
     "estimator of each object's offset from the hand, the arm's exact hand position added back, puts the zone "
     "28.9 mm off (bias 17.5) and the cube 9.7 (7.5); the preset's estimator reads the arm state and is not "
     "forced to place the zone from the hand's image, and the hand's image places it no better than 18 mm. "
-    "Not pursued.",
+    "Not pursued. Nor do the twice-as-wide estimators (p_prw) gain as an ensemble (2026-12-07, runs/s22/ensw3, "
+    "the same policy, tune): their three-member mean scores 0.745 under `realistic` against its members' 0.770, "
+    "0.755 and 0.735 (-0.025, -0.010, +0.010).",
     "- **The camera-only recipe under the command noise (c_visn, c_visd, c_vis_te against c_vis; 2026-12-07, tune; "
     "the adopt rule written before any reading, runs/s22/decision.txt: realistic pooled over both trainings "
     "mean > 0 with lo > 0, clean pooled mean > -0.03):** the preset's 2% command noise costs c_vis 0.120 [0.067, "
