@@ -192,15 +192,16 @@ def truth_reliability(success: np.ndarray) -> dict[str, float]:
     return out
 
 
-def selection_ceiling(success: np.ndarray, default: int = 0, candidates: list[int] | None = None) -> dict[str, Any]:
+def selection_ceiling(success: np.ndarray, default: int = 0, candidates: list[int] | None = None,
+                      n_boot: int = 2000, seed: int = 0) -> dict[str, Any]:
     """What choosing among a state's candidates can gain at most, once the luck of the continuations is taken
     out [S, K, M continuations]: the candidate with the best mean over half of the continuations (a perfect
     model of that half; a tie keeps `default`, the chunk executed without selection) is scored on the other
     half against `default` on the same half, for every split and both ways. A truth set's best-of-K value
     (`selection_regret`'s best_value) also counts the candidate that was lucky in its one continuation, which no
     model can foresee; this is what a selector could take, and the bar `wm_select_gain` stands under.
-    `candidates`: the columns to choose among (e.g. the policy's own chunks), `default` among them. NaN where
-    M < 2."""
+    `candidates`: the columns to choose among (e.g. the policy's own chunks), `default` among them. `gain_interval`:
+    95% percentile bootstrap over the states. NaN where M < 2."""
     from itertools import combinations
 
     ok = np.asarray(success, np.float64)
@@ -212,9 +213,9 @@ def selection_ceiling(success: np.ndarray, default: int = 0, candidates: list[in
     ok, d = ok[:, cols], cols.index(default)
     m = ok.shape[2]
     if m < 2:
-        return {"continuations": m, "gain": float("nan"), "picked_value": float("nan"),
-                "default_value": float("nan"), "states_picking_another": float("nan")}
-    gains, picked, base, moved = [], [], [], []
+        return {"continuations": m, "gain": float("nan"), "gain_interval": [float("nan")] * 2,
+                "picked_value": float("nan"), "default_value": float("nan"), "states_picking_another": float("nan")}
+    gains, picked, base, moved = [], [], [], []  # each [S] per split and direction
     for h in (h for h in combinations(range(m), m // 2) if 0 in h):
         rest = [j for j in range(m) if j not in h]
         for a, b in ((list(h), rest), (rest, list(h))):
@@ -225,7 +226,11 @@ def selection_ceiling(success: np.ndarray, default: int = 0, candidates: list[in
             picked.append(chosen)
             base.append(judge[:, d])
             moved.append(pick != d)
-    return {"continuations": m, "candidates": len(cols), "gain": float(np.mean(gains)),
+    per_state = np.mean(gains, axis=0)
+    # over the states (the splits are not independent of one another): a percentile bootstrap of the mean
+    boot = np.random.default_rng(seed).choice(per_state, (n_boot, len(per_state))).mean(1)
+    return {"continuations": m, "candidates": len(cols), "gain": float(per_state.mean()),
+            "gain_interval": [float(np.percentile(boot, 2.5)), float(np.percentile(boot, 97.5))],
             "picked_value": float(np.mean(picked)), "default_value": float(np.mean(base)),
             "states_picking_another": float(np.mean(moved))}
 
