@@ -137,7 +137,7 @@ class EvalConfig(Execution):
             raise ValueError(f"the seed list must be non-empty and without repeats, got {seeds}")
         protocol.check_in_range(self.seed_range, seeds, "seeds" if self.seeds is not None else "seed_offset")
         if self.perturb_ablate and self.perturb_ablate not in ABLATE_BY:
-            raise ValueError(f"unknown perturb_ablate '{self.perturb_ablate}' (one of {', '.join(ABLATE_BY)})"
+            raise ValueError(f"unknown perturb_ablate '{self.perturb_ablate}'"
                              + closest(self.perturb_ablate, ABLATE_BY))
         if self.perturb_ablate and self.perturb_sweep:
             raise ValueError("perturb_ablate and perturb_sweep are two modes of one evaluation; set one of them")
