@@ -102,6 +102,13 @@ def clean_outcomes(summary_file: Path, config: Any) -> dict[int, bool] | None:
     return None if differs else seed_outcomes(done)
 
 
+def plot_title(result: dict[str, Any], width: int = 60) -> str:
+    """The task and the policy, the policy's path shortened from the left to fit (the task stays whole)."""
+    policy = str(result["policy"])
+    room = max(width - len(result["task"]) - 2, 10)
+    return f"{result['task']}: {policy if len(policy) <= room else '...' + policy[-(room - 3):]}"
+
+
 def plot_sweep(result: dict[str, Any], path: Path, ax: Any = None) -> Path:
     """Success (Wilson 95% bars) against the severity factor."""
     import matplotlib
@@ -120,7 +127,7 @@ def plot_sweep(result: dict[str, Any], path: Path, ax: Any = None) -> Path:
     ax.set_xlabel(f"severity x ({result['perturb']})")
     ax.set_ylabel("success")
     ax.set_ylim(-0.02, 1.02)
-    ax.set_title(f"{result['task']}: {result['policy']}"[-60:], fontsize=9)
+    ax.set_title(plot_title(result), fontsize=9)
     ax.grid(alpha=0.3)
     if own:
         fig.tight_layout()
@@ -204,7 +211,7 @@ def plot_ablation(result: dict[str, Any], path: Path) -> Path:
     ax.barh([r["part"] for r in rows], gains, xerr=err, capsize=3, color="tab:blue")
     ax.axvline(0.0, color="k", lw=0.8)
     ax.set_xlabel(f"success gained by leaving it out (whole: {result['full']['success']:.2f})")
-    ax.set_title(f"{result['task']}: {result['policy']}"[-60:], fontsize=9)
+    ax.set_title(plot_title(result), fontsize=9)
     ax.grid(alpha=0.3, axis="x")
     fig.tight_layout()
     fig.savefig(path, dpi=100)

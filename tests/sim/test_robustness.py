@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sim.evaluate import EvalConfig
-from sim.robustness import ablation_parts, clean_outcomes, run_ablation, run_sweep
+from sim.robustness import ablation_parts, clean_outcomes, plot_title, run_ablation, run_sweep
 
 
 def test_a_sweep_evaluates_the_same_seeds_at_each_severity_and_writes_the_curve(tmp_path: Path) -> None:
@@ -111,3 +111,10 @@ def test_an_ablation_needs_a_perturbation_and_is_not_a_sweep_too(tmp_path: Path)
     with pytest.raises(ValueError, match="set one of them"):
         EvalConfig(task="pick_place", policy="expert", perturb="realistic", perturb_ablate="group",
                    perturb_sweep=[0, 1]).validate()
+
+
+def test_a_plots_title_keeps_the_task_and_shortens_a_long_policy_path_from_the_left() -> None:
+    long = {"task": "pick_place", "policy": "runs/s20/cam/c_vis_s0/train/checkpoints/step_00007000"}
+    title = plot_title(long, width=40)
+    assert title.startswith("pick_place: ...") and title.endswith("step_00007000") and len(title) == 40
+    assert plot_title({"task": "lift", "policy": "expert"}) == "lift: expert"
