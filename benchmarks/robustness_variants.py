@@ -483,5 +483,14 @@ NOTES = [
     "0.590 against 0.517, +0.072 [+0.028, +0.117] over the 400 pairs (+0.045, +0.100 per training), latency "
     "+0.102 [+0.062, +0.143], but clean 0.802 against 0.835, -0.033 [-0.061, -0.004]: the rule's clean bound "
     "(-0.03) is missed by 0.003 and the clean loss is told from nothing, so not adopted; it is a trade "
-    "(kept under `realistic` 0.74 against 0.62), not a gain. None adopted.",
+    "(kept under `realistic` 0.74 against 0.62), not a gain. None adopted. "
+    "Which part of the preset costs c_vis (`vla eval ... perturb=realistic perturb_ablate=group`, both trainings, "
+    "tune, after the stale-distractor fix; runs/s22/abl, q_act.sh): the whole preset 0.560 and 0.480; leaving out "
+    "the actuator group (latency, noise, gain) gains +0.185 [+0.106, +0.264] and +0.350 [+0.274, +0.426] (0.745 "
+    "and 0.830: kept 0.95 and 0.94 of clean); the late ticks +0.030 and +0.080 [+0.023, +0.137]; the camera pose "
+    "+0.035 and +0.045, the scene, image and proprio groups -0.025 to +0.025, none told from nothing. One "
+    "actuator kind at a time: without the latency +0.095 [+0.014, +0.176] and +0.210 [+0.130, +0.290], without "
+    "the noise +0.080 [+0.015, +0.145] and +0.140 [+0.076, +0.204], without the gain error -0.025 and +0.070. So "
+    "what the camera-only recipe still loses under the preset is the arm, not the cameras: one tick of latency "
+    "and 2% command noise on a policy whose grasps slip.",
 ]
