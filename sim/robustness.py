@@ -57,10 +57,8 @@ def run_sweep(config: Any, progress: bool = True, clean: dict[int, bool] | None 
             per_seed[f] = {s: clean[s] for s in seeds}
         else:
             per_seed[f] = seed_outcomes(run_evaluation(sub, progress=progress))
-        n, k = len(per_seed[f]), int(sum(per_seed[f].values()))
-        lo, hi = wilson_interval(k, n)
-        points.append({"factor": f, "perturb": sub.perturb, "successes": k, "episodes": n, "success": k / n,
-                       "wilson95": [lo, hi], **({"reused": "the clean evaluation's outcomes"} if reused else {})})
+        points.append({"factor": f, "perturb": sub.perturb, **_point(per_seed[f]),
+                       **({"reused": "the clean evaluation's outcomes"} if reused else {})})
     if 0.0 in per_seed:
         clean = per_seed[0.0]
         for p in points:
@@ -77,6 +75,13 @@ def run_sweep(config: Any, progress: bool = True, clean: dict[int, bool] | None 
                   f"[{p['wilson95'][0]:.0%}, {p['wilson95'][1]:.0%}]{extra}")
         print(f"robustness: {out / 'robustness.json'}, plot: {out / 'robustness.png'}")
     return result
+
+
+def _point(outcomes: dict[int, bool]) -> dict[str, Any]:
+    """One evaluation's successes, episodes, success rate and Wilson 95% interval, from its outcomes per seed."""
+    n, k = len(outcomes), int(sum(outcomes.values()))
+    lo, hi = wilson_interval(k, n)
+    return {"successes": k, "episodes": n, "success": k / n, "wilson95": [lo, hi]}
 
 
 def _point_config(config: Any, factor: float, factors: list[float]) -> Any:
@@ -168,21 +173,16 @@ def run_ablation(config: Any, progress: bool = True) -> dict[str, Any]:
                       videos=config.videos if folder == "full" else 0)
         return seed_outcomes(run_evaluation(sub, progress=progress))
 
-    def point(outcomes: dict[int, bool]) -> dict[str, Any]:
-        n, k = len(outcomes), int(sum(outcomes.values()))
-        lo, hi = wilson_interval(k, n)
-        return {"successes": k, "episodes": n, "success": k / n, "wilson95": [lo, hi]}
-
     full = evaluate(kinds, "full")
     rows = []
     for part, members in parts.items():
         rest = {k: s for k, s in kinds.items() if k not in members}
         outcomes = evaluate(rest, f"without_{part}")
         rows.append({"part": part, "kinds": {k: kinds[k] for k in members}, "perturb": spec_text(rest),
-                     **point(outcomes), "gain": paired_difference(full, outcomes)})
+                     **_point(outcomes), "gain": paired_difference(full, outcomes)})
     rows.sort(key=lambda r: -r["gain"]["mean"])
     result = {"perturb": config.perturb, "by": by, "kinds": kinds, "task": config.task, "policy": config.policy,
-              "seed_range": config.seed_range, "full": point(full), "without": rows,
+              "seed_range": config.seed_range, "full": _point(full), "without": rows,
               **({"left_out": left_out} if left_out else {})}
     out.mkdir(parents=True, exist_ok=True)
     (out / "ablation.json").write_text(json.dumps(result, indent=1))
