@@ -210,7 +210,6 @@ class Distractor:
         self.id = u.model.geom("distractor").id
         self.half = float(u.model.geom_size[self.id, 2])
         self.away = u.model.geom_pos[self.id].copy()
-        self.standing = False
 
     def place(self, p: Perturber) -> bool:
         """Whether the scene the cameras see changed: a distractor stands on the table this episode, or the one of
@@ -219,6 +218,7 @@ class Distractor:
         import mujoco
 
         m, d = self.u.model, self.u.data
+        stood = bool(m.geom_rgba[self.id, 3] > 0)  # the last episode's, still in the model (built invisible)
         objects = self._objects() if p.distractor else []
         spots = [xy for xy in p.distractor_xy if p.distractor and all(
             np.linalg.norm(xy - np.asarray(o)[:2]) >= self.CLEARANCE for o in objects)]
@@ -229,9 +229,7 @@ class Distractor:
             m.geom_pos[self.id] = self.away
             m.geom_rgba[self.id, 3] = 0.0
         mujoco.mj_forward(m, d)
-        changed = bool(spots) or self.standing
-        self.standing = bool(spots)
-        return changed
+        return bool(spots) or stood
 
     def _objects(self) -> list[np.ndarray]:
         priv = self.u.privileged()
