@@ -191,8 +191,9 @@ q_drop.sh, q_te.sh):
       --seeds 1000000-1000199 --ckpt <c_vis_s0 or c_visd_s0's checkpoint>    (how they fail; runs/s22/q_fm.sh)
   vla eval runs/s20/cam/c_vis_sN/train/checkpoints/step_00007000 $EV runtime=onnx perturb=realistic \
       perturb_ablate=group out_dir=runs/s22/abl/c_vis_sN      (what each group costs inside the preset)
-      (c_visl: out_dir=runs/s22/cam/c_visl_s0, c_vis's command with demos.randomize=<c_vis's>,action_latency:1;
-       perturb=none|action_latency:1|realistic; runs/s22/q_lat.sh)
+      (c_visl: out_dir=runs/s22/cam/c_visl_sN, c_vis's command with demos.randomize=<c_vis's>,action_latency:1;
+       perturb=none|action_latency:1|realistic; N=0: runs/s22/q_lat.sh, N=1: runs/s23/q_lat.sh; paired with
+       c_vis_f: c_vis's runs with `realistic` linked to runs/s22/abl/c_vis_sN/full, made after the distractor fix)
       (and perturb=<the preset without its pose kinds and without one actuator kind> out_dir=
        runs/s22/abl/c_vis_sN/without_<kind>: runs/s22/q_act.sh)
 
