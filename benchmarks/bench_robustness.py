@@ -25,26 +25,43 @@ measured) alone and all of them together, against the clean run on the same seed
   python benchmarks/bench_robustness.py --block camera_only_g04 \
       --ckpt runs/s17/cam/i_g04pc_s0/train/checkpoints/step_00007000 --job runs/s17/cam/i_g04pc_s0 \
       --out runs/s17/rob_cam_g04 --against camera_only_g07 runs/s13/rob_cam
-  # the headline camera_only block since 2026-12-06 night (measured as camera_only_vis, renamed): the camera-only
+  # the headline camera_only block since 2026-12-07 (measured as camera_only_lat, renamed; the rule written before
+  # its report readings: runs/s23/decision.txt): c_vis's recipe below with one tick of action latency drawn per demo
+  # episode too (robustness_training.md c_visl), training seeds 0 and 1, each paired per seed with c_vis of the same
+  # training seed (renamed camera_only_vis and camera_only_vis_t1); the pooled figures: camera_only_latency_change
+  # (runs/s22/q_lat.sh with S=0, runs/s23/q_lat.sh with S=1, runs/s23/q_camrep.sh)
+  vla run out_dir=runs/s22/cam/c_visl_sN (as c_vis_sN below) \
+      demos.randomize=pose_latency:2,camera_shift:10,camera_rot:1,surface_colour:0.1,distractor:0.2,action_latency:1
+  python benchmarks/bench_robustness.py --block camera_only \
+      --ckpt runs/s22/cam/c_visl_s0/train/checkpoints/step_00007000 --job runs/s22/cam/c_visl_s0 \
+      --out runs/s23/rob_cam_lat0 --against camera_only_vis runs/s20/rob_cam_vis
+  python benchmarks/bench_robustness.py --block camera_only_t1 \
+      --ckpt runs/s22/cam/c_visl_s1/train/checkpoints/step_00007000 --job runs/s22/cam/c_visl_s1 \
+      --out runs/s23/rob_cam_lat1 --against camera_only_vis_t1 runs/s21/rob_cam_vis1
+  python benchmarks/camera_recipe_change.py --block camera_only_latency_change --what "..." \
+      --pair runs/s20/rob_cam_vis runs/s23/rob_cam_lat0 --pair runs/s21/rob_cam_vis1 runs/s23/rob_cam_lat1
+  # the headline camera_only block from 2026-12-06 night to 12-07 (measured as camera_only_vis; camera_only until
+  # 2026-12-07, now camera_only_vis again): the camera-only
   # recipe with visual domain randomisation (robustness_training.md c_vis): the scene kinds in the demos and
-  # photometric draws in training, training seed 0 (runs/s20/q_cam.sh); training 1 as camera_only_t1 (measured as
-  # camera_only_vis_t1), paired on clean and `realistic` with its base's training 1 (runs/s21/q_camrep1.sh,
-  # q_camblock.sh; the pooled two-training figures: camera_only_recipe_change)
+  # photometric draws in training, training seed 0 (runs/s20/q_cam.sh); training 1 as camera_only_vis_t1 (measured
+  # as camera_only_vis_t1; camera_only_t1 until 2026-12-07), paired on clean and `realistic` with its base's
+  # training 1 (runs/s21/q_camrep1.sh, q_camblock.sh; the pooled two-training figures: camera_only_recipe_change)
   vla run out_dir=runs/s20/cam/c_vis_s0 (as i_g07pc_s0) \
       demos.randomize=pose_latency:2,camera_shift:10,camera_rot:1,surface_colour:0.1,distractor:0.2 \
       'pretrain.overrides=[..., "policy.augment_photometric=lighting:0.2,colour:0.05,pixel_noise:3"]'
-  python benchmarks/bench_robustness.py --block camera_only \
+  python benchmarks/bench_robustness.py --block camera_only_vis \
       --ckpt runs/s20/cam/c_vis_s0/train/checkpoints/step_00007000 --job runs/s20/cam/c_vis_s0 \
       --out runs/s20/rob_cam_vis
   vla eval runs/s20/cam/c_g04pc_s1/train/checkpoints/step_00007000 episodes=200 seed_range=report \
       temporal_ensemble=0.3 temporal_ensemble_every=2 n_action_steps=4 runtime=onnx perturb=none|<realistic> \
       out_dir=runs/s21/rob_cam_base1/clean|realistic             (<realistic>: the preset without its pose kinds)
-  python benchmarks/bench_robustness.py --block camera_only_t1 \
+  python benchmarks/bench_robustness.py --block camera_only_vis_t1 \
       --ckpt runs/s20/cam/c_vis_s1/train/checkpoints/step_00007000 --job runs/s20/cam/c_vis_s1 \
       --out runs/s21/rob_cam_vis1 --against camera_only_base_t1 runs/s21/rob_cam_base1
-  # after the stale-distractor fix (4f9f51c) the `distractor` and `realistic` runs of camera_only, camera_only_t1, job
-  # and job_s19_before (and realistic of camera_only_t1's base) were made again: each old folder moved to
-  # <run>_stale, then the block's command above re-run (runs/s22/q_rerun.sh); the old figures: STALE_DISTRACTOR_BEFORE
+  # after the stale-distractor fix (4f9f51c) the `distractor` and `realistic` runs of camera_only_vis,
+  # camera_only_vis_t1, job and job_s19_before (and realistic of camera_only_vis_t1's base) were made again: each
+  # old folder moved to <run>_stale, then the block's command above re-run (runs/s22/q_rerun.sh); the old figures:
+  # STALE_DISTRACTOR_BEFORE
   # the same policy with every live chunk weighted about equally (temporal ensemble rate -0.01, the job's 0.3)
   python benchmarks/bench_robustness.py --block camera_only_even_ensemble \
       --ckpt runs/s13/cam/i_g07pc_s0/train/checkpoints/step_00007000 --job runs/s13/cam/i_g07pc_s0 \
@@ -207,7 +224,8 @@ def main() -> None:
 
     clean = summaries["clean"]
     block: dict[str, Any] = {"episodes": clean["episodes"], "checkpoint": args.ckpt, "job": str(args.job),
-                             "obs_mode": job["demos"]["obs_mode"], "preset": preset}
+                             "obs_mode": job["demos"]["obs_mode"], "preset": preset,
+                             "after_stale_distractor_fix": True}  # measured with 4f9f51c in
     if args.poses:
         block["poses"] = args.poses
     if args.temporal_ensemble is not None:
@@ -302,8 +320,8 @@ def against_cell(block: dict[str, Any], key: str) -> str:
 # measured before. These blocks' two runs were made again after the fix; their figures before it.
 STALE_DISTRACTOR_BEFORE = {"job": {"realistic": 0.71, "distractor": 0.96},
                            "job_s19_before": {"realistic": 0.615},
-                           "camera_only": {"realistic": 0.525, "distractor": 0.755},
-                           "camera_only_t1": {"realistic": 0.585, "distractor": 0.925}}
+                           "camera_only_vis": {"realistic": 0.525, "distractor": 0.755},
+                           "camera_only_vis_t1": {"realistic": 0.585, "distractor": 0.925}}
 
 
 def stale_distractor_line(name: str, block: dict[str, Any]) -> str:
@@ -315,6 +333,8 @@ def stale_distractor_line(name: str, block: dict[str, Any]) -> str:
         was = ", ".join(f"{k} {v:.3f}" for k, v in before.items())
         return (f"Re-measured after the stale-distractor fix (4f9f51c): {', '.join(before)} above are the new runs "
                 f"(before the fix: {was}).")
+    if block.get("after_stale_distractor_fix"):
+        return ""
     return ("**Measured before the stale-distractor fix** (4f9f51c): in its `distractor` and `realistic` runs an "
             "episode that followed one with a distractor began on a frame still showing it. Blocks compared on the "
             "same seeds saw the same frames; the blocks re-measured since moved by 0.02 or less.")
@@ -362,6 +382,21 @@ def write_page(data: dict[str, Any]) -> None:
             lines += ["**Measured with a rendering defect** (fixed in 4fc4657): an invisible cube parked 5 m down "
                       "moved every camera's near clipping plane to 6 cm and clipped the wrist camera. Its clean run "
                       "re-measured since: " + block["measured_with_clipped_wrist_camera"] + ". Awaiting a re-run.", ""]
+    for name, block in data.items():  # a recipe change pooled over its trainings (camera_recipe_change.py)
+        if name.startswith("_") or not isinstance(block, dict) or "trainings" not in block or "what" not in block:
+            continue
+        lines += [f"## {name}: {block['what']}", "", f"Each of {block['trainings']} trainings' new policy paired per "
+                  "seed with the recipe before's of the same training seed; pooled over every pair (95% t interval, "
+                  "pairs better / worse). Command: `benchmarks/camera_recipe_change.py`."
+                  + (f" Adopted: {block['adopted']} ({block['why']})." if "adopted" in block else ""), "",
+                  "| condition | per training: before -> after | pooled minus before |", "|---|---|---|"]
+        for cond, row in block.items():
+            if isinstance(row, dict) and "pooled_minus_base" in row:
+                per = ", ".join(f"{t['base']:.3f} -> {t['new']:.3f}" for t in row["per_training"])
+                d = row["pooled_minus_base"]
+                lines.append(f"| {cond} | {per} | {d['mean']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}] "
+                             f"({d['better']} / {d['worse']}) |")
+        lines.append("")
     if "constant_feature_blowup_fixed" in data:
         lines += ["## The constant-feature defect", "",
                   f"`{data['constant_feature_test']}`: passed = {data['constant_feature_blowup_fixed']}; its figures "

@@ -508,5 +508,10 @@ NOTES = [
     "+0.030], `realistic` +0.102 [+0.041, +0.164]: the rule of runs/s22/decision.txt is met (realistic lo > 0, "
     "clean mean > -0.03). The two trainings disagree under `realistic` (-0.030 and +0.235), so the interval over "
     "trainings spans zero widely; the rule was written on the pooled pairs and its report readings decide "
-    "(runs/s23/decision.txt, written before them).",
+    "(runs/s23/decision.txt, written before them). On the report seeds (robustness.json camera_only_latency_change, "
+    "the same two trainings against c_vis's, 400 pairs): `realistic` +0.080 [+0.019, +0.141] (training 0 0.525 "
+    "against 0.540, training 1 0.745 against 0.570), clean +0.005, latency +0.168 [+0.121, +0.214], the command "
+    "noise +0.000, and a 10 mm camera shift -0.080 [-0.132, -0.028] (0.745 -> 0.640, 0.870 -> 0.815). The rule is "
+    "met: adopted as the camera-only recipe (blocks camera_only and camera_only_t1; c_vis's are camera_only_vis "
+    "and camera_only_vis_t1). The camera shift's loss was not read on tune and is not understood.",
 ]

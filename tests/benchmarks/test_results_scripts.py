@@ -1,6 +1,6 @@
 """The scripts that turn other outputs into results files by code: fresh_env_result (fresh_env.sh's times),
 hardening_report (the two hardening suites' sums), ensemble_sweep's settings, robustness_training,
-ensemble_latency and bench_robustness's page."""
+ensemble_latency, bench_robustness's page and camera_recipe_change's pooled blocks."""
 
 from __future__ import annotations
 
@@ -123,6 +123,43 @@ def test_robustness_page_gives_the_estimators_error_of_each_run_and_of_its_failu
     assert "realistic 11.0 / - (failed 33.0 / -)" in line  # an object a run has no figure for: a dash
 
 
+def test_a_recipe_change_pools_every_condition_all_its_folders_ran_and_the_page_shows_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    rc = load_script("camera_recipe_change")
+
+    def run(folder: Path, cond: str, wins: list[bool]) -> None:
+        (folder / cond).mkdir(parents=True)
+        detail = [{"seed": 1000 + i, "success": w} for i, w in enumerate(wins)]
+        (folder / cond / "summary.json").write_text(json.dumps({"episodes_detail": detail}))
+
+    pairs = [(tmp_path / "b0", tmp_path / "n0"), (tmp_path / "b1", tmp_path / "n1")]
+    for base, new in pairs:
+        run(base, "clean", [True, True, False, False])
+        run(new, "clean", [True, True, True, False])
+        run(base, "realistic", [False, False, False, False])
+        run(new, "realistic", [True, False, True, False])
+    run(tmp_path / "n0", "action_noise", [True] * 4)  # not run by every folder: left out
+    block = rc.change_block(pairs, "the change")
+    assert block["trainings"] == 2 and "action_noise" not in block
+    assert block["clean"]["per_training"] == [{"base": 0.5, "new": 0.75}] * 2
+    d = block["realistic"]["pooled_minus_base"]
+    assert d["mean"] == 0.5 and d["pairs"] == 8 and (d["better"], d["worse"]) == (4, 0)
+    run(tmp_path / "b1", "lighting", [True])  # another set of seeds than its pair's: refused, not half-paired
+    run(tmp_path / "n1", "lighting", [True, True])
+    for f in ("b0", "n0"):
+        run(tmp_path / f, "lighting", [True, True])
+    with pytest.raises(SystemExit, match="not the same seeds"):
+        rc.change_block(pairs, "the change")
+
+    br = load_script("bench_robustness")
+    monkeypatch.setattr(br, "RESULTS", tmp_path)  # the page goes beside the test's own files
+    br.write_page({"ch": block})
+    page = (tmp_path / "robustness.md").read_text()
+    assert "## ch: the change" in page and "| realistic | 0.000 -> 0.500, 0.000 -> 0.500 | +0.500" in page
+
+
 def test_a_robustness_run_stored_at_another_ensemble_rate_is_not_read_back_as_this_one() -> None:
     br = load_script("bench_robustness")
     stored = {"config": {"perturb": "action_latency:1", "temporal_ensemble": 0.3}, "episodes": 200}
@@ -187,3 +224,4 @@ def test_robustness_page_says_which_blocks_ran_with_the_stale_distractor_frame()
     assert "**Measured before the stale-distractor fix**" in br.stale_distractor_line("job_s17", drew)
     # a block whose runs never drew a distractor (the preset before it joined) says nothing
     assert br.stale_distractor_line("job_gain15", {"realistic_perturb": "action_latency:1"}) == ""
+    assert br.stale_distractor_line("camera_only", {**drew, "after_stale_distractor_fix": True}) == ""
