@@ -514,4 +514,12 @@ NOTES = [
     "noise +0.000, and a 10 mm camera shift -0.080 [-0.132, -0.028] (0.745 -> 0.640, 0.870 -> 0.815). The rule is "
     "met: adopted as the camera-only recipe (blocks camera_only and camera_only_t1; c_vis's are camera_only_vis "
     "and camera_only_vis_t1). The camera shift's loss was not read on tune and is not understood.",
+    "- **Which part of the preset costs the job (2026-12-07, tune; runs/s23/q_jabl.sh):** the shipped job's refined "
+    "policy on its own estimator's poses (runs/s19/job2), `vla eval ... perturb=realistic perturb_ablate=group "
+    "poses=<its estimator>` (the pose kinds do not apply: the estimator's errors replace them): the whole preset "
+    "0.715; leaving out the camera pose (shift and turn) gains +0.090 [+0.023, +0.157] (0.805), the image kinds "
+    "+0.035 [-0.016, +0.086], the scene +0.020, the late ticks +0.000, the actuator group -0.005 [-0.077, +0.067], "
+    "the proprio noise -0.035. Unlike the camera-only policy (whose loss is the arm), what the job loses under the "
+    "preset goes through its pose estimator: a moved camera shifts every object's estimate by about one offset per "
+    "episode (the notes on the estimator ensemble above), and the state policy places the cube where it is told.",
 ]
