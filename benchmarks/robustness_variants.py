@@ -513,7 +513,12 @@ NOTES = [
     "against 0.540, training 1 0.745 against 0.570), clean +0.005, latency +0.168 [+0.121, +0.214], the command "
     "noise +0.000, and a 10 mm camera shift -0.080 [-0.132, -0.028] (0.745 -> 0.640, 0.870 -> 0.815). The rule is "
     "met: adopted as the camera-only recipe (blocks camera_only and camera_only_t1; c_vis's are camera_only_vis "
-    "and camera_only_vis_t1). The camera shift's loss was not read on tune and is not understood.",
+    "and camera_only_vis_t1). The camera shift's loss was not read on tune and is not understood. "
+    "How it fails under the shift (experiments/failure_modes.py --perturb camera_shift:10, tune, 200 seeds; "
+    "runs/s23/q_fm.sh): training 0 126 successes against c_vis's 151, its slipped grasps 37 against 16 (36 degrees "
+    "turned from the cube and 19 mm off centre, against 30 and 16), success on cubes that start turned 30-45 "
+    "degrees 0.375 against 0.641; training 1 161 against 169, never held 18 against 10. Turned cubes were already "
+    "the end-to-end policy's weak grasps; with the latency trained in a moved camera makes them worse.",
     "- **Which part of the preset costs the job (2026-12-07, tune; runs/s23/q_jabl.sh):** the shipped job's refined "
     "policy on its own estimator's poses (runs/s19/job2), `vla eval ... perturb=realistic perturb_ablate=group "
     "poses=<its estimator>` (the pose kinds do not apply: the estimator's errors replace them): the whole preset "
