@@ -161,6 +161,16 @@ The c_g04pc2 / c_vis variants (camera-only, training seeds N = 0, 1; runs/s20/q_
        runs/s21/robc/<v>/s1, c_g04pc2's training 1 under action_latency:1 there too; runs/s21/q_abl.sh, q_lat.sh)
   python benchmarks/robustness_training.py --runs runs/s21/robv2 --only c_scene,c_photo
 
+The p_big variant (2026-12-07, runs/s23/q_big.sh: p_prw's randomisation with twice the episodes and steps, the same
+refined policy runs/s19/job, three trainings; the rule: runs/s23/decision.txt):
+
+  vla run out_dir=runs/s23/job_big_sN "stages=[perception]" overwrite=false perception.policy_episodes=0 \
+      perception.episodes=400 perception.steps=2000 perception.policy_rollouts=100 \
+      perception.randomize=<p_prw's> "perception.overrides=[seed=N]"    (job.json, summary.json from runs/s19/job)
+  vla eval runs/s19/job/refine/iter_01/train/checkpoints/step_00000250 $EV runtime=onnx perturb=none|realistic \
+      poses=runs/s23/job_big_sN/perception/estimator out_dir=runs/s23/robn/big_sN/<condition>
+  python benchmarks/robustness_training.py --runs runs/s23/robv --only p_big     (p_pr100 linked from runs/s19/robn)
+
 The p_ens* variants (an ensemble of estimators, runs/s21): p_pr100's estimators (runs/s19/job_pr100*, trained by
 `vla run ... "stages=[perception]"` on the same store) read as one, the refined policy of runs/s19/job on 200 tune
 seeds (runs/s21/q_ens.sh, q_next.sh, q_2k2.sh, q_more.sh):
