@@ -76,7 +76,7 @@ measured) alone and all of them together, against the clean run on the same seed
   python benchmarks/bench_robustness.py --block job_s18 \
       --ckpt runs/s18/job2/refine/iter_01/train/checkpoints/step_00000250 --job runs/s18/job2 \
       --poses runs/s18/job2/perception/estimator --out runs/s18/rob_job --against job_s17 runs/s17/rob_g04
-  # the job as `make run` ships it since 2026-12-06 evening (the estimator also learns from 100 of the refined
+  # the job as `make run` shipped it from 2026-12-06 evening to 12-07 (the estimator also learns from 100 of the refined
   # policy's rollouts: perception.policy_rollouts), paired per seed with the same policy on the preset before's
   # estimator (300 expert episodes; runs/s19/job, whose stages up to perception ran identically: 196/200 before and
   # after refine in both), measured on the kinds that go through the estimator (runs/s19/q_rep.sh)
@@ -84,9 +84,19 @@ measured) alone and all of them together, against the clean run on the same seed
   python benchmarks/bench_robustness.py --block job_s19_before \
       --ckpt runs/s19/job/refine/iter_01/train/checkpoints/step_00000250 --job runs/s19/job \
       --poses runs/s19/job/perception/estimator --kinds action_noise,camera_shift --out runs/s19/rob_before
-  python benchmarks/bench_robustness.py --block job \
+  python benchmarks/bench_robustness.py --block job_s19 \
       --ckpt runs/s19/job2/refine/iter_01/train/checkpoints/step_00000250 --job runs/s19/job2 \
       --poses runs/s19/job2/perception/estimator --out runs/s19/rob_job --against job_s19_before runs/s19/rob_before
+  # the job as `make run` ships it since 2026-12-07 (measured as job_big_estimator, renamed; the block above was
+  # `job` until then): the perception stage's bigger recipe (robustness_training.md p_big: the camera pose
+  # randomised twice as wide, 400 expert episodes, 2,000 steps; the rule: runs/s23/decision.txt) run again on the
+  # same job's refined policy, whose stages before perception the preset does not change (runs/s23/q_jobbig.sh);
+  # paired per seed with job_s19. Estimator training seeds 1 and 2 of the same recipe, clean and `realistic` only:
+  # `vla eval` as bench_robustness runs them, out_dir=runs/s23/rob_job_big_sN/<clean|realistic> (q_jobbig12.sh)
+  vla run out_dir=runs/s23/job2_big "stages=[perception]" overwrite=false     (job.json, summary.json of runs/s19/job2)
+  python benchmarks/bench_robustness.py --block job \
+      --ckpt runs/s19/job2/refine/iter_01/train/checkpoints/step_00000250 --job runs/s23/job2_big \
+      --poses runs/s23/job2_big/perception/estimator --out runs/s23/rob_job_big --against job_s19 runs/s19/rob_job
   # the same morning job's refined policy on an estimator trained on the noisy-command frames (the evening's
   # perception recipe), paired with job_s17 (runs/s18/q_pn.sh)
   python benchmarks/bench_robustness.py --block job_pn_estimator \
@@ -318,7 +328,7 @@ def against_cell(block: dict[str, Any], key: str) -> str:
 # Until 4f9f51c an episode without a distractor began on a frame that still showed the last episode's (the task's reset
 # rendered before the distractor was placed or taken away): the `distractor` and `realistic` runs of every block
 # measured before. These blocks' two runs were made again after the fix; their figures before it.
-STALE_DISTRACTOR_BEFORE = {"job": {"realistic": 0.71, "distractor": 0.96},
+STALE_DISTRACTOR_BEFORE = {"job_s19": {"realistic": 0.71, "distractor": 0.96},
                            "job_s19_before": {"realistic": 0.615},
                            "camera_only_vis": {"realistic": 0.525, "distractor": 0.755},
                            "camera_only_vis_t1": {"realistic": 0.585, "distractor": 0.925}}
