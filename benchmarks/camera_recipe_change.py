@@ -1,5 +1,5 @@
-"""A camera-only recipe change read on the report range, pooled over its trainings: each training's new policy
-paired per seed with the recipe before's policy of the same training seed, on the same 200 report seeds.
+"""A recipe change read on the report range, pooled over its trainings: each training's new policy (or estimator)
+paired per seed with the recipe before's of the same training seed, on the same 200 report seeds.
 
 Without arguments: robustness.json's `camera_only_recipe_change` under `realistic` (visual domain randomisation,
 c_vis, against the recipe before, c_g04pc). Re-run after the stale-distractor fix (4f9f51c); the figures before it
@@ -16,6 +16,13 @@ robustness.json's block NAME, e.g. the latency trained in (c_visl against c_vis,
 
     python benchmarks/camera_recipe_change.py --block camera_only_latency_change --what "..." \\
         --pair runs/s20/rob_cam_vis runs/s23/rob_cam_lat0 --pair runs/s21/rob_cam_vis1 runs/s23/rob_cam_lat1
+
+or the job's bigger estimator recipe over three estimator trainings, each against the one estimator before (the same
+refined policy; runs/s23/q_jobbig.sh, q_jobbig12.sh):
+
+    python benchmarks/camera_recipe_change.py --block job_estimator_recipe_change --what "..." \
+        --pair runs/s19/rob_job runs/s23/rob_job_big --pair runs/s19/rob_job runs/s23/rob_job_big_s1 \
+        --pair runs/s19/rob_job runs/s23/rob_job_big_s2
 """
 
 from __future__ import annotations
