@@ -220,7 +220,7 @@ def test_a_jobs_full_evaluation_is_the_one_in_its_runtime(tmp_path: Path) -> Non
 def test_robustness_page_says_which_blocks_ran_with_the_stale_distractor_frame() -> None:
     br = load_script("bench_robustness")
     drew = {"realistic_perturb": "action_latency:1,distractor:0.2", "distractor_success": 0.9}
-    assert "before the fix: realistic 0.710, distractor 0.960" in br.stale_distractor_line("job", drew)
+    assert "before the fix: realistic 0.710, distractor 0.960" in br.stale_distractor_line("job_s19", drew)
     assert "**Measured before the stale-distractor fix**" in br.stale_distractor_line("job_s17", drew)
     # a block whose runs never drew a distractor (the preset before it joined) says nothing
     assert br.stale_distractor_line("job_gain15", {"realistic_perturb": "action_latency:1"}) == ""
