@@ -44,7 +44,9 @@ PAIRS = [("runs/s20/rep_cbase_realistic", "runs/s20/rob_cam_vis/realistic"),
 
 
 def pooled(pairs: list[tuple[str, str]]) -> dict[str, Any]:
-    """Each pair's success rates and the paired difference over every (training, seed) pair."""
+    """Each pair's success rates and the paired difference over every (training, seed) pair. Where one base
+    folder stands in several pairs (one base policy against several trainings) its outcomes count once per pair,
+    so the interval is narrower than one over trainings of both recipes."""
     base, new, per = {}, {}, []
     for t, (a, b) in enumerate(pairs):
         oa = seed_outcomes(json.loads(Path(a, "summary.json").read_text()))
@@ -91,6 +93,8 @@ def main() -> None:
         block = change_block(args.pair, args.what)
         if args.adopted:
             verdict, _, why = args.adopted.partition(":")
+            if verdict.strip() not in ("yes", "no"):
+                raise SystemExit(f"--adopted '{args.adopted}': write 'yes: why' or 'no: why'")
             block["adopted"], block["why"] = verdict.strip() == "yes", why.strip()
         path = write_result("robustness", {args.block: block}, seed_range="report",
                             key_figures=data.get("_meta", {}).get("key_figures"))
