@@ -403,9 +403,7 @@ def write_page(data: dict[str, Any]) -> None:
         for cond, row in block.items():
             if isinstance(row, dict) and "pooled_minus_base" in row:
                 per = ", ".join(f"{t['base']:.3f} -> {t['new']:.3f}" for t in row["per_training"])
-                d = row["pooled_minus_base"]
-                lines.append(f"| {cond} | {per} | {d['mean']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}] "
-                             f"({d['better']} / {d['worse']}) |")
+                lines.append(f"| {cond} | {per} | {format_paired(row['pooled_minus_base'])} |")
         lines.append("")
     if "constant_feature_blowup_fixed" in data:
         lines += ["## The constant-feature defect", "",

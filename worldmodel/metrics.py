@@ -228,9 +228,8 @@ def selection_ceiling(success: np.ndarray, default: int = 0, candidates: list[in
             moved.append(pick != d)
     per_state = np.mean(gains, axis=0)
     # over the states (the splits are not independent of one another): a percentile bootstrap of the mean
-    boot = np.random.default_rng(seed).choice(per_state, (n_boot, len(per_state))).mean(1)
-    return {"continuations": m, "candidates": len(cols), "gain": float(per_state.mean()),
-            "gain_interval": [float(np.percentile(boot, 2.5)), float(np.percentile(boot, 97.5))],
+    lo, hi = bootstrap_interval(lambda g, _: float(g.mean()), per_state, per_state, n_boot, seed)
+    return {"continuations": m, "candidates": len(cols), "gain": float(per_state.mean()), "gain_interval": [lo, hi],
             "picked_value": float(np.mean(picked)), "default_value": float(np.mean(base)),
             "states_picking_another": float(np.mean(moved))}
 

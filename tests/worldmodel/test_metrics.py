@@ -139,7 +139,7 @@ def test_the_selection_ceiling_takes_what_a_candidate_is_worth_not_what_its_cont
     # is worth nothing on the other half
     flips = (np.random.default_rng(0).random((2000, 8, 4)) < 0.5).astype(float)
     c = selection_ceiling(flips)
-    assert abs(c["gain"]) < 0.03 and flips[:, :, 0].max(1).mean() > 0.99
+    assert abs(c["gain"]) < 0.02 and flips[:, :, 0].max(1).mean() > 0.99
     lo, hi = c["gain_interval"]
     assert lo < c["gain"] < hi and hi - lo < 0.05  # over 2000 states the interval is narrow around it
     # among a subset of the candidates (the policy's own) the better one outside it is not taken
