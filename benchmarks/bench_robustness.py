@@ -38,7 +38,7 @@ measured) alone and all of them together, against the clean run on the same seed
   python benchmarks/bench_robustness.py --block camera_only_t1 \
       --ckpt runs/s22/cam/c_visl_s1/train/checkpoints/step_00007000 --job runs/s22/cam/c_visl_s1 \
       --out runs/s23/rob_cam_lat1 --against camera_only_vis_t1 runs/s21/rob_cam_vis1
-  python benchmarks/camera_recipe_change.py --block camera_only_latency_change --what "..." \
+  python benchmarks/recipe_change.py --block camera_only_latency_change --what "..." \
       --pair runs/s20/rob_cam_vis runs/s23/rob_cam_lat0 --pair runs/s21/rob_cam_vis1 runs/s23/rob_cam_lat1
   # the headline camera_only block from 2026-12-06 night to 12-07 (measured as camera_only_vis; camera_only until
   # 2026-12-07, now camera_only_vis again): the camera-only
@@ -392,12 +392,16 @@ def write_page(data: dict[str, Any]) -> None:
             lines += ["**Measured with a rendering defect** (fixed in 4fc4657): an invisible cube parked 5 m down "
                       "moved every camera's near clipping plane to 6 cm and clipped the wrist camera. Its clean run "
                       "re-measured since: " + block["measured_with_clipped_wrist_camera"] + ". Awaiting a re-run.", ""]
-    for name, block in data.items():  # a recipe change pooled over its trainings (camera_recipe_change.py)
+    for name, block in data.items():  # a recipe change pooled over its trainings (recipe_change.py)
         if name.startswith("_") or not isinstance(block, dict) or "trainings" not in block or "what" not in block:
             continue
-        lines += [f"## {name}: {block['what']}", "", f"Each of {block['trainings']} trainings' new policy paired per "
-                  "seed with the recipe before's of the same training seed; pooled over every pair (95% t interval, "
-                  "pairs better / worse). Command: `benchmarks/camera_recipe_change.py`."
+        bases = [pair[0] for pair in block.get("runs", {}).values()]
+        against = ("the one base run (" + bases[0] + "), counted once per pair, so the interval leaves out the base's "
+                   "own training-to-training spread" if len(bases) > 1 and len(set(bases)) == 1
+                   else "the recipe before's of the same training seed")
+        lines += [f"## {name}: {block['what']}", "", f"Each of {block['trainings']} trainings' new run paired per "
+                  f"seed with {against}; pooled over every pair (95% t interval, pairs better / worse). "
+                  "Command: `benchmarks/recipe_change.py`."
                   + (f" Adopted: {block['adopted']} ({block['why']})." if "adopted" in block else ""), "",
                   "| condition | per training: before -> after | pooled minus before |", "|---|---|---|"]
         for cond, row in block.items():

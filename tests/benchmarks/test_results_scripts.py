@@ -1,6 +1,6 @@
 """The scripts that turn other outputs into results files by code: fresh_env_result (fresh_env.sh's times),
 hardening_report (the two hardening suites' sums), ensemble_sweep's settings, robustness_training,
-ensemble_latency, bench_robustness's page and camera_recipe_change's pooled blocks."""
+ensemble_latency, bench_robustness's page and recipe_change's pooled blocks."""
 
 from __future__ import annotations
 
@@ -127,7 +127,7 @@ def test_a_recipe_change_pools_every_condition_all_its_folders_ran_and_the_page_
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import json
 
-    rc = load_script("camera_recipe_change")
+    rc = load_script("recipe_change")
 
     def run(folder: Path, cond: str, wins: list[bool]) -> None:
         (folder / cond).mkdir(parents=True)
@@ -158,6 +158,14 @@ def test_a_recipe_change_pools_every_condition_all_its_folders_ran_and_the_page_
     br.write_page({"ch": block})
     page = (tmp_path / "robustness.md").read_text()
     assert "## ch: the change" in page and "| realistic | 0.000 -> 0.500, 0.000 -> 0.500 | +0.500" in page
+    assert "of the same training seed" in page
+
+    shared = rc.change_block([(tmp_path / "b0", tmp_path / "n0"), (tmp_path / "b0", tmp_path / "n1")], "shared")
+    br.write_page({"sh": shared})  # one base against several trainings: the page says it counts once per pair
+    assert "the one base run (" + str(tmp_path / "b0") + "), counted once per pair" in (
+        tmp_path / "robustness.md").read_text()
+    with pytest.raises(SystemExit, match=r"n9/clean: no summary.json \(that evaluation has not run\)"):
+        rc.pooled([(str(tmp_path / "b0" / "clean"), str(tmp_path / "n9" / "clean"))])
 
 
 def test_a_robustness_run_stored_at_another_ensemble_rate_is_not_read_back_as_this_one() -> None:

@@ -8,19 +8,19 @@ stay in the block as `before_stale_distractor_fix`.
     vla eval runs/s20/cam/<c_g04pc|c_vis>_sN/train/checkpoints/step_00007000 episodes=200 seed_range=report \\
         temporal_ensemble=0.3 temporal_ensemble_every=2 n_action_steps=4 runtime=onnx videos=0 perturb=realistic \\
         out_dir=<the folders in PAIRS>                 (runs/s22/q_rerun.sh, q_rerun2.sh)
-    python benchmarks/camera_recipe_change.py
+    python benchmarks/recipe_change.py
 
 With `--block NAME --pair BASE NEW ...` (bench_robustness.py run folders, one pair per training seed): every
 condition run in all of them (clean, each kind, realistic), per training and pooled over the pairs, into
 robustness.json's block NAME, e.g. the latency trained in (c_visl against c_vis, 2026-12-07):
 
-    python benchmarks/camera_recipe_change.py --block camera_only_latency_change --what "..." \\
+    python benchmarks/recipe_change.py --block camera_only_latency_change --what "..." \\
         --pair runs/s20/rob_cam_vis runs/s23/rob_cam_lat0 --pair runs/s21/rob_cam_vis1 runs/s23/rob_cam_lat1
 
 or the job's bigger estimator recipe over three estimator trainings, each against the one estimator before (the same
 refined policy; runs/s23/q_jobbig.sh, q_jobbig12.sh):
 
-    python benchmarks/camera_recipe_change.py --block job_estimator_recipe_change --what "..." \
+    python benchmarks/recipe_change.py --block job_estimator_recipe_change --what "..." \
         --pair runs/s19/rob_job runs/s23/rob_job_big --pair runs/s19/rob_job runs/s23/rob_job_big_s1 \
         --pair runs/s19/rob_job runs/s23/rob_job_big_s2
 """
@@ -35,7 +35,7 @@ from typing import Any
 from bench_robustness import write_page
 from results_io import RESULTS, write_result
 
-from sim.evaluate import seed_outcomes
+from sim.evaluate import read_seed_outcomes
 from vla.metrics import paired_difference
 
 # (base, new) per training seed
@@ -49,8 +49,10 @@ def pooled(pairs: list[tuple[str, str]]) -> dict[str, Any]:
     so the interval is narrower than one over trainings of both recipes."""
     base, new, per = {}, {}, []
     for t, (a, b) in enumerate(pairs):
-        oa = seed_outcomes(json.loads(Path(a, "summary.json").read_text()))
-        ob = seed_outcomes(json.loads(Path(b, "summary.json").read_text()))
+        oa, ob = read_seed_outcomes(Path(a)), read_seed_outcomes(Path(b))
+        for folder, got in ((a, oa), (b, ob)):
+            if got is None:
+                raise SystemExit(f"{folder}: no summary.json (that evaluation has not run)")
         if set(oa) != set(ob):
             raise SystemExit(f"{a} and {b}: not the same seeds ({len(oa)} against {len(ob)})")
         per.append({"base": sum(oa.values()) / len(oa), "new": sum(ob.values()) / len(ob)})
