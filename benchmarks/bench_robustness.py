@@ -157,11 +157,12 @@ PRESET = "realistic"
 
 
 def same_run(summary: dict[str, Any], perturb: str, episodes: int, rate: float | None = None,
-             runtime: str = "torch") -> bool:
+             runtime: str = "torch", every: int | None = None) -> bool:
     """Whether a stored evaluation is the run asked for (its perturbation, episode count and runtime, and with
-    `rate` its temporal ensemble's rate)."""
+    `rate` / `every` its temporal ensemble's rate / query stride)."""
     return summary["config"]["perturb"] == perturb and summary["episodes"] == episodes and (
         rate is None or summary["config"].get("temporal_ensemble") == rate) and (
+        every is None or summary["config"].get("temporal_ensemble_every") == every) and (
         summary["config"].get("runtime", "torch") == runtime)
 
 
@@ -173,7 +174,7 @@ def evaluate(ckpt: str, job: dict[str, Any], perturb: str, out: Path, episodes: 
     runtime = ev.get("runtime", "torch")  # the job's (torch before eval.runtime existed)
     if (out / "summary.json").exists():
         s = json.loads((out / "summary.json").read_text())
-        if same_run(s, perturb, episodes, ev["temporal_ensemble"], runtime):
+        if same_run(s, perturb, episodes, ev["temporal_ensemble"], runtime, ev["temporal_ensemble_every"]):
             return s
     cfg = EvalConfig(task=demos["task"], policy=ckpt, episodes=episodes, seed_range="report", seed_offset=offset,
                      workers=2, n_action_steps=ev["n_action_steps"], temporal_ensemble=ev["temporal_ensemble"],
@@ -199,12 +200,18 @@ def main() -> None:
                     "there (`<key>_minus_against`), e.g. a training recipe against the job's")
     ap.add_argument("--temporal-ensemble", type=float, default=None, metavar="RATE",
                     help="the execution's temporal ensemble rate instead of the job's (e.g. -0.01)")
+    ap.add_argument("--temporal-ensemble-every", type=int, default=None, metavar="STEPS",
+                    help="query the policy every STEPS steps instead of the job's stride (e.g. 1)")
     ap.add_argument("--blowup-check", action="store_true", help="also run the constant-feature test and record "
                     "its verdict (constant_feature_blowup_fixed)")
     args = ap.parse_args()
     job = json.loads((args.job / "job.json").read_text())
     if args.temporal_ensemble is not None:
         job["eval"]["temporal_ensemble"] = args.temporal_ensemble
+    if args.temporal_ensemble_every is not None:
+        if args.temporal_ensemble_every < 1:
+            ap.error(f"--temporal-ensemble-every must be >= 1, got {args.temporal_ensemble_every}")
+        job["eval"]["temporal_ensemble_every"] = args.temporal_ensemble_every
     out = args.out or Path("runs") / f"robustness_{args.block}"
     preset = load_presets()[PRESET]
     kinds = [k for k in (args.kinds.split(",") if args.kinds else preset)]
@@ -240,6 +247,8 @@ def main() -> None:
         block["poses"] = args.poses
     if args.temporal_ensemble is not None:
         block["temporal_ensemble"] = args.temporal_ensemble
+    if args.temporal_ensemble_every is not None:
+        block["temporal_ensemble_every"] = args.temporal_ensemble_every
     if args.against:
         block["against"] = {"block": args.against[0], "dir": args.against[1]}
     errors: dict[str, Any] = {}  # how far the estimator's readings were from the truth in each run
@@ -362,6 +371,8 @@ def write_page(data: dict[str, Any]) -> None:
             continue
         on = f", poses from `{block['poses']}`" if block.get("poses") else ""
         on += f", temporal ensemble rate {block['temporal_ensemble']:g}" if "temporal_ensemble" in block else ""
+        on += (f", a chunk every {block['temporal_ensemble_every']} step(s)" if "temporal_ensemble_every" in block
+               else "")
         against = block.get("against", {}).get("block")
         vs = partial(against_cell, block)
         lines += [f"## {name} (`{block['checkpoint']}`, obs_mode {block['obs_mode']}{on}, {block['episodes']} seeds)",

@@ -179,6 +179,11 @@ def test_a_robustness_run_stored_at_another_ensemble_rate_is_not_read_back_as_th
     onnx = {**stored, "config": {**stored["config"], "runtime": "onnx"}}
     assert br.same_run(onnx, "action_latency:1", 200, 0.3, runtime="onnx")
     assert not br.same_run(onnx, "action_latency:1", 200)
+    # a run at another query stride is not the one asked for; without a stride asked for, any stride is read back
+    every1 = {**onnx, "config": {**onnx["config"], "temporal_ensemble_every": 1}}
+    assert br.same_run(every1, "action_latency:1", 200, 0.3, runtime="onnx", every=1)
+    assert not br.same_run(every1, "action_latency:1", 200, 0.3, runtime="onnx", every=2)
+    assert br.same_run(every1, "action_latency:1", 200, 0.3, runtime="onnx")
 
 
 def test_wm_chunks_carries_each_truth_sets_continuations_reliability_and_kind_prior(tmp_path: Path) -> None:
