@@ -74,6 +74,6 @@ EVALUATORS: Registry[Any] = Registry("evaluator")
 # registers the built-in ones, worldmodel/ "imagination", "reguide_ft" and "reguide_fs".
 REFINE_METHODS: Registry[Any] = Registry("refinement method", modules=("vla.refine.methods",))
 # Policy specs with a prefix ("NAME:ARGS") that wrap a policy, e.g. worldmodel's test-time chunk
-# selection "wm-select:...", ReGuide's guided policy "reguide:..." and DSRL's steered one "dsrl:..."
-# (vla.policy.specs.load_spec looks them up).
-POLICY_SPECS: Registry[Any] = Registry("policy spec", modules=("vla.refine.dsrl_policy",))
+# selection "wm-select:...", ReGuide's guided policy "reguide:...", DSRL's steered one "dsrl:..." and the
+# mean of several trainings' chunks "mean:..." (vla.policy.specs.load_spec looks them up).
+POLICY_SPECS: Registry[Any] = Registry("policy spec", modules=("vla.refine.dsrl_policy", "vla.policy.mean"))

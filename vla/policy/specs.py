@@ -1,7 +1,7 @@
 """Policy specs: the one string that names a policy everywhere (evaluation, refinement, the robot's
 policy node). A spec is a checkpoint folder (torch), an ONNX export folder (`ONNX_META` inside), or
 "NAME:ARGS" wrapping another spec (`vla.registry.POLICY_SPECS`: "select:", "dsrl:", "wm-select:",
-"reguide:"). The simulator adds its built-ins ("zero", "random", "expert": they act in an env) in
+"reguide:", "mean:"). The simulator adds its built-ins ("zero", "random", "expert": they act in an env) in
 `sim.policies.load_policy`, which hands everything else to `load_spec`; the robot path calls
 `load_spec` directly, so it never needs the simulator."""
 
@@ -34,6 +34,8 @@ def policy_label(spec: str) -> str:
         return Path(spec).name
     name, args = wrapper
     ckpt = next((v for k, _, v in (a.partition("=") for a in args.split(",")) if k.strip() == "ckpt"), "")
+    if "+" in ckpt:  # several members ("mean:ckpt=A+B"): their count, not the last one's folder
+        return f"{name} of {len(ckpt.split('+'))}"
     return f"{name} {Path(ckpt).name}".strip()
 
 
