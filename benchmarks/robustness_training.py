@@ -207,6 +207,23 @@ q_drop.sh, q_te.sh):
       (and perturb=<the preset without its pose kinds and without one actuator kind> out_dir=
        runs/s22/abl/c_vis_sN/without_<kind>: runs/s22/q_act.sh)
 
+The c_viswl / c_visl_x1 / c_visl_x1r6 variants (2026-12-07, paired with c_visl of the same training seed; each rule
+written before its runs: runs/s24/decision.txt; runs/s24/q_wide.sh, q_every1.sh, q_x1b.sh, q_x1r6.sh):
+
+  vla run out_dir=runs/s24/cam/c_viswl_s0 (c_visl's command) with demos.randomize=pose_latency:2,camera_shift:20,\
+      camera_rot:3,surface_colour:0.1,distractor:0.2,action_latency:1
+  vla eval <c_viswl_s0 or c_visl_sN's checkpoint> $EV runtime=onnx \
+      perturb=none|camera_shift:10|action_noise:0.02|action_latency:1|realistic out_dir=runs/s24/robc/<v>/sN/<cond>
+      (c_visl_x1: $EV with temporal_ensemble_every=1; c_visl_x1r6: the same with temporal_ensemble=0.6;
+       c_visl's own camera_shift and action_noise runs: out_dir=runs/s22/robc/c_visl/sN/<cond>)
+  vla eval "mean:ckpt=runs/s22/cam/c_visl_s0/train/checkpoints/step_00007000/onnx+<the same of c_visl_s1>" $EV \
+      obs_mode=image perturb=<as above> out_dir=runs/s24/robc/c_visl_m01/s0/<cond>       (c_visl_m01; q_mean.sh)
+  vla eval runs/s22/cam/c_visl_sN/train/checkpoints/step_00007000 $EV runtime=onnx perturb=realistic \
+      perturb_ablate=group out_dir=runs/s24/abl/c_visl_sN           (what each group costs; runs/s24/q_abl.sh)
+  python benchmarks/robustness_training.py --runs runs/s24/robv \
+      --only c_visl,c_viswl,c_visl_x1,c_visl_x1r6,c_visl_m01
+      (robv: links to those runs, camera_shift as `cam`, and to c_vis_f's to pair c_visl with)
+
 The e_* variants (the pose estimator's randomisation; one policy, runs/main65's refined, its `vla eval ... poses=`
 the estimator, perturb=none|camera_shift:10|camera_rot:1|realistic, 200 tune seeds, in
 runs/s9/rob/e_<name>/s0/<none|cam|camera_rot|realistic>):
