@@ -151,6 +151,8 @@ VARIANTS: dict[str, tuple[str, str, str]] = {
     "c_visl_x1r6": ("c_visl's policies executed with a chunk every step and the rate doubled "
                     "(temporal_ensemble=0.6 temporal_ensemble_every=1: the job's weight per chunk from chunks half "
                     "as old)", "cpu", "c_visl"),
+    "c_visl800": ("as c_visl with 800 demos instead of 400 (the same 7,000 steps); runs/s24/cam/c_visl800_s0, s1",
+                  "cpu", "c_visl"),
     "c_visl_m01": ("the mean of c_visl's two trainings' chunks (mean:ckpt=<training 0's ONNX export>+<training "
                    "1's>), executed as the job does; one policy, its runs linked as training 0 and as training 1 so "
                    "that it pairs with each member", "cpu", "c_visl"),
@@ -536,7 +538,7 @@ NOTES = [
     "turned from the cube and 19 mm off centre, against 30 and 16), success on cubes that start turned 30-45 "
     "degrees 0.375 against 0.641; training 1 161 against 169, never held 18 against 10. Turned cubes were already "
     "the end-to-end policy's weak grasps; with the latency trained in a moved camera makes them worse.",
-    "- **Four more tries at the camera-only recipe's `realistic` loss (2026-12-07, tune; every rule written before "
+    "- **Five more tries at the camera-only recipe's `realistic` loss (2026-12-07, tune; every rule written before "
     "its runs: runs/s24/decision.txt; each against c_visl of the same training seed, 200 seeds a training):** "
     "(1) c_viswl, the camera pose drawn twice as wide in the demos (shift 20 mm, turn 3 degrees: the `realistic` "
     "10 mm is the edge of what c_visl's demos draw): training 0 clean 0.690 against 0.790 (-0.100 [-0.170, "
@@ -554,7 +556,10 @@ NOTES = [
     "preset costs c_visl (`perturb_ablate=group`, tune, runs/s24/abl): training 0 gains +0.165 [+0.090, +0.240] "
     "without the camera pose and +0.055 without the actuator group; training 1 +0.040 and +0.080 [+0.015, "
     "+0.145]. The two trainings share their demos, so each training seed brings its own weakness; the headline "
-    "block reads training 0 (fixed before its readings), which is the weaker one under the preset.",
+    "block reads training 0 (fixed before its readings), which is the weaker one under the preset. (5) c_visl800, "
+    "twice the demos (800, the same 7,000 steps): clean -0.052 [-0.098, -0.007] over the 400 pairs (training 0 "
+    "0.730 against 0.790, training 1 0.810 against 0.855), `realistic` +0.035 [-0.024, +0.094], camera shift "
+    "+0.010, command noise +0.035 [-0.013, +0.083]: not adopted.",
     "- **Which part of the preset costs the job (2026-12-07, tune; runs/s23/q_jabl.sh):** the shipped job's refined "
     "policy on its own estimator's poses (runs/s19/job2), `vla eval ... perturb=realistic perturb_ablate=group "
     "poses=<its estimator>` (the pose kinds do not apply: the estimator's errors replace them): the whole preset "
