@@ -238,3 +238,24 @@ def test_robustness_page_says_which_blocks_ran_with_the_stale_distractor_frame()
     # a block whose runs never drew a distractor (the preset before it joined) says nothing
     assert br.stale_distractor_line("job_gain15", {"realistic_perturb": "action_latency:1"}) == ""
     assert br.stale_distractor_line("camera_only", {**drew, "after_stale_distractor_fix": True}) == ""
+
+
+def test_wm_select_gain_pairs_the_selection_with_the_noise_free_chunk_seed_by_seed(tmp_path: Path) -> None:
+    import json
+
+    ws = load_script("bench_wm_select")
+
+    def run(name: str, wins: list[bool], first: int = 1000) -> Path:
+        (tmp_path / name).mkdir()
+        detail = [{"seed": first + i, "success": w} for i, w in enumerate(wins)]
+        (tmp_path / name / "summary.json").write_text(json.dumps({"episodes_detail": detail}))
+        return tmp_path / name
+
+    base, sel = run("base", [True, False, False, True]), run("select", [True, True, False, False])
+    g = ws.gain(base, sel)
+    assert (g["mean"], g["seeds"], g["better"], g["worse"]) == (0.0, 4, 1, 1)
+    assert g["base_success"] == g["select_success"] == 0.5 and g["lo"] < 0 < g["hi"]
+    with pytest.raises(SystemExit, match="not the same seeds"):
+        ws.gain(base, run("other", [True] * 4, first=2000))
+    with pytest.raises(SystemExit, match=r"missing: no summary.json \(the select evaluation has not run\)"):
+        ws.gain(base, tmp_path / "missing")

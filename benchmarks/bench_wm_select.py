@@ -1,0 +1,78 @@
+"""Issue 63: test-time chunk selection through the world model (`wm-select`), closed loop, against the policy's
+single noise-free chunk as it is deployed: the same policy, the same execution, the same report seeds, paired.
+
+    vla run out_dir=runs/s24/wms "stages=[sim_demos,stats,pretrain]" demos.episodes=40 pretrain.steps=600 \\
+        'pretrain.overrides=["train.lr=1e-3","policy.noise_scale=0","train.seed=0","train.ckpt_every=600"]'
+    vla eval runs/s24/wms/train/checkpoints/step_00000600 seed_range=collect episodes=60 temporal_ensemble=0.3 \\
+        temporal_ensemble_every=2 n_action_steps=4 videos=0 record=runs/s24/wms/rollouts.zarr \\
+        out_dir=runs/s24/wms/collect_rollouts
+    vla wm train runs/s24/wms/demos.zarr runs/s24/wms/rollouts.zarr --out runs/s24/wm train.steps=2000
+    vla eval CK seed_range=report episodes=200 temporal_ensemble=0.3 temporal_ensemble_every=2 \\
+        n_action_steps=4 videos=0 out_dir=runs/s24/wms/base                                   (noise-free, as deployed)
+    vla eval "wm-select:ckpt=CK,wm=runs/s24/wm/checkpoints/step_00002000,k=8,chunks=1" (the same) noise_scale=1 \\
+        out_dir=runs/s24/wms/select                     (8 chunks sampled at noise scale 1, the model's best executed)
+    python benchmarks/bench_wm_select.py --base runs/s24/wms/base --select runs/s24/wms/select \\
+        --what "state policy, 40 demos, 600 steps; state model, 2,000 steps, on its demos and 60 rollouts"
+
+(runs/s24/q_wms.sh). Writes benchmarks/results/worldmodel_select.json (`wm_select_gain`: {mean, lo, hi, seeds,
+better, worse}, the issue's key) and worldmodel_select.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from results_io import RESULTS, write_result
+
+from sim.evaluate import read_seed_outcomes
+from vla.metrics import format_paired, paired_difference
+
+
+def gain(base: Path, select: Path) -> dict[str, float | int]:
+    """wm-select minus the noise-free chunk, paired per seed; one line naming a run that has not been made."""
+    runs = {}
+    for name, folder in (("base", base), ("select", select)):
+        got = read_seed_outcomes(folder)
+        if got is None:
+            raise SystemExit(f"{folder}: no summary.json (the {name} evaluation has not run)")
+        runs[name] = got
+    if set(runs["base"]) != set(runs["select"]):
+        raise SystemExit(f"{base} and {select}: not the same seeds ({len(runs['base'])} against "
+                         f"{len(runs['select'])})")
+    d = paired_difference(runs["base"], runs["select"])
+    return {"mean": round(d["mean"], 4), "lo": round(d["lo"], 4), "hi": round(d["hi"], 4), "seeds": d["seeds"],
+            "better": d["better"], "worse": d["worse"],
+            "base_success": sum(runs["base"].values()) / len(runs["base"]),
+            "select_success": sum(runs["select"].values()) / len(runs["select"])}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--base", type=Path, required=True, help="the noise-free policy's evaluation folder")
+    ap.add_argument("--select", type=Path, required=True, help="wm-select's evaluation folder (same seeds)")
+    ap.add_argument("--what", default="", help="the policy and the model, for the record")
+    args = ap.parse_args()
+    g = gain(args.base, args.select)
+    spec = json.loads((args.select / "summary.json").read_text()).get("config", {}).get("policy", "")
+    write_result("worldmodel_select", {"wm_select_gain": {k: g[k] for k in ("mean", "lo", "hi", "seeds", "better",
+                                                                             "worse")},
+                                       "base_success": g["base_success"], "select_success": g["select_success"],
+                                       "base": str(args.base), "select": str(args.select), "spec": spec,
+                                       "what": args.what, "target_met": g["lo"] > 0},
+                 seed_range="report", key_figures=["wm_select_gain", "target_met"])
+    lines = ["# Test-time selection through the world model, closed loop (issue 63)", "",
+             f"{args.what}. The policy's noise-free chunk as deployed (`{args.base}`) against `{spec}` "
+             f"(`{args.select}`): "
+             "the same execution (temporal ensemble rate 0.3, a chunk every 2 steps), the same report seeds, paired "
+             "(95% t interval, seeds better / worse). Command: the docstring of `benchmarks/bench_wm_select.py`.", "",
+             "| noise-free chunk | wm-select | wm_select_gain |", "|---|---|---|",
+             f"| {g['base_success']:.3f} | {g['select_success']:.3f} | {format_paired(g)} |", "",
+             f"Target (`lo` > 0 on >= 200 seeds) met: {g['lo'] > 0}.", ""]
+    (RESULTS / "worldmodel_select.md").write_text("\n".join(lines))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
