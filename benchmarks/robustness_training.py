@@ -221,6 +221,7 @@ written before its runs: runs/s24/decision.txt; runs/s24/q_wide.sh, q_every1.sh,
   vla eval runs/s22/cam/c_visl_sN/train/checkpoints/step_00007000 $EV runtime=onnx perturb=realistic \
       perturb_ablate=group out_dir=runs/s24/abl/c_visl_sN           (what each group costs; runs/s24/q_abl.sh)
       (c_visl800: out_dir=runs/s24/cam/c_visl800_sN, c_visl's command with demos.episodes=800; runs/s24/q_800.sh)
+      (c_visl's training 2: out_dir=runs/s24/cam/c_visl_s2, c_visl's command with train.seed=2; runs/s24/q_t2.sh)
   python benchmarks/robustness_training.py --runs runs/s24/robv \
       --only c_visl,c_viswl,c_visl_x1,c_visl_x1r6,c_visl_m01,c_visl800
       (robv: links to those runs, camera_shift as `cam`, and to c_vis_f's to pair c_visl with)
