@@ -27,28 +27,19 @@ import argparse
 import json
 from pathlib import Path
 
+from recipe_change import pooled
 from results_io import RESULTS, write_result
 
-from sim.evaluate import read_seed_outcomes
-from vla.metrics import format_paired, paired_difference
+from vla.metrics import format_paired
 
 
 def gain(base: Path, select: Path) -> dict[str, float | int]:
-    """wm-select (or any run) minus `base`, paired per seed; one line naming a run that has not been made."""
-    runs = {}
-    for name, folder in (("base", base), ("select", select)):
-        got = read_seed_outcomes(folder)
-        if got is None:
-            raise SystemExit(f"{folder}: no summary.json (the {name} evaluation has not run)")
-        runs[name] = got
-    if set(runs["base"]) != set(runs["select"]):
-        raise SystemExit(f"{base} and {select}: not the same seeds ({len(runs['base'])} against "
-                         f"{len(runs['select'])})")
-    d = paired_difference(runs["base"], runs["select"])
-    return {"mean": round(d["mean"], 4), "lo": round(d["lo"], 4), "hi": round(d["hi"], 4), "seeds": d["seeds"],
-            "better": d["better"], "worse": d["worse"],
-            "base_success": sum(runs["base"].values()) / len(runs["base"]),
-            "select_success": sum(runs["select"].values()) / len(runs["select"])}
+    """wm-select (or any run) minus `base`, paired per seed: recipe_change.pooled over the one pair (it refuses,
+    in one line, a run that has not been made or one on other seeds)."""
+    p = pooled([(str(base), str(select))])
+    d, (rates,) = p["pooled_minus_base"], p["per_training"]
+    return {"mean": d["mean"], "lo": d["lo"], "hi": d["hi"], "seeds": d["pairs"], "better": d["better"],
+            "worse": d["worse"], "base_success": rates["base"], "select_success": rates["new"]}
 
 
 def main() -> None:

@@ -207,11 +207,14 @@ q_drop.sh, q_te.sh):
       (and perturb=<the preset without its pose kinds and without one actuator kind> out_dir=
        runs/s22/abl/c_vis_sN/without_<kind>: runs/s22/q_act.sh)
 
-The c_viswl / c_visl_x1 / c_visl_x1r6 variants (2026-12-07, paired with c_visl of the same training seed; each rule
-written before its runs: runs/s24/decision.txt; runs/s24/q_wide.sh, q_every1.sh, q_x1b.sh, q_x1r6.sh):
+The c_viswl / c_visl_x1 / c_visl_x1r6 / c_visl_m01 / c_visl800 variants (2026-12-07, paired with c_visl of the same
+training seed; each rule written before its runs: runs/s24/decision.txt; runs/s24/q_wide.sh, q_every1.sh, q_x1b.sh,
+q_x1r6.sh, q_mean.sh, q_800.sh, q_t2.sh):
 
   vla run out_dir=runs/s24/cam/c_viswl_s0 (c_visl's command) with demos.randomize=pose_latency:2,camera_shift:20,\
       camera_rot:3,surface_colour:0.1,distractor:0.2,action_latency:1
+      (c_visl800: out_dir=runs/s24/cam/c_visl800_sN, c_visl's command with demos.episodes=800;
+       c_visl's training 2: out_dir=runs/s24/cam/c_visl_s2, c_visl's command with train.seed=2)
   vla eval <c_viswl_s0 or c_visl_sN's checkpoint> $EV runtime=onnx \
       perturb=none|camera_shift:10|action_noise:0.02|action_latency:1|realistic out_dir=runs/s24/robc/<v>/sN/<cond>
       (c_visl_x1: $EV with temporal_ensemble_every=1; c_visl_x1r6: the same with temporal_ensemble=0.6;
@@ -220,8 +223,6 @@ written before its runs: runs/s24/decision.txt; runs/s24/q_wide.sh, q_every1.sh,
       obs_mode=image perturb=<as above> out_dir=runs/s24/robc/c_visl_m01/s0/<cond>       (c_visl_m01; q_mean.sh)
   vla eval runs/s22/cam/c_visl_sN/train/checkpoints/step_00007000 $EV runtime=onnx perturb=realistic \
       perturb_ablate=group out_dir=runs/s24/abl/c_visl_sN           (what each group costs; runs/s24/q_abl.sh)
-      (c_visl800: out_dir=runs/s24/cam/c_visl800_sN, c_visl's command with demos.episodes=800; runs/s24/q_800.sh)
-      (c_visl's training 2: out_dir=runs/s24/cam/c_visl_s2, c_visl's command with train.seed=2; runs/s24/q_t2.sh)
   python benchmarks/robustness_training.py --runs runs/s24/robv \
       --only c_visl,c_viswl,c_visl_x1,c_visl_x1r6,c_visl_m01,c_visl800
       (robv: links to those runs, camera_shift as `cam`, and to c_vis_f's to pair c_visl with)
@@ -254,10 +255,11 @@ CONDITIONS = {"none": "clean", "realistic": "realistic", "action_latency": "acti
 
 
 def outcomes(summary: Path) -> dict[int, bool] | None:
-    """An evaluation's success per seed (sim.evaluate.seed_outcomes), None where it has not run."""
-    from sim.evaluate import seed_outcomes
+    """An evaluation's success per seed, None where it has not run (sim.evaluate.read_seed_outcomes of the
+    summary's folder)."""
+    from sim.evaluate import read_seed_outcomes
 
-    return seed_outcomes(json.loads(summary.read_text())) if summary.exists() else None
+    return read_seed_outcomes(summary.parent)
 
 
 def collect(runs: Path, gpu: dict[str, Any], delay: Path | None = None

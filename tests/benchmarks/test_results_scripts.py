@@ -257,5 +257,5 @@ def test_wm_select_gain_pairs_the_selection_with_the_noise_free_chunk_seed_by_se
     assert g["base_success"] == g["select_success"] == 0.5 and g["lo"] < 0 < g["hi"]
     with pytest.raises(SystemExit, match="not the same seeds"):
         ws.gain(base, run("other", [True] * 4, first=2000))
-    with pytest.raises(SystemExit, match=r"missing: no summary.json \(the select evaluation has not run\)"):
+    with pytest.raises(SystemExit, match=r"missing: no summary.json \(that evaluation has not run\)"):
         ws.gain(base, tmp_path / "missing")

@@ -41,7 +41,7 @@ class MeanPolicy:
                 if a != b:
                     raise ValueError(f"mean: {name} has {key}={b!r}, {names[0]} has {a!r}: members must act on "
                                      "the same observations and give chunks of one shape")
-        self.members, self.names = list(members), names
+        self.members = list(members)
         self.cfg = first
 
     def reset(self, seed: int | None = None) -> None:
