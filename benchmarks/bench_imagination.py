@@ -1,18 +1,34 @@
 """Imagination-refinement benchmark: real simulator success per iteration, several seeds,
-paired by seed against the equal-compute control.
+paired by seed against the equal-compute control and the demos-only control.
 
-  python benchmarks/bench_imagination.py run --inputs runs/bench_wm/inputs --wm runs/bench_wm/run/wm_pick_place_state \
-      --out runs/bench_imagination58 --methods imagination_c1,control --seeds 10,11,12,13,14
-  python benchmarks/bench_imagination.py report --out runs/bench_imagination58
+The state-policy figures (imagination.json; 2026-12-07, the arms and seeds written before the runs in
+runs/s25/decision.txt, runs/s25/q_im.sh):
+
+  vla run out_dir=runs/s25/ibs "stages=[sim_demos,stats,pretrain]" demos.episodes=40 pretrain.steps=1500 \
+      'pretrain.overrides=["train.lr=1e-3","policy.noise_scale=0","train.seed=0","train.ckpt_every=100",
+                           "train.keep_checkpoints=0","policy.cameras=[]"]'     # the job's demos, no cameras
+  vla eval runs/s25/ibs/train/checkpoints/step_0000N00 seed_range=tune episodes=100 obs_mode=state \
+      cameras=[] videos=0 out_dir=runs/s25/ibs_inputs/cand/sN00       # N = 6..15; candidates.json from them
+  (the demos without their cameras: runs/s25/ibs_inputs/demos.zarr, state, actions and metadata unchanged)
+  python benchmarks/bench_imagination.py run --inputs runs/s25/ibs_inputs --wm runs/s24/wm --out runs/s25/im \
+      --methods imagination,control,demos_only --seeds 20,21,22,23,24 --eval-episodes 200 --eval-range report
+  python benchmarks/bench_imagination.py report --inputs runs/s25/ibs_inputs --wm runs/s24/wm --out runs/s25/im
+
+runs/s24/wm: `vla wm train` (default state preset, 2,000 steps) on those demos and 60 collect-range
+rollouts of the same recipe at 600 steps (runs/s24/q_wms.sh). Earlier figures (2026-12-04, a base from
+`benchmarks/wm_candidates.py`, 50 evaluation seeds): git history of imagination.md.
   # with cameras: the main job's pretrained camera policy and its demos (`vla run out_dir=runs/main18`)
   python benchmarks/bench_imagination.py cameras --cam-job runs/main18 --seeds 0,1,2
 
-Base policy: the world-model benchmark's pick_place candidate nearest 45% real success (state
-mode). Methods (each `vla refine` in the one loop, the same real rollouts per iteration, no person):
-- imagination: the world model of the world-model benchmark, refitted on each iteration's real
-  rollouts (co-evolution), K imagined chunk sequences per real start state, advantage-weighted;
+Base policy: the candidate (`--inputs`/candidates.json) nearest 45% real success (state mode).
+Methods (each `vla refine` in the one loop, the same real rollouts per iteration, no person):
+- imagination: the shipped default (ImaginationArgs as it stands) from the given world model, refitted on
+  each iteration's real rollouts (co-evolution), K imagined chunk sequences per real start state,
+  advantage-weighted;
 - control: the same real rollouts and fine-tuning steps, the policy's own rollouts unfiltered,
-  no world model (equal compute on the policy side, equal real data).
+  no world model (equal compute on the policy side, equal real data);
+- demos_only: the same real rollouts collected and the same steps, every sample from the demos (what
+  the fine-tuning gives with no new data).
 Version 0 is evaluated once and shared by every run (same checkpoint, same seeds).
 """
 
@@ -30,8 +46,13 @@ from results_io import write_result  # benchmarks/ is this script's folder
 
 from vla.metrics import t_interval
 
-METHODS = {"imagination": {"refit_steps": 100, "starts": 32, "samples": 8, "chunks": 6, "train_chunks": 2},
+METHODS = {# the shipped default (ImaginationArgs as it stands): its keys are imagination.json's top level
+           "imagination": {},
+           # the variant of the first runs (2026-12-04), two imagined chunks supervised
+           "imagination_c2": {"refit_steps": 100, "starts": 32, "samples": 8, "chunks": 6, "train_chunks": 2},
            "control": {"imagine": False, "real_weight": 1.0},
+           # the demos-only control: the same real rollouts collected, the same steps, every sample from the demos
+           "demos_only": {"imagine": False, "real_weight": 0.0},
            # ablation: supervise only the first imagined chunk (its first state is the real one)
            "imagination_c1": {"refit_steps": 100, "starts": 32, "samples": 8, "chunks": 6, "train_chunks": 1},
            # the oracle: imagination_c1's starts and samples executed in the simulator, true success
@@ -40,7 +61,17 @@ METHODS = {"imagination": {"refit_steps": 100, "starts": 32, "samples": 8, "chun
            # the same, judged by the true outcome of playing the policy on for 25 chunks (the episode's
            # horizon): the simulator's counterpart of the world model's value bootstrap
            "oracle_c1_full": {"refit_steps": 100, "starts": 32, "samples": 8, "chunks": 6, "train_chunks": 1,
-                              "oracle": True, "oracle_chunks": 25}}
+                              "oracle": True, "oracle_chunks": 25},
+           # the shipped default's oracle: its starts and samples executed in the simulator (a perfect model)
+           "oracle": {"oracle": True}}
+# each oracle, the imagination arm it replays, and what judges its samples
+ORACLES = {"oracle": ("imagination", "true success within the imagined chunks"),
+           "oracle_c1": ("imagination_c1", "true success within the 6 imagined chunks"),
+           "oracle_c1_full": ("imagination_c1", "true success of playing the policy on for 25 chunks")}
+
+
+# the arms every imagination variant is paired against (the issue's two controls)
+CONTROLS = ("control", "demos_only")
 
 
 # With cameras (obs_mode=image): the image policy's K chunks are sampled at real recorded frames and
@@ -114,7 +145,7 @@ def plot_curves(rows: dict[str, dict[int, list[dict[str, Any]]]], path: Path, ti
         ax.plot(range(n), np.mean([c[:n] for c in curves], 0), color=color, lw=2.5, label=f"{m} ({len(curves)} seeds)")
     ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     ax.set_xlabel("policy version (refinement iteration)")
-    ax.set_ylabel("real success (50 held-out seeds)")
+    ax.set_ylabel("real success (held-out seeds)")
     ax.set_title(title)
     ax.legend()
     fig.tight_layout()
@@ -230,7 +261,8 @@ def run(args: argparse.Namespace) -> None:
                 continue
             (run_dir / "iter_00" / "eval").mkdir(parents=True, exist_ok=True)
             shutil.copy(v0 / "summary.json", run_dir / "iter_00" / "eval" / "summary.json")
-            margs = {**METHODS[method], **({"wm": str(Path(args.wm).resolve())} if method != "control" else {})}
+            imagines = METHODS[method].get("imagine", True)
+            margs = {**METHODS[method], **({"wm": str(Path(args.wm).resolve())} if imagines else {})}
             refine_run("imagination", base, inputs / "demos.zarr", run_dir, out / "logs" / f"{method}_seed{seed}.log",
                        seed=seed, collect_seed_start=300_000 + 10_000 * seed, iterations=args.iterations,
                        episodes=args.episodes, eval_episodes=args.eval_episodes, train_steps=args.train_steps,
@@ -269,6 +301,30 @@ def imagined_vs_real(out: Path, runs: dict[int, list[dict[str, Any]]], wm: Path,
     return {"imagined_minus_real": float(np.mean(gaps)), "imagined_minus_real_per_seed": [round(g, 3) for g in gaps]}
 
 
+def paired_vs_controls(final: dict[str, dict[int, float]]) -> tuple[dict[str, Any], list[str]]:
+    """Every method's final success minus each control's (`CONTROLS`), paired by refine seed: the mean, its 95% t
+    interval and the per-seed differences. The shipped default (`imagination`) gets the bare keys
+    (`paired_gain_vs_control`, `paired_gain_vs_demos_only`, `_low`, `_high`), a variant its name before them."""
+    res: dict[str, Any] = {}
+    lines: list[str] = []
+    for m in final:
+        prefix = "" if m == "imagination" else f"{m}_"
+        for ctrl in CONTROLS:
+            if m in CONTROLS or ctrl not in final:
+                continue
+            both = sorted(set(final[m]) & set(final[ctrl]))
+            if len(both) < 2:  # no interval from one seed
+                continue
+            d = np.array([final[m][s] - final[ctrl][s] for s in both])
+            lo, hi = t_interval(d)
+            key = f"{prefix}paired_gain_vs_{ctrl}"
+            res.update({key: float(d.mean()), f"{key}_low": lo, f"{key}_high": hi,
+                        f"{key}_per_seed": [round(float(x), 4) for x in d], f"{prefix}paired_seeds": both})
+            lines += ["", f"{m} - {ctrl}, paired by seed: {d.mean():+.3f} (95% t interval [{lo:+.3f}, {hi:+.3f}], "
+                      f"{len(both)} seeds {both}; per seed {', '.join(f'{x:+.3f}' for x in d)})."]
+    return res, lines
+
+
 def report(args: argparse.Namespace) -> None:
     out = Path(args.out).resolve()
     rows = read_runs(out / "runs")
@@ -287,17 +343,9 @@ def report(args: argparse.Namespace) -> None:
         res[f"{m}_success"] = float(v.mean()) if len(v) else None
         res[f"{m}_per_seed"] = v.tolist()
         res[f"{m}_seeds"] = sorted(final[m])
-    for m in final:
-        if m == "control" or "control" not in final:
-            continue
-        both = sorted(set(final[m]) & set(final["control"]))
-        d = np.array([final[m][s] - final["control"][s] for s in both])
-        lo, hi = t_interval(d)
-        key = "" if m == "imagination" else f"{m}_"
-        res.update({f"{key}paired_gain_vs_control": float(d.mean()), f"{key}paired_gain_vs_control_low": lo,
-                    f"{key}paired_gain_vs_control_high": hi, f"{key}paired_seeds": both})
-        lines += ["", f"{m} - control, paired by seed: {d.mean():+.3f} (95% t interval [{lo:+.3f}, {hi:+.3f}], "
-                  f"{len(both)} seeds {both})."]
+    pairs, pair_lines = paired_vs_controls(final)
+    res.update(pairs)
+    lines += pair_lines
     # chunks each run fine-tuned on, per round (the loop's records; runs from before 2026-12-06 lack it)
     res["supervised_chunks"] = {m: {str(s): r[-1].get("added_per_round") for s, r in sorted(by.items())}
                                 for m, by in sorted(rows.items())}
@@ -317,31 +365,33 @@ def report(args: argparse.Namespace) -> None:
         lines += ["", f"Test-time selection through the model (best of 8 chunks, 2 imagined chunks each, no training, "
                   f"same 50 seeds): {s8['successes']}/{s8['episodes']} = {s8['success_rate']:.2f} against the base "
                   f"policy's {res['base_success']:.2f}."]
-    oracle = final.get("oracle_c1_full") or final.get("oracle_c1", {})
-    res.update(oracle_success=float(np.mean(list(oracle.values()))) if oracle else None,
-               oracle_method="oracle_c1_full" if final.get("oracle_c1_full") else "oracle_c1",
+    name = next((n for n in ORACLES if final.get(n)), "oracle")
+    oracle = final.get(name, {})
+    res.update(oracle_success=float(np.mean(list(oracle.values()))) if oracle else None, oracle_method=name,
                oracle_seeds=sorted(oracle))
-    for name, what in (("oracle_c1", "true success within the 6 imagined chunks"),
-                       ("oracle_c1_full", "true success of playing the policy on for 25 chunks")):
-        if name not in final or "imagination_c1" not in final:
+    for name, (of, what) in ORACLES.items():
+        if name not in final or of not in final:
             continue
-        both = sorted(set(final[name]) & set(final["imagination_c1"]))
-        d = np.array([final[name][s] - final["imagination_c1"][s] for s in both])
+        both = sorted(set(final[name]) & set(final[of]))
+        d = np.array([final[name][s] - final[of][s] for s in both])
         lo, hi = t_interval(d)
-        res.update({f"{name}_minus_imagination_c1": float(d.mean()), f"{name}_minus_imagination_c1_interval": [lo, hi]})
-        lines += ["", f"{name} (imagination_c1's starts and samples executed in the simulator, judged by the {what}; "
-                  f"worldmodel/oracle.py) minus imagination_c1, paired on seeds {both}: {d.mean():+.3f} "
+        res.update({f"{name}_minus_{of}": float(d.mean()), f"{name}_minus_{of}_interval": [lo, hi]})
+        lines += ["", f"{name} ({of}'s starts and samples executed in the simulator, judged by the {what}; "
+                  f"worldmodel/oracle.py) minus {of}, paired on seeds {both}: {d.mean():+.3f} "
                   f"(95% t interval [{lo:+.3f}, {hi:+.3f}])."]
     if oracle:
         lines += ["", "The oracle runs 256 rollouts per iteration in the simulator on top of the same 10 real ones: "
                   "it tells what exact outcomes would give this method, it is not a cheaper method."]
     v0s = sorted(out.glob("v0_eval*/summary.json"))
-    seed_range = json.loads(v0s[0].read_text()).get("seed_range", "collect") if v0s else "collect"
-    res["eval_seed_range"] = seed_range
-    lines[2] += (f" Evaluated on 50 seeds of the `{seed_range}` range (vla.protocol). The one-chunk variant "
-                 "(`imagination_c1`) was chosen on training seeds 0-4 evaluated on collect seeds 100000+; "
-                 "the figures here come from training seeds and evaluation seeds no choice was made on."
+    v0 = json.loads(v0s[0].read_text()) if v0s else {}
+    seed_range, n_eval = v0.get("seed_range", "collect"), v0.get("episodes", 50)
+    res.update(eval_seed_range=seed_range, eval_episodes=n_eval)
+    lines[2] += (f" Every version evaluated on the same {n_eval} seeds of the `{seed_range}` range (vla.protocol); "
+                 "the arms and seeds were fixed before any of these runs, and no setting was chosen on them."
                  if seed_range == "report" else f" Evaluated on the `{seed_range}` range: not held out.")
+    if "imagination" in final:
+        lines[2] += (" `imagination` is the shipped default (`ImaginationArgs` as it stands); `control` trains on "
+                     "the same real rollouts unfiltered, `demos_only` on the demos alone, the same steps.")
     (ROOT / "benchmarks/results/imagination.md").write_text("\n".join(lines) + "\n")
     js = ROOT / "benchmarks/results/imagination.json"
     if js.exists():  # a file from before the split: its camera figures go to their own file, by code
@@ -351,7 +401,7 @@ def report(args: argparse.Namespace) -> None:
             write_result("imagination_cameras", cam, seed_range="collect", index=False,
                          command="python benchmarks/bench_imagination.py cameras (moved from imagination.json)")
         js.unlink()  # the state-mode figures are rewritten whole: stale keys from other runs must not stay
-    headline = ["imagination_c1_paired_gain_vs_control"] if "imagination_c1_paired_gain_vs_control" in res else []
+    headline = [k for k in ("paired_gain_vs_control", "paired_gain_vs_demos_only") if k in res]
     write_result("imagination", res, seed_range=seed_range, key_figures=headline or None)
     print("\n".join(lines))
     merge_camera_report(out)

@@ -24,6 +24,7 @@ import numpy as np
 from harness import job_eval
 from results_io import write_result
 
+from sim.evaluate import seed_outcomes
 from vla.metrics import paired_difference, t_interval
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,10 +43,6 @@ def plain_of(job: Path) -> dict[str, Any]:
     return run_evaluation(EvalConfig(**config))
 
 
-def outcomes(summary: dict[str, Any]) -> dict[int, bool]:
-    return {int(e["seed"]): bool(e["success"]) for e in summary["episodes_detail"]}
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--jobs", nargs="+", required=True, help="finished jobs whose eval stage used the ensemble")
@@ -58,7 +55,7 @@ def main() -> None:
             raise SystemExit(f"{job}: its eval stage ran without the temporal ensemble")
         plain = plain_of(job)
         ranges.add(ens.get("seed_range", "collect"))
-        d = paired_difference(outcomes(plain), outcomes(ens))
+        d = paired_difference(seed_outcomes(plain), seed_outcomes(ens))
         rows.append({"job": j, "plain": plain["success_rate"], "ensemble": ens["success_rate"],
                      "ensemble_minus_plain": d, "per_seed_plain": [e["success"] for e in plain["episodes_detail"]],
                      "per_seed_ensemble": [e["success"] for e in ens["episodes_detail"]]})

@@ -25,6 +25,7 @@ from typing import Any
 from harness import job_eval
 from results_io import write_result
 
+from sim.evaluate import seed_outcomes
 from vla.metrics import format_paired, paired_difference
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,10 +55,6 @@ def evaluate(job: Path, name: str, overrides: dict[str, Any], episodes: int, out
     return run_evaluation(EvalConfig(**config))
 
 
-def outcomes(summary: dict[str, Any]) -> dict[int, bool]:
-    return {int(e["seed"]): bool(e["success"]) for e in summary["episodes_detail"]}
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--job", required=True, help="a finished job: its eval stage's checkpoint and settings")
@@ -79,7 +76,7 @@ def main() -> None:
     if "steps4" not in summaries:  # the reference every setting is paired against
         summaries["steps4"] = evaluate(job, "steps4", settings((), (), (4,))["steps4"], args.episodes, out)
         todo["steps4"] = settings((), (), (4,))["steps4"]
-    plain = outcomes(summaries["steps4"])
+    plain = seed_outcomes(summaries["steps4"])
     figures: dict[str, Any] = {"job": args.job, "episodes": args.episodes, "settings": {}}
     lines = ["# Temporal ensemble settings on the tune seeds", "",
              f"`python benchmarks/ensemble_sweep.py --job {args.job}`: the job's pretrained checkpoint and eval "
@@ -87,7 +84,7 @@ def main() -> None:
              "chunk (no ensemble), paired by seed. A choice is read off here; the figure is `ensemble_report.md`.",
              "", "| setting | success | minus 4 steps a chunk (better / worse) |", "|---|---|---|"]
     for name, s in summaries.items():
-        d = paired_difference(plain, outcomes(s))
+        d = paired_difference(plain, seed_outcomes(s))
         figures["settings"][name] = {"overrides": todo[name], "success": s["success_rate"], "minus_steps4": d}
         lines.append(f"| {name} | {s['success_rate']:.3f} | {format_paired(d)} |")
     ens = {k: v for k, v in figures["settings"].items() if k.startswith("rate")}

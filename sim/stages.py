@@ -212,7 +212,11 @@ def imagine_stage(ctx: JobContext) -> dict[str, Any]:
             # advantage > 0); an imagined success the ensemble disagrees on counts as a failure first
             "supervised": f"{info['supervised_rollouts']} of {info['rollouts']} chunks: those scored above the other "
                           f"chunks of their start; {info['guard_rejected']} imagined successes the world model's "
-                          "ensemble disagreed on counted as failures",
+                          "ensemble disagreed on counted as failures"
+                          + (f"; {info['starts_under_min_std']} of {info['starts']} starts gave none: their chunks' "
+                             "scores spread less than min_std (median spread "
+                             f"{info['score_std_within_start_median']:.4f})"
+                             if "starts_under_min_std" in info else ""),
             "seconds": out.pop("seconds")}
 
 

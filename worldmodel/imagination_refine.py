@@ -56,6 +56,11 @@ class ImaginationArgs(MethodArgs):
     starts: int = 32  # real start states per iteration
     keyframes: list[float] = field(default_factory=lambda: [0.0, 0.3, 0.6])
     samples: int = 8  # chunk sequences per start (the group of the group-relative advantage)
+    # the flow prior's noise scale the K samples are drawn at (null: the checkpoint's own). A checkpoint that
+    # deploys noise-free (policy.noise_scale=0, the main job's since 2026-12-04) gives K identical chunks whose
+    # scores cannot differ: every start fell under min_std and nothing was supervised (the job's imagine stage
+    # reported 0 supervised; a state base on pick_place 0 of 240). Rollouts and evaluations keep the checkpoint's
+    sample_noise: float | None = 1.0
     chunks: int = 6  # imagined chunks per rollout (short: model error compounds)
     # leading chunks of each rollout that are supervised: 1 (the chunk taken from the real state)
     # reached 0.50 from 0.42 over 5 seeds, 2 fell to 0.35 (benchmarks/results/imagination.md)
@@ -68,8 +73,9 @@ class ImaginationArgs(MethodArgs):
     min_std: float = 0.05  # a start whose K scores spread less than this gets no weight: their order is noise
     real_weight: float = 0.0  # loss weight of the policy's own real rollout steps
     demo_share: float = 0.5
-    # false: the equal-compute control - the same real rollouts and fine-tuning, no world model
-    # (use with real_weight=1: the policy's own rollouts, unfiltered)
+    # false: an equal-compute control - the same real rollouts and fine-tuning, no world model. With
+    # real_weight=1 it trains on the policy's own rollouts, unfiltered; with real_weight=0 on the demos
+    # alone (the demos-only control: what the fine-tuning steps give without any new data)
     imagine: bool = True
     # true: the oracle - the same starts and K chunk sequences executed in the simulator, scored by the
     # true success (worldmodel/oracle.py); what a perfect world model would give on this budget
@@ -87,10 +93,13 @@ class ImaginationArgs(MethodArgs):
             raise ValueError("method_args.samples must be >= 2: advantages are relative within a start's samples")
         if not all(0 <= f < 1 for f in self.keyframes) or not self.keyframes:
             raise ValueError(f"method_args.keyframes must be fractions in [0, 1), got {self.keyframes}")
+        if self.sample_noise is not None and not (np.isfinite(self.sample_noise) and self.sample_noise > 0):
+            raise ValueError(f"method_args.sample_noise must be > 0 (K samples must differ) or null, "
+                             f"got {self.sample_noise}")
         if not 0 <= self.demo_share <= 1:
             raise ValueError(f"method_args.demo_share must be in [0, 1], got {self.demo_share}")
-        if not self.imagine and self.real_weight <= 0:
-            raise ValueError("method_args.imagine=false needs real_weight > 0 (the control trains on real rollouts)")
+        if self.real_weight < 0:
+            raise ValueError(f"method_args.real_weight must be >= 0, got {self.real_weight}")
         if self.oracle_chunks < 0 or (self.oracle_chunks and not self.oracle):
             raise ValueError("method_args.oracle_chunks is the oracle's look-ahead: >= 1 with oracle=true")
         if self.oracle and not self.imagine:
@@ -142,6 +151,7 @@ class Imagination(RefineMethod):
         if not self.args.imagine:
             return None
         from vla.data.store import EpisodeStore
+        from vla.policy.config import check_sampling_noise
         from worldmodel.checkpoint import load_checkpoint
         from worldmodel.imagination_math import advantage_weights, group_advantages, guard, rollout_scores
         from worldmodel.imagined_env import (
@@ -168,7 +178,9 @@ class Imagination(RefineMethod):
         starts = StartStates.concat(parts)
         if len(starts) > c.starts:
             starts = starts.take(np.sort(rng.choice(len(starts), c.starts, replace=False)))
-        policy = load_candidate(run.policy_path(version), seed=self.run_cfg.seed * 1000 + version)
+        policy = load_candidate(run.policy_path(version), seed=self.run_cfg.seed * 1000 + version,
+                                noise_scale=c.sample_noise)
+        check_sampling_noise(policy, c.samples, "imagination (method_args.sample_noise=null)")
         reps = starts.repeat(c.samples)
         frames = None
         if c.oracle:
@@ -200,7 +212,11 @@ class Imagination(RefineMethod):
                                  seeds=table.seed[reps.episode], max_chunks=c.train_chunks,
                                  policy_version=version, which=keep,
                                  start_images=frames)
+        spread = scores.reshape(len(starts), c.samples).std(1)  # rollouts are start-major (starts.repeat)
         info = {"starts": len(starts), "rollouts": len(reps), "imagined_success": float(res["success"].mean()),
+                # why a start's chunks are not supervised: their scores barely differ (group_advantages)
+                "score_std_within_start_median": float(np.median(spread)),
+                "starts_under_min_std": int((spread < c.min_std).sum()), "sample_noise": c.sample_noise,
                 "guard_rejected": int((res["success"] & ~trusted).sum()), "score_mean": float(scores.mean()),
                 "supervised_rollouts": len(keep), "real_start_episodes": eps.tolist(),
                 "wm": {k: wm_info.get(k) for k in ("steps", "seconds")}, "oracle": c.oracle}

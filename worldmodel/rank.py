@@ -27,10 +27,11 @@ from worldmodel.metrics import rank_report
 from worldmodel.model import WorldModel
 
 
-def load_candidate(path: str | Path, seed: int = 0) -> Any:
+def load_candidate(path: str | Path, seed: int = 0, noise_scale: float | None = None) -> Any:
+    """A checkpoint as a torch policy; `noise_scale` overrides its own (None keeps it)."""
     from vla.policy.policy import load_torch_policy
 
-    return load_torch_policy(path, seed=seed)
+    return load_torch_policy(path, seed=seed, noise_scale=noise_scale)
 
 
 def imagined_score(model: WorldModel, policy: Any, starts: StartStates, samples: int, n_chunks: int,

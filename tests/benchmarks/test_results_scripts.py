@@ -1,6 +1,6 @@
 """The scripts that turn other outputs into results files by code: fresh_env_result (fresh_env.sh's times),
 hardening_report (the two hardening suites' sums), ensemble_sweep's settings, robustness_training,
-ensemble_latency, bench_robustness's page and recipe_change's pooled blocks."""
+ensemble_latency, bench_robustness's page, recipe_change's pooled blocks and bench_imagination's pairing."""
 
 from __future__ import annotations
 
@@ -259,3 +259,21 @@ def test_wm_select_gain_pairs_the_selection_with_the_noise_free_chunk_seed_by_se
         ws.gain(base, run("other", [True] * 4, first=2000))
     with pytest.raises(SystemExit, match=r"missing: no summary.json \(that evaluation has not run\)"):
         ws.gain(base, tmp_path / "missing")
+
+
+def test_imagination_pairs_each_method_with_both_controls_by_seed() -> None:
+    bi = load_script("bench_imagination")
+    final = {"imagination": {20: 0.60, 21: 0.50, 22: 0.70}, "control": {20: 0.50, 21: 0.50, 22: 0.60},
+             "demos_only": {20: 0.55, 21: 0.40, 22: 0.80}, "imagination_c2": {20: 0.40, 22: 0.50}}
+    res, lines = bi.paired_vs_controls(final)
+    # the shipped default has the bare keys; the differences are per seed, not of the means
+    assert res["paired_gain_vs_control_per_seed"] == [0.1, 0.0, 0.1]
+    assert abs(res["paired_gain_vs_control"] - 0.2 / 3) < 1e-9
+    assert res["paired_gain_vs_demos_only_per_seed"] == [0.05, 0.1, -0.1]
+    assert res["paired_gain_vs_control_low"] < res["paired_gain_vs_control"] < res["paired_gain_vs_control_high"]
+    # a variant is paired on the seeds it shares with each control, under its own name
+    assert res["imagination_c2_paired_seeds"] == [20, 22]
+    assert res["imagination_c2_paired_gain_vs_control_per_seed"] == [-0.1, -0.1]
+    # the controls are not paired with each other
+    assert not any(k.startswith(("control_", "demos_only_")) for k in res)
+    assert sum("paired by seed" in line for line in lines) == 4

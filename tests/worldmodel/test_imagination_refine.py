@@ -75,8 +75,65 @@ def test_bad_method_args_and_image_mode_are_clear_errors(tmp_path: Path, policy:
                "method_args.oracle=true").validate()
     with pytest.raises(ValueError, match="samples must be >= 2"):
         config(tmp_path, policy, pick_place_store, "method_args.samples=1").validate()
-    with pytest.raises(ValueError, match="needs real_weight > 0"):
-        config(tmp_path, policy, pick_place_store, "method_args.imagine=false").validate()
+    with pytest.raises(ValueError, match="real_weight must be >= 0"):
+        config(tmp_path, policy, pick_place_store, "method_args.real_weight=-1").validate()
+
+
+@pytest.fixture(scope="module")
+def quiet_policy(pick_place_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny state policy that deploys noise-free (policy.noise_scale=0, as the main job's checkpoints do)."""
+    import torch
+
+    from vla.policy.checkpoint import save_checkpoint
+    from vla.policy.config import PolicyConfig
+    from vla.policy.model import VLAModel
+
+    s = EpisodeStore.open(pick_place_store)
+    stats = s.stats(keys=["state", "action"])
+    cfg = load_config(PolicyConfig, "policy", "tiny", ["d_model=32", "n_heads=2", "trunk_layers=1", "expert_layers=1",
+                                                       "noise_scale=0"],
+                      values={"cameras": [], "state_dim": s.schema.state_dim, "action_dim": 7})
+    torch.manual_seed(0)
+    return save_checkpoint(tmp_path_factory.mktemp("quiet") / "policy", VLAModel(cfg, stats), stats)
+
+
+def test_a_noise_free_checkpoint_is_sampled_with_noise(tmp_path: Path, quiet_policy: Path,
+                                                       pick_place_store: Path) -> None:
+    """K chunks of a noise-free checkpoint are one chunk K times: no start could be ranked and nothing was
+    supervised. The K samples are drawn at sample_noise (1) instead, so they differ and so do their scores."""
+    run = RefineRun(config(tmp_path / "a", quiet_policy, pick_place_store), progress=False)
+    run.run()
+    info = run.added(0).info
+    assert info["sample_noise"] == 1.0 and info["score_std_within_start_median"] > 0
+    assert info["starts_under_min_std"] <= info["starts"]
+    # the checkpoint's own noise (null) is refused in one line, not run to supervise nothing
+    cfg = config(tmp_path / "b", quiet_policy, pick_place_store)
+    cfg.method_args["sample_noise"] = None
+    with pytest.raises(ValueError, match=r"choosing among 3 chunks needs sampling noise.*noise_scale is 0"):
+        RefineRun(cfg, progress=False).run()
+    with pytest.raises(ValueError, match="sample_noise must be > 0"):
+        config(tmp_path / "c", quiet_policy, pick_place_store, "method_args.sample_noise=0").validate()
+
+
+@pytest.mark.parametrize("real_weight", [0.0, 1.0])
+def test_controls_train_on_the_demos_alone_or_with_the_rollouts(tmp_path: Path, policy: Path, pick_place_store: Path,
+                                                                real_weight: float) -> None:
+    """imagine=false: no world model; real_weight=0 is the demos-only control, 1 the own-rollouts control."""
+    cfg = config(tmp_path, policy, pick_place_store, "method_args.imagine=false",
+                 f"method_args.real_weight={real_weight}")
+    run = RefineRun(cfg, progress=False)
+    rows = run.run()
+    assert rows[1]["env_episodes"] == 2 and rows[1]["added_per_round"] == [0]
+    assert not (run.out / "wm").exists()
+    with EpisodeStore.open(run.store_path) as store:
+        table = store.table()
+    lengths = np.asarray(table.lengths)
+    demo_steps = int(lengths[table.source == "demo"].sum())
+    rollout_steps = int(lengths[table.source == "rollout"].sum())
+    assert demo_steps > 0 and rollout_steps > 0
+    info = json.loads((run.out / "iter_01" / "train_info.json").read_text())
+    assert info["imagined_episodes_supervised"] == 0
+    assert info["supervised_steps"] == demo_steps + (rollout_steps if real_weight else 0)
 
 
 @pytest.fixture(scope="module")
