@@ -332,6 +332,7 @@ def report(args: argparse.Namespace) -> None:
     final = final_rates(rows)
     seeds = sorted(set.intersection(*(set(v) for v in final.values()))) if final else []
     res: dict[str, Any] = {"seeds": sorted(final.get("imagination", {})), "base": base.get("name"),
+                           "base_recipe": base.get("recipe"), "policy": "state (obs_mode=state, cameras=[])",
                            "base_success": rows[next(iter(rows))][seeds[0]][0]["success_rate"] if seeds else None}
     lines = ["# Imagination refinement", "",
              f"Base policy `{base.get('name')}` (pick_place, state mode). Command: see the docstring of "
@@ -380,8 +381,9 @@ def report(args: argparse.Namespace) -> None:
                   f"worldmodel/oracle.py) minus {of}, paired on seeds {both}: {d.mean():+.3f} "
                   f"(95% t interval [{lo:+.3f}, {hi:+.3f}])."]
     if oracle:
-        lines += ["", "The oracle runs 256 rollouts per iteration in the simulator on top of the same 10 real ones: "
-                  "it tells what exact outcomes would give this method, it is not a cheaper method."]
+        lines += ["", "The oracle executes every imagined rollout (the starts x samples of each iteration) in the "
+                  "simulator on top of the same real ones: it tells what exact outcomes would give this method, it "
+                  "is not a cheaper method."]
     v0s = sorted(out.glob("v0_eval*/summary.json"))
     v0 = json.loads(v0s[0].read_text()) if v0s else {}
     seed_range, n_eval = v0.get("seed_range", "collect"), v0.get("episodes", 50)
