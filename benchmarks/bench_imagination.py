@@ -394,8 +394,9 @@ def report(args: argparse.Namespace) -> None:
     if "imagination" in final:
         lines[2] += (" `imagination` is the shipped default (`ImaginationArgs` as it stands); `control` trains on "
                      "the same real rollouts unfiltered, `demos_only` on the demos alone, the same steps.")
-    (ROOT / "benchmarks/results/imagination.md").write_text("\n".join(lines) + "\n")
-    js = ROOT / "benchmarks/results/imagination.json"
+    name = args.name
+    (ROOT / f"benchmarks/results/{name}.md").write_text("\n".join(lines) + "\n")
+    js = ROOT / f"benchmarks/results/{name}.json"
     if js.exists():  # a file from before the split: its camera figures go to their own file, by code
         old = json.loads(js.read_text())
         cam = {k: v for k, v in old.items() if k.startswith("camera_")}
@@ -404,9 +405,10 @@ def report(args: argparse.Namespace) -> None:
                          command="python benchmarks/bench_imagination.py cameras (moved from imagination.json)")
         js.unlink()  # the state-mode figures are rewritten whole: stale keys from other runs must not stay
     headline = [k for k in ("paired_gain_vs_control", "paired_gain_vs_demos_only") if k in res]
-    write_result("imagination", res, seed_range=seed_range, key_figures=headline or None)
+    write_result(name, res, seed_range=seed_range, key_figures=headline or None)
     print("\n".join(lines))
-    merge_camera_report(out)
+    if name == "imagination":
+        merge_camera_report(out)
 
 
 def merge_camera_report(out: Path) -> None:
@@ -431,6 +433,8 @@ def main() -> None:
     ap.add_argument("--inputs", default="runs/bench_wm/inputs")
     ap.add_argument("--wm", default="runs/bench_wm/run/wm_pick_place_state")
     ap.add_argument("--out", default="runs/bench_imagination")
+    ap.add_argument("--name", default="imagination", help="report: the results file (benchmarks/results/NAME.json "
+                    "and .md); imagination.json holds the shipped default on the headline base")
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--methods", default="imagination,control")
     ap.add_argument("--iterations", type=int, default=2)
