@@ -14,6 +14,10 @@ runs/s25/decision.txt, runs/s25/q_im.sh):
       --methods imagination,control,demos_only --seeds 20,21,22,23,24 --eval-episodes 200 --eval-range report
   python benchmarks/bench_imagination.py report --inputs runs/s25/ibs_inputs --wm runs/s24/wm --out runs/s25/im
 
+The converged base (imagination_converged.json; runs/s25/q_imc.sh): the same with demos.episodes=10,
+ckpt_every=500, the schedule's last checkpoint as the only candidate (runs/s25/ibc_inputs), --out runs/s25/imc,
+and `report ... --name imagination_converged`.
+
 runs/s24/wm: `vla wm train` (default state preset, 2,000 steps) on those demos and 60 collect-range
 rollouts of the same recipe at 600 steps (runs/s24/q_wms.sh). Earlier figures (2026-12-04, a base from
 `benchmarks/wm_candidates.py`, 50 evaluation seeds): git history of imagination.md.
