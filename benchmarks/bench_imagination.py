@@ -323,7 +323,8 @@ def paired_vs_controls(final: dict[str, dict[int, float]]) -> tuple[dict[str, An
             lo, hi = t_interval(d)
             key = f"{prefix}paired_gain_vs_{ctrl}"
             res.update({key: float(d.mean()), f"{key}_low": lo, f"{key}_high": hi,
-                        f"{key}_per_seed": [round(float(x), 4) for x in d], f"{prefix}paired_seeds": both})
+                        f"{key}_per_seed": [round(float(x), 4) for x in d]})
+            res.setdefault(f"{prefix}paired_seeds", both)  # the first control's pairs (`control`), as before
             lines += ["", f"{m} - {ctrl}, paired by seed: {d.mean():+.3f} (95% t interval [{lo:+.3f}, {hi:+.3f}], "
                       f"{len(both)} seeds {both}; per seed {', '.join(f'{x:+.3f}' for x in d)})."]
     return res, lines
@@ -370,18 +371,18 @@ def report(args: argparse.Namespace) -> None:
         lines += ["", f"Test-time selection through the model (best of 8 chunks, 2 imagined chunks each, no training, "
                   f"same 50 seeds): {s8['successes']}/{s8['episodes']} = {s8['success_rate']:.2f} against the base "
                   f"policy's {res['base_success']:.2f}."]
-    name = next((n for n in ORACLES if final.get(n)), "oracle")
-    oracle = final.get(name, {})
-    res.update(oracle_success=float(np.mean(list(oracle.values()))) if oracle else None, oracle_method=name,
+    oracle_arm = next((n for n in ORACLES if final.get(n)), "oracle")
+    oracle = final.get(oracle_arm, {})
+    res.update(oracle_success=float(np.mean(list(oracle.values()))) if oracle else None, oracle_method=oracle_arm,
                oracle_seeds=sorted(oracle))
-    for name, (of, what) in ORACLES.items():
-        if name not in final or of not in final:
+    for arm, (of, what) in ORACLES.items():
+        if arm not in final or of not in final:
             continue
-        both = sorted(set(final[name]) & set(final[of]))
-        d = np.array([final[name][s] - final[of][s] for s in both])
+        both = sorted(set(final[arm]) & set(final[of]))
+        d = np.array([final[arm][s] - final[of][s] for s in both])
         lo, hi = t_interval(d)
-        res.update({f"{name}_minus_{of}": float(d.mean()), f"{name}_minus_{of}_interval": [lo, hi]})
-        lines += ["", f"{name} ({of}'s starts and samples executed in the simulator, judged by the {what}; "
+        res.update({f"{arm}_minus_{of}": float(d.mean()), f"{arm}_minus_{of}_interval": [lo, hi]})
+        lines += ["", f"{arm} ({of}'s starts and samples executed in the simulator, judged by the {what}; "
                   f"worldmodel/oracle.py) minus {of}, paired on seeds {both}: {d.mean():+.3f} "
                   f"(95% t interval [{lo:+.3f}, {hi:+.3f}])."]
     if oracle:

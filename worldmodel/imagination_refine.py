@@ -86,6 +86,8 @@ class ImaginationArgs(MethodArgs):
     oracle_chunks: int = 0
 
     def validate(self) -> None:
+        from vla.policy.config import valid_noise_scale
+
         for name in ("starts", "samples", "chunks", "train_chunks"):
             if getattr(self, name) < 1:
                 raise ValueError(f"method_args.{name} must be >= 1, got {getattr(self, name)}")
@@ -93,7 +95,7 @@ class ImaginationArgs(MethodArgs):
             raise ValueError("method_args.samples must be >= 2: advantages are relative within a start's samples")
         if not all(0 <= f < 1 for f in self.keyframes) or not self.keyframes:
             raise ValueError(f"method_args.keyframes must be fractions in [0, 1), got {self.keyframes}")
-        if self.sample_noise is not None and not (np.isfinite(self.sample_noise) and self.sample_noise > 0):
+        if self.sample_noise is not None and not (valid_noise_scale(self.sample_noise) and self.sample_noise > 0):
             raise ValueError(f"method_args.sample_noise must be > 0 (K samples must differ) or null, "
                              f"got {self.sample_noise}")
         if not 0 <= self.demo_share <= 1:
