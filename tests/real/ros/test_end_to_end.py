@@ -70,6 +70,8 @@ class Monitor:
         self.commands: list[np.ndarray] = []
         self.bad: list[str] = []
         self.q: np.ndarray | None = None
+        self.qd: np.ndarray | None = None
+        self.n_js = 0  # joint-state messages seen: a stall of the bridge or of DDS shows as no new ones
         self.status: dict = {}
         self.diag_message = ""
         self.cmd_sub = self.node.create_subscription(Float64MultiArray, CMD_TOPIC, self._on_cmd, 100)
@@ -90,6 +92,8 @@ class Monitor:
     def _on_js(self, msg: JointState) -> None:
         with self.lock:
             self.q = np.array(msg.position)
+            self.qd = np.array(msg.velocity)
+            self.n_js += 1
 
     def _on_status(self, msg: String) -> None:
         with self.lock:
@@ -190,15 +194,27 @@ def test_vla_drives_the_bridge_over_dds(tmp_path, domain_id) -> None:
 
         def settled() -> bool:
             # the bridge slews its applied target to the last command at max_step per tick, so the
-            # arm may still be finishing that motion when the node dies (a loaded CI once: 12 mrad)
+            # arm may still be finishing that motion when the node dies (a loaded CI once: 12 mrad).
+            # Settled needs fresh joint states at rest: a loaded CI once stalled the bridge (or DDS)
+            # for the whole window, so an unchanged last message looked still while the arm was
+            # still 0.39 rad from its target.
+            with mon.lock:
+                n0 = mon.n_js
             q0 = mon.joints()[:7]
             time.sleep(0.3)
-            return bool(np.abs(mon.joints()[:7] - q0).max() < 1e-3)
+            with mon.lock:
+                fresh, qd = mon.n_js - n0, mon.qd
+            return bool(fresh >= 3 and np.abs(mon.joints()[:7] - q0).max() < 1e-3
+                        and qd is not None and np.abs(qd[:7]).max() < 1e-2)
 
         wait_for(settled, 10, "the arm to finish its last commanded motion")
         q_a, n = mon.joints(), mon.n_commands()
+        with mon.lock:
+            n_js = mon.n_js
         time.sleep(0.6)
         assert mon.n_commands() == n
+        with mon.lock:
+            assert mon.n_js > n_js, "no joint states while the arm should be holding"
         np.testing.assert_allclose(mon.joints()[:7], q_a[:7], atol=5e-3)
 
         # the episode reports its result at the horizon
