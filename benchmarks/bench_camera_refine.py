@@ -138,6 +138,8 @@ def main() -> None:
     ap.add_argument("--estimator", type=Path, help="default: <job>/perception/estimator")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--method", default="hg_dagger", choices=sorted(METHOD_KEY))
+    ap.add_argument("--name", default="camera_refine",
+                    help="results file (benchmarks/results/NAME.json/.md): a second base's figures beside the first's")
     ap.add_argument("--no-control", action="store_true",
                     help="the method alone (for sft, read against habc: HABC - SFT as the paper reports it)")
     args = ap.parse_args()
@@ -155,20 +157,23 @@ def main() -> None:
     figures: dict[str, Any] = {args.method: block}
     if "mean" in o:
         figures[key] = {k: o[k] for k in ("mean", "lo", "hi", "trainings")}
-    old = json.loads((RESULTS / "camera_refine.json").read_text()) if (RESULTS / "camera_refine.json").exists() else {}
+    res = RESULTS / f"{args.name}.json"
+    old = json.loads(res.read_text()) if res.exists() else {}
     hs = habc_minus_sft({**old, **figures}, rounds)
     if hs is not None:
         figures[HABC_MINUS_SFT] = hs
-    write_result("camera_refine", figures, seed_range="report", key_figures=[k for k in (key, HABC_MINUS_SFT)
+    write_result(args.name, figures, seed_range="report", key_figures=[k for k in (key, HABC_MINUS_SFT)
                                                                               if k in figures])
-    data = json.loads((RESULTS / "camera_refine.json").read_text())
+    data = json.loads(res.read_text())
     lines = ["# A policy that reads only the cameras, refined by a person's corrections (issue 62, item 2)", "",
              "The job's state policy behind the job's pose estimator (the cameras and the arm's state in, the "
              "object poses out, every step of the rollouts, the fine-tuning data and the evaluations): no "
              "simulator state reaches it. Each method against its equal-compute demos-only control, per training "
              "seed, 200 report seeds paired (95% t interval, seeds better / worse); over the trainings the mean of "
              "the per-training differences with its t interval. Command: the docstring of "
-             "`benchmarks/bench_camera_refine.py`.", ""]
+             "`benchmarks/bench_camera_refine.py`.", "",
+             f"Job `{args.job}`, estimator `{estimator}`, pretrained checkpoints (training seed 0 first): "
+             + ", ".join(f"`{c}`" for c in args.pretrained) + ".", ""]
     for m in sorted(k for k in data if k in METHOD_KEY):
         b = data[m]
         lines += [f"## {m}", "", "| training | pretrained | refined | control | refined - pretrained | "
@@ -191,7 +196,7 @@ def main() -> None:
         lines += ["## HABC - SFT", "", "The two refined policies on the same interventions, paired per seed (the "
                   f"comparison HABC's paper reports): {hs['mean']:+.3f} [{hs['lo']:+.3f}, {hs['hi']:+.3f}] over "
                   f"{hs['trainings']} trainings (`{HABC_MINUS_SFT}`); {per}.", ""]
-    (RESULTS / "camera_refine.md").write_text("\n".join(lines))
+    (RESULTS / f"{args.name}.md").write_text("\n".join(lines))
     print("\n".join(lines))
 
 

@@ -35,18 +35,48 @@ def guard(success: np.ndarray, disagreement_at_success: np.ndarray, max_disagree
     return np.asarray(success, bool) & (np.asarray(disagreement_at_success, np.float64) <= max_disagreement)
 
 
+def group_std(scores: np.ndarray, groups: np.ndarray, baseline: np.ndarray | None = None) -> np.ndarray:
+    """The spread of each start's scores -> [n groups] (group ids 0..n-1), with the start's `baseline`
+    score among them when given. A start whose spread is under `min_std` supervises nothing."""
+    s, g = np.asarray(scores, np.float64), np.asarray(groups)
+    out = np.zeros(int(g.max()) + 1 if g.size else 0)
+    for gid in np.unique(g):
+        vals = s[g == gid]
+        if baseline is not None:
+            vals = np.append(vals, float(baseline[gid]))
+        out[gid] = vals.std()
+    return out
+
+
 def group_advantages(scores: np.ndarray, groups: np.ndarray, eps: float = 1e-6, min_std: float = 0.05
                      ) -> np.ndarray:
-    """(score - group mean) / group std for rollouts sharing a start (`groups`: [N] ids). A group
+    """(score - group mean) / group std for rollouts sharing a start (`groups`: [N] ids 0..n-1). A group
     whose scores barely differ (std < min_std) gets 0: its ordering is noise."""
     s, g = np.asarray(scores, np.float64), np.asarray(groups)
+    std = group_std(s, g)
     adv = np.zeros_like(s)
     for gid in np.unique(g):
         m = g == gid
-        std = s[m].std()
-        if m.sum() > 1 and std >= min_std:
-            adv[m] = (s[m] - s[m].mean()) / (std + eps)
+        if m.sum() > 1 and std[gid] >= min_std:
+            adv[m] = (s[m] - s[m].mean()) / (std[gid] + eps)
     return adv
+
+
+def baseline_advantages(scores: np.ndarray, groups: np.ndarray, baseline: np.ndarray, eps: float = 1e-6,
+                        min_std: float = 0.05) -> np.ndarray:
+    """(score - the start's baseline) / spread: each sampled rollout against one reference rollout from
+    the same start (`baseline` [n groups]: the policy's deployed, noise-free chunk), so only a sample
+    that beats what the policy would do anyway is positive. The group mean of noisy samples sits below
+    the deployed chunk wherever noise hurts, and then the best of them is still worse than what the
+    policy already does: supervising it pulls the policy toward its own noise (the oracle lost to the
+    demos alone that way, benchmarks/results/imagination.md). The spread counts the baseline with the
+    samples; a start under min_std gets 0. Ours: GRPO's group baseline (arXiv 2402.03300) replaced by
+    the greedy rollout's return, as in self-critical sequence training (arXiv 1612.00563)."""
+    s, g = np.asarray(scores, np.float64), np.asarray(groups)
+    b = np.asarray(baseline, np.float64)
+    std = group_std(s, g, b)
+    adv = (s - b[g]) / (std[g] + eps)
+    return np.where(std[g] >= min_std, adv, 0.0)
 
 
 def advantage_weights(adv: np.ndarray, beta: float = 1.0, w_max: float = 5.0, positive_only: bool = True

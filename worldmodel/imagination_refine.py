@@ -71,6 +71,10 @@ class ImaginationArgs(MethodArgs):
     beta: float = 1.0
     w_max: float = 5.0
     min_std: float = 0.05  # a start whose K scores spread less than this gets no weight: their order is noise
+    # what each sample is weighed against: "group", the mean of the start's K samples (GRPO's); "deployed", the
+    # policy's own chunk at the checkpoint's noise rolled out from the same start (one more rollout a start), so
+    # only a sample that beats what the policy does anyway is supervised (imagination_math.baseline_advantages)
+    baseline: str = "group"
     real_weight: float = 0.0  # loss weight of the policy's own real rollout steps
     demo_share: float = 0.5
     # false: an equal-compute control - the same real rollouts and fine-tuning, no world model. With
@@ -98,6 +102,8 @@ class ImaginationArgs(MethodArgs):
         if self.sample_noise is not None and not (valid_noise_scale(self.sample_noise) and self.sample_noise > 0):
             raise ValueError(f"method_args.sample_noise must be > 0 (K samples must differ) or null, "
                              f"got {self.sample_noise}")
+        if self.baseline not in ("group", "deployed"):
+            raise ValueError(f"method_args.baseline must be 'group' or 'deployed', got {self.baseline!r}")
         if not 0 <= self.demo_share <= 1:
             raise ValueError(f"method_args.demo_share must be in [0, 1], got {self.demo_share}")
         if self.real_weight < 0:
@@ -155,7 +161,14 @@ class Imagination(RefineMethod):
         from vla.data.store import EpisodeStore
         from vla.policy.config import check_sampling_noise
         from worldmodel.checkpoint import load_checkpoint
-        from worldmodel.imagination_math import advantage_weights, group_advantages, guard, rollout_scores
+        from worldmodel.imagination_math import (
+            advantage_weights,
+            baseline_advantages,
+            group_advantages,
+            group_std,
+            guard,
+            rollout_scores,
+        )
         from worldmodel.imagined_env import (
             ImaginedEnv,
             StartStates,
@@ -185,43 +198,64 @@ class Imagination(RefineMethod):
         check_sampling_noise(policy, c.samples, "imagination (method_args.sample_noise=null)")
         reps = starts.repeat(c.samples)
         frames = None
+        seed = self.run_cfg.seed * 1000 + version
         if c.oracle:
             from worldmodel.oracle import simulate
 
-            res = simulate(self.run_cfg.task, run.store_path, starts, c.samples, c.oracle_chunks or c.chunks,
-                           job.model.chunk, policy, seed=self.run_cfg.seed * 1000 + version)
+            def play(pol: Any, n: int) -> dict[str, np.ndarray]:
+                return simulate(self.run_cfg.task, run.store_path, starts, n, c.oracle_chunks or c.chunks,
+                                job.model.chunk, pol, seed=seed)
         else:
             env = ImaginedEnv(model, max_chunks=c.chunks, fps=meta.get("fps", 20.0))
-            first_obs = None
+            real = None
             if self.images:  # the real observation at each start: what an image policy samples from
                 real = policy_observations(run.store_path, starts, cams)  # read once, sampled K times
                 frames = {cam: np.repeat(np.stack([o["images"][cam] for o in real]), c.samples, 0) for cam in cams}
                 seen = list(getattr(getattr(policy, "cfg", None), "cameras", cams))  # a policy refuses others
-                first_obs = [{**o, "images": {cam: o["images"][cam] for cam in seen}}
-                             for o in real for _ in range(c.samples)]
-            res = rollout(env, policy, reps, c.chunks, seed=self.run_cfg.seed * 1000 + version, first_obs=first_obs)
-        dis = res["disagreement"]
-        hit = np.argmax(res["success_prob"] >= 0.5, axis=1)
-        trusted = guard(res["success"], dis[np.arange(len(dis)), hit], c.guard_factor * float(np.median(dis)))
-        probs = np.where(trusted[:, None] | ~res["success"][:, None], res["success_prob"],
-                         np.minimum(res["success_prob"], 0.49))  # a distrusted success counts as a failure
-        scores = rollout_scores(probs, res["value"][:, -1], dis, value_weight=c.value_weight,
-                                disagreement_penalty=c.disagreement_penalty)
+                real = [{**o, "images": {cam: o["images"][cam] for cam in seen}} for o in real]
+
+            def play(pol: Any, n: int) -> dict[str, np.ndarray]:
+                first_obs = None if real is None else [o for o in real for _ in range(n)]
+                return rollout(env, pol, starts.repeat(n), c.chunks, seed=seed, first_obs=first_obs)
+        res = play(policy, c.samples)
+        median_dis = float(np.median(res["disagreement"]))
+
+        def score(r: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+            dis = r["disagreement"]
+            hit = np.argmax(r["success_prob"] >= 0.5, axis=1)
+            trusted = guard(r["success"], dis[np.arange(len(dis)), hit], c.guard_factor * median_dis)
+            probs = np.where(trusted[:, None] | ~r["success"][:, None], r["success_prob"],
+                             np.minimum(r["success_prob"], 0.49))  # a distrusted success counts as a failure
+            return rollout_scores(probs, r["value"][:, -1], dis, value_weight=c.value_weight,
+                                  disagreement_penalty=c.disagreement_penalty), trusted
+
+        scores, trusted = score(res)
         groups = np.repeat(np.arange(len(starts)), c.samples)
-        weights = advantage_weights(group_advantages(scores, groups, min_std=c.min_std), beta=c.beta, w_max=c.w_max)
+        deployed = None
+        if c.baseline == "deployed":  # the chunk the policy deploys, from each start, scored the same way
+            own = load_candidate(run.policy_path(version), seed=self.run_cfg.seed * 1000 + version)
+            deployed = score(play(own, 1))[0]
+            adv = baseline_advantages(scores, groups, deployed, min_std=c.min_std)
+        else:
+            adv = group_advantages(scores, groups, min_std=c.min_std)
+        weights = advantage_weights(adv, beta=c.beta, w_max=c.w_max)
         keep = np.flatnonzero(weights > 0)
         written = write_imagined(run.store_path, reps, res, self.run_cfg.task, job.model.chunk, meta.get("fps", 20.0),
                                  seeds=table.seed[reps.episode], max_chunks=c.train_chunks,
                                  policy_version=version, which=keep,
                                  start_images=frames)
-        spread = scores.reshape(len(starts), c.samples).std(1)  # rollouts are start-major (starts.repeat)
+        spread = group_std(scores, groups, deployed)
         info = {"starts": len(starts), "rollouts": len(reps), "imagined_success": float(res["success"].mean()),
-                # why a start's chunks are not supervised: their scores barely differ (group_advantages)
+                # why a start's chunks are not supervised: their scores barely differ (the advantages' min_std)
                 "score_std_within_start_median": float(np.median(spread)),
                 "starts_under_min_std": int((spread < c.min_std).sum()), "sample_noise": c.sample_noise,
+                "baseline": c.baseline,
                 "guard_rejected": int((res["success"] & ~trusted).sum()), "score_mean": float(scores.mean()),
                 "supervised_rollouts": len(keep), "real_start_episodes": eps.tolist(),
                 "wm": {k: wm_info.get(k) for k in ("steps", "seconds")}, "oracle": c.oracle}
+        if deployed is not None:  # how often a sample beat the policy's own chunk, by the score
+            info["deployed_score_mean"] = float(deployed.mean())
+            info["samples_above_deployed"] = int((scores > deployed[groups]).sum())
         if c.oracle:
             info["replay_error_max"] = float(res["replay_error"].max())
             info["simulated_steps"] = int(res["lengths"].sum())

@@ -1,7 +1,15 @@
 import numpy as np
 import pytest
 
-from worldmodel.imagination_math import advantage_weights, best_of, group_advantages, guard, rollout_scores
+from worldmodel.imagination_math import (
+    advantage_weights,
+    baseline_advantages,
+    best_of,
+    group_advantages,
+    group_std,
+    guard,
+    rollout_scores,
+)
 
 
 def test_scores_reward_success_bootstrap_value_and_penalise_disagreement() -> None:
@@ -28,6 +36,22 @@ def test_group_advantages_are_relative_within_a_start_and_zero_for_flat_groups()
     assert adv[:2].sum() == pytest.approx(0.0) and adv[4] == pytest.approx(-adv[5])
     # the same scores one level higher give the same advantages: only the ranking within a start counts
     assert np.allclose(group_advantages(scores + 0.3, groups), adv)
+
+
+def test_baseline_advantages_supervise_only_samples_that_beat_the_deployed_chunk() -> None:
+    scores = np.array([0.2, 0.45, 0.61, 0.5, 0.5, 0.5, 0.1, 0.3])
+    groups = np.array([0, 0, 0, 1, 1, 1, 2, 2])
+    deployed = np.array([0.5, 0.5, 0.9])
+    adv = baseline_advantages(scores, groups, deployed, min_std=0.05)
+    # start 0: only the sample above the deployed 0.5 is positive, though two are above the group mean 0.42
+    assert adv[2] > 0 > adv[1] > adv[0]
+    assert (group_advantages(scores, groups)[1:3] > 0).all()
+    assert (adv[3:6] == 0).all()  # start 1: every sample ties the deployed chunk
+    assert (adv[6:] < 0).all()  # start 2: the deployed chunk beats every sample, so nothing is supervised
+    assert (advantage_weights(adv)[3:] == 0).all()
+    # the spread counts the deployed chunk: a flat group far below it is not flat
+    assert group_std(scores, groups, deployed)[2] > group_std(scores, groups)[2]
+    assert np.allclose(baseline_advantages(scores + 0.3, groups, deployed + 0.3), adv)
 
 
 def test_advantage_weights_filter_clip_and_reject_a_bad_temperature() -> None:

@@ -115,6 +115,22 @@ def test_a_noise_free_checkpoint_is_sampled_with_noise(tmp_path: Path, quiet_pol
         config(tmp_path / "c", quiet_policy, pick_place_store, "method_args.sample_noise=0").validate()
 
 
+def test_the_deployed_baseline_supervises_only_samples_that_beat_the_policys_own_chunk(
+        tmp_path: Path, quiet_policy: Path, pick_place_store: Path) -> None:
+    """baseline=deployed: each start also rolls out the chunk the checkpoint deploys (noise-free here), and
+    a sample is supervised only when its score beats that chunk's."""
+    run = RefineRun(config(tmp_path / "a", quiet_policy, pick_place_store, "method_args.baseline=deployed"),
+                    progress=False)
+    run.run()
+    added = run.added(0)
+    info = added.info
+    assert info["baseline"] == "deployed" and 0 <= info["deployed_score_mean"] <= 1.5
+    assert info["supervised_rollouts"] == len(added.episodes) <= info["samples_above_deployed"] <= info["rollouts"]
+    assert all(w > 0 for w in added.weights)
+    with pytest.raises(ValueError, match="baseline must be 'group' or 'deployed'"):
+        config(tmp_path / "b", quiet_policy, pick_place_store, "method_args.baseline=mean").validate()
+
+
 @pytest.mark.parametrize("real_weight", [0.0, 1.0])
 def test_controls_train_on_the_demos_alone_or_with_the_rollouts(tmp_path: Path, policy: Path, pick_place_store: Path,
                                                                 real_weight: float) -> None:
