@@ -67,11 +67,15 @@ METHODS = {# the shipped default (ImaginationArgs as it stands): its keys are im
            "oracle_c1_full": {"refit_steps": 100, "starts": 32, "samples": 8, "chunks": 6, "train_chunks": 1,
                               "oracle": True, "oracle_chunks": 25},
            # the shipped default's oracle: its starts and samples executed in the simulator (a perfect model)
-           "oracle": {"oracle": True}}
+           "oracle": {"oracle": True},
+           # each sample against the chunk the policy deploys from the same start (baseline=deployed), and its oracle
+           "imagination_dep": {"baseline": "deployed"},
+           "oracle_dep": {"oracle": True, "baseline": "deployed"}}
 # each oracle, the imagination arm it replays, and what judges its samples
 ORACLES = {"oracle": ("imagination", "true success within the imagined chunks"),
            "oracle_c1": ("imagination_c1", "true success within the 6 imagined chunks"),
-           "oracle_c1_full": ("imagination_c1", "true success of playing the policy on for 25 chunks")}
+           "oracle_c1_full": ("imagination_c1", "true success of playing the policy on for 25 chunks"),
+           "oracle_dep": ("imagination_dep", "true success within the imagined chunks, against the deployed chunk's")}
 
 
 # the arms every imagination variant is paired against (the two controls)
