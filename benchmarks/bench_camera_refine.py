@@ -23,7 +23,17 @@ refined policies paired per seed, is `camera_only_habc_minus_sft` (the compariso
         runs/s7/pre_s1/train/checkpoints/step_00003000 runs/s7/pre_s2/train/checkpoints/step_00003000 \\
         runs/s7/pre_s3/train/checkpoints/step_00003000 runs/s7/pre_s4/train/checkpoints/step_00003000 [--method rac]
 
-Writes benchmarks/results/camera_refine.json / .md (`<method>` blocks: per training the refined, control and
+The re-measure on the job's recipe since 2026-12-05 (gain-0.4 demos, runs/s19/job2; runs/s26/decision.txt,
+runs/s26/q_pre.sh, q_base.sh, q_cr.sh): the job's 2,000-step schedule with a checkpoint every 100 steps per training
+seed, the base step chosen on 100 tune seeds with the job's estimator (nearest 0.75: step 1,400, 0.87):
+
+    vla run out_dir=runs/s26/pre_sS "stages=[pretrain]" overwrite=false      # job.json, summary.json, stats.json and
+        'pretrain.overrides=["train.lr=1e-3","policy.noise_scale=0","train.seed=S","train.ckpt_every=100",
+                             "train.keep_checkpoints=0"]'                     # demos.zarr of runs/s19/job2; S = 0..4
+    python benchmarks/bench_camera_refine.py --job runs/s19/job2 --out runs/s26/camref --name camera_refine_g04 \
+        --method hg_dagger --pretrained runs/s26/pre_s{0,1,2,3,4}/train/checkpoints/step_00001400   # habc, rac, sft
+
+Writes benchmarks/results/camera_refine.json / .md (`--name`) (`<method>` blocks: per training the refined, control and
 pretrained success and the paired differences; over the trainings the mean of refined - control with its t
 interval, as the issue's `camera_only_refine_gain_vs_control`). Resumable.
 """
@@ -49,15 +59,39 @@ METHOD_KEY = {"hg_dagger": "camera_only_refine_gain_vs_control", "rac": "camera_
 HABC_MINUS_SFT = "camera_only_habc_minus_sft"
 
 
+def protocol(job: Path, changes: list[str]) -> dict[str, Any]:
+    """The job's refine settings (`<job>/refine/config.json`) with `changes` (KEY=VALUE, VALUE as JSON where it
+    parses, a dotted KEY into a nested block: `iterations=2 train.steps=500`); an unknown key is an error."""
+    base: dict[str, Any] = json.loads((job / "refine" / "config.json").read_text())
+    for change in changes:
+        key, sep, text = change.partition("=")
+        if not sep:
+            raise SystemExit(f"--refine-set: '{change}' is not KEY=VALUE")
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            value = text
+        *path, last = key.split(".")
+        block = base
+        for k in path:
+            block = block.get(k) if isinstance(block, dict) else None
+            if not isinstance(block, dict):
+                raise SystemExit(f"--refine-set: '{key}' is not a block of {job}/refine/config.json")
+        if last not in block:
+            raise SystemExit(f"--refine-set: unknown key '{key}' in {job}/refine/config.json")
+        block[last] = value
+    return base
+
+
 def run_pair(job: Path, ckpt: Path, seed: int, estimator: Path, out: Path, method: str,
-             control: bool = True) -> tuple[Path, Path]:
+             control: bool = True, changes: list[str] | None = None) -> tuple[Path, Path]:
     """The refinement on estimated poses and (unless not `control`) its demos-only control from `ckpt`;
     (refine dir, control dir)."""
     from vla.config import load_config
     from vla.refine.config import RefineConfig
     from vla.refine.loop import RefineRun
 
-    base: dict[str, Any] = json.loads((job / "refine" / "config.json").read_text())
+    base = protocol(job, changes or [])
     base.update(ckpt=str(ckpt), seed=seed, poses=str(estimator), method=method, videos=0,
                 eval_every=base["iterations"], method_args={})
     dirs = (out / method, out / f"{method}_control")
@@ -140,17 +174,20 @@ def main() -> None:
     ap.add_argument("--method", default="hg_dagger", choices=sorted(METHOD_KEY))
     ap.add_argument("--name", default="camera_refine",
                     help="results file (benchmarks/results/NAME.json/.md): a second base's figures beside the first's")
+    ap.add_argument("--refine-set", nargs="*", default=[], metavar="KEY=VALUE",
+                    help="changes to the job's refine protocol, e.g. iterations=2 train.steps=500")
     ap.add_argument("--no-control", action="store_true",
                     help="the method alone (for sft, read against habc: HABC - SFT as the paper reports it)")
     args = ap.parse_args()
     estimator = args.estimator or args.job / "perception" / "estimator"
-    rounds = json.loads((args.job / "refine" / "config.json").read_text())["iterations"]
+    rounds = protocol(args.job, args.refine_set)["iterations"]
     rows = []
     for seed, ckpt in enumerate(args.pretrained):
         refine, control = run_pair(args.job, ckpt, seed, estimator, args.out / f"t{seed}", args.method,
-                                   not args.no_control)
+                                   not args.no_control, args.refine_set)
         rows.append({"training_seed": seed, "checkpoint": str(ckpt), **compare(refine, control, rounds)})
     block = {"method": args.method, "estimator": str(estimator), "job": str(args.job), "rounds": rounds,
+             "protocol_changes": args.refine_set,
              "trainings": rows, "over_trainings": over(rows)}
     key = METHOD_KEY[args.method]
     o = block["over_trainings"]
@@ -173,7 +210,8 @@ def main() -> None:
              "the per-training differences with its t interval. Command: the docstring of "
              "`benchmarks/bench_camera_refine.py`.", "",
              f"Job `{args.job}`, estimator `{estimator}`, pretrained checkpoints (training seed 0 first): "
-             + ", ".join(f"`{c}`" for c in args.pretrained) + ".", ""]
+             + ", ".join(f"`{c}`" for c in args.pretrained) + ". Refine protocol: the job's"
+             + (f", changed by `{' '.join(args.refine_set)}`." if args.refine_set else "."), ""]
     for m in sorted(k for k in data if k in METHOD_KEY):
         b = data[m]
         lines += [f"## {m}", "", "| training | pretrained | refined | control | refined - pretrained | "

@@ -277,3 +277,18 @@ def test_imagination_pairs_each_method_with_both_controls_by_seed() -> None:
     # the controls are not paired with each other
     assert not any(k.startswith(("control_", "demos_only_")) for k in res)
     assert sum("paired by seed" in line for line in lines) == 4
+
+
+def test_camera_refine_changes_the_jobs_protocol_only_where_told(tmp_path: Path) -> None:
+    cr = load_script("bench_camera_refine")
+    (tmp_path / "refine").mkdir()
+    (tmp_path / "refine" / "config.json").write_text(
+        '{"iterations": 1, "method": "hg_dagger", "train": {"steps": 250, "ema_decay": 0.999}}')
+    base = cr.protocol(tmp_path, [])
+    assert base == {"iterations": 1, "method": "hg_dagger", "train": {"steps": 250, "ema_decay": 0.999}}
+    changed = cr.protocol(tmp_path, ["iterations=2", "train.steps=500"])
+    assert changed["iterations"] == 2 and changed["train"] == {"steps": 500, "ema_decay": 0.999}
+    for bad, why in (("train.stepz=5", "unknown key 'train.stepz'"), ("iterations", "not KEY=VALUE"),
+                     ("method.x=1", "'method.x' is not a block")):
+        with pytest.raises(SystemExit, match=why):
+            cr.protocol(tmp_path, [bad])
