@@ -31,7 +31,12 @@ seed, the base step chosen on 100 tune seeds with the job's estimator (nearest 0
         'pretrain.overrides=["train.lr=1e-3","policy.noise_scale=0","train.seed=S","train.ckpt_every=100",
                              "train.keep_checkpoints=0"]'                     # demos.zarr of runs/s19/job2; S = 0..4
     python benchmarks/bench_camera_refine.py --job runs/s19/job2 --out runs/s26/camref --name camera_refine_g04 \
-        --method hg_dagger --pretrained runs/s26/pre_s{0,1,2,3,4}/train/checkpoints/step_00001400   # habc, rac, sft
+        --method hg_dagger --pretrained runs/s26/pre_s{0,1,2}/train/checkpoints/step_00001400   # habc, rac, sft
+    # the protocol of the gain-1.5 figures (two rounds of 500 steps), vision.json's issue-62 keys since 2026-12-07:
+    python benchmarks/bench_camera_refine.py --job runs/s19/job2 --out runs/s26/camref_r2 --name camera_refine_g04_r2 \
+        --refine-set iterations=2 train.steps=500 --method hg_dagger --pretrained ...   # the same checkpoints
+    python benchmarks/bench_vision.py --job runs/s19/job2 --job-estimated runs/s19/rob_job/clean \
+        --camera-refine camera_refine_g04_r2
 
 Writes benchmarks/results/camera_refine.json / .md (`--name`) (`<method>` blocks: per training the refined, control and
 pretrained success and the paired differences; over the trainings the mean of refined - control with its t

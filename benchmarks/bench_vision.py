@@ -264,8 +264,9 @@ def write_page(f: dict[str, Any]) -> None:
                   "q and -q (the last two rows: 2,000 steps deployed 18/20 with the cube 8.8 mm off live; 1,000 steps, "
                   "the job's preset since, in the section above).", ""]
     gain = f.get("camera_only_refine_gain_vs_control")
-    if gain:
+    if gain and "mean" in gain:
         co = f["camera_only"]
+        page = gain["source"].split(":")[0].replace(".json", ".md")
         lines += ["## A policy that reads only the cameras, refined by corrections", "",
                   f"`camera_only_success`: {co['success']:.3f} on {co['episodes']} report seeds (the job's training "
                   f"seed {co['training_seed']}; {co['mean_over_trainings']:.3f} over the trainings "
@@ -273,13 +274,18 @@ def write_page(f: dict[str, Any]) -> None:
                   "",
                   f"`camera_only_refine_gain_vs_control`: {gain['mean']:+.3f} [{gain['lo']:+.3f}, {gain['hi']:+.3f}] "
                   f"over {gain['trainings']} trainings ({gain['source']}); every training, and the end-to-end image "
-                  "policy that this is not, in [camera_refine.md](camera_refine.md).", ""]
+                  f"policy that this is not, in [{page}]({page})."
+                  + (" Every bench_camera_refine page: " + ", ".join(
+                      f"[{q.stem}]({q.name})" for q in sorted(RESULTS.glob("camera_refine*.md")))
+                     + " (each names its job, demos and protocol)." if page != "camera_refine.md" else ""), ""]
         for key, what in (("camera_only_rac_gain_vs_control", "RaC"), ("camera_only_habc_gain_vs_control", "HABC"),
                           ("camera_only_habc_minus_sft", "HABC - SFT (the two refined policies, paired)")):
             g = f.get(key)
-            if g:
+            if g and "mean" in g:
                 lines.append(f"- {what}: `{key}` {g['mean']:+.3f} [{g['lo']:+.3f}, {g['hi']:+.3f}] over "
                              f"{g['trainings']} trainings.")
+            elif g:
+                lines.append(f"- {what}: `{key}` not run on this base ({g['source']}).")
         lines.append("")
     pb = f.get("pretrained_backbone")
     if pb:
@@ -431,6 +437,8 @@ def main() -> None:
                     "refine stage's seeds (bench_robustness.py --block job's clean run)")
     ap.add_argument("--augment", type=Path, nargs=3, metavar=("BASE_JOB", "AUG_JOB", "AUG_EST_EVAL"),
                     help="the tune-range train.augment reading (runs/s5/tune_jobs.sh)")
+    ap.add_argument("--camera-refine", default="camera_refine",
+                    help="the bench_camera_refine results file (name) whose blocks are issue 62's headline keys")
     ap.add_argument("--arm-tune", type=Path, help="the tune-range reading of the estimator's inputs (runs/s6)")
     args = ap.parse_args()
     f: dict[str, Any] = {}
@@ -444,14 +452,16 @@ def main() -> None:
         f["augment_tune"] = augment_block(*args.augment)
     if args.arm_tune:
         f["arm_state_tune"] = arm_tune_block(args.arm_tune, ROOT_RESULTS / "pose_error_bias.json")
-    refine = RESULTS / "camera_refine.json"  # issue 62 item 2 (bench_camera_refine.py): its headline blocks
+    refine = RESULTS / f"{args.camera_refine}.json"  # issue 62 item 2 (bench_camera_refine.py): its headline blocks
     if refine.exists():
         cr = json.loads(refine.read_text())
         for key in ("camera_only_refine_gain_vs_control", "camera_only_rac_gain_vs_control",
                     "camera_only_habc_gain_vs_control", "camera_only_habc_minus_sft"):
             if key in cr:
-                f[key] = {**cr[key], "source": "camera_refine.json: the job's state policy behind its pose "
+                f[key] = {**cr[key], "source": f"{refine.name}: the job's state policy behind its pose "
                                                "estimator (cameras and arm in), against the demos-only control"}
+            else:  # not carried over from another base's file
+                f[key] = {"not_run": True, "source": f"{refine.name} has no such block"}
         if "hg_dagger" in cr:  # the refined policy on the cameras: the job's own training seed, and over all
             rows = cr["hg_dagger"]["trainings"]
             f["camera_only_success"] = rows[0]["refined"]
