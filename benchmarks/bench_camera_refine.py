@@ -46,6 +46,7 @@ interval, as the issue's `camera_only_refine_gain_vs_control`). Resumable.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import shutil
 from pathlib import Path
@@ -88,15 +89,15 @@ def protocol(job: Path, changes: list[str]) -> dict[str, Any]:
     return base
 
 
-def run_pair(job: Path, ckpt: Path, seed: int, estimator: Path, out: Path, method: str,
-             control: bool = True, changes: list[str] | None = None) -> tuple[Path, Path]:
-    """The refinement on estimated poses and (unless not `control`) its demos-only control from `ckpt`;
-    (refine dir, control dir)."""
+def run_pair(settings: dict[str, Any], ckpt: Path, seed: int, estimator: Path, out: Path, method: str,
+             control: bool = True) -> tuple[Path, Path]:
+    """The refinement on estimated poses and (unless not `control`) its demos-only control from `ckpt`, with the
+    refine `settings` (`protocol`); (refine dir, control dir)."""
     from vla.config import load_config
     from vla.refine.config import RefineConfig
     from vla.refine.loop import RefineRun
 
-    base = protocol(job, changes or [])
+    base = copy.deepcopy(settings)  # each run its own copy of the nested blocks
     base.update(ckpt=str(ckpt), seed=seed, poses=str(estimator), method=method, videos=0,
                 eval_every=base["iterations"], method_args={})
     dirs = (out / method, out / f"{method}_control")
@@ -185,11 +186,12 @@ def main() -> None:
                     help="the method alone (for sft, read against habc: HABC - SFT as the paper reports it)")
     args = ap.parse_args()
     estimator = args.estimator or args.job / "perception" / "estimator"
-    rounds = protocol(args.job, args.refine_set)["iterations"]
+    settings = protocol(args.job, args.refine_set)
+    rounds = settings["iterations"]
     rows = []
     for seed, ckpt in enumerate(args.pretrained):
-        refine, control = run_pair(args.job, ckpt, seed, estimator, args.out / f"t{seed}", args.method,
-                                   not args.no_control, args.refine_set)
+        refine, control = run_pair(settings, ckpt, seed, estimator, args.out / f"t{seed}", args.method,
+                                   not args.no_control)
         rows.append({"training_seed": seed, "checkpoint": str(ckpt), **compare(refine, control, rounds)})
     block = {"method": args.method, "estimator": str(estimator), "job": str(args.job), "rounds": rounds,
              "protocol_changes": args.refine_set,

@@ -193,12 +193,11 @@ class Imagination(RefineMethod):
         starts = StartStates.concat(parts)
         if len(starts) > c.starts:
             starts = starts.take(np.sort(rng.choice(len(starts), c.starts, replace=False)))
-        policy = load_candidate(run.policy_path(version), seed=self.run_cfg.seed * 1000 + version,
-                                noise_scale=c.sample_noise)
+        seed = self.run_cfg.seed * 1000 + version
+        policy = load_candidate(run.policy_path(version), seed=seed, noise_scale=c.sample_noise)
         check_sampling_noise(policy, c.samples, "imagination (method_args.sample_noise=null)")
         reps = starts.repeat(c.samples)
         frames = None
-        seed = self.run_cfg.seed * 1000 + version
         if c.oracle:
             from worldmodel.oracle import simulate
 
@@ -233,7 +232,7 @@ class Imagination(RefineMethod):
         groups = np.repeat(np.arange(len(starts)), c.samples)
         deployed = None
         if c.baseline == "deployed":  # the chunk the policy deploys, from each start, scored the same way
-            own = load_candidate(run.policy_path(version), seed=self.run_cfg.seed * 1000 + version)
+            own = load_candidate(run.policy_path(version), seed=seed)
             deployed = score(play(own, 1))[0]
             adv = baseline_advantages(scores, groups, deployed, min_std=c.min_std)
         else:
