@@ -38,6 +38,19 @@ seed, the base step chosen on 100 tune seeds with the job's estimator (nearest 0
     python benchmarks/bench_vision.py --job runs/s19/job2 --job-estimated runs/s19/rob_job/clean \
         --camera-refine camera_refine_g04_r2
 
+A converged base on the same recipe (runs/s27/decision.txt, q_base.sh, q_cr.sh): the old figures' bases were the
+last checkpoint of their schedule, step 1,400 above is not. So the job's full schedule on fewer demos, N chosen
+on 100 tune seeds with the estimator (nearest 0.75: N = 15, 0.65; 10 demos 0.62, 20 demos 0.95), and the control
+trains on those same 15 demos:
+
+    vla run out_dir=runs/s27/d15 "stages=[sim_demos,stats]" demos.episodes=15 demos.gain=0.4 \
+        "demos.randomize=pose_latency:2,camera_shift:10,camera_rot:1"        # the job's demos block, 15 episodes
+    vla run out_dir=runs/s27/pre_d15_sS "stages=[pretrain]" \
+        'pretrain.overrides=["train.lr=1e-3","policy.noise_scale=0","train.seed=S"]'   # d15's files; S = 0, 1, 2
+    python benchmarks/bench_camera_refine.py --job runs/s19/job2 --out runs/s27/camref --name camera_refine_conv \
+        --refine-set iterations=2 train.steps=500 demos=runs/s27/d15/demos.zarr --method hg_dagger \
+        --pretrained runs/s27/pre_d15_s{0,1,2}/train/checkpoints/step_00002000           # then habc, rac, sft
+
 Writes benchmarks/results/camera_refine.json / .md (`--name`) (`<method>` blocks: per training the refined, control and
 pretrained success and the paired differences; over the trainings the mean of refined - control with its t
 interval, as the issue's `camera_only_refine_gain_vs_control`). Resumable.
@@ -126,6 +139,14 @@ def run_pair(settings: dict[str, Any], ckpt: Path, seed: int, estimator: Path, o
     return dirs
 
 
+def demo_episodes(store: Path) -> int:
+    """How many demonstrations the base and the control were trained on (the refine protocol's demo store)."""
+    from vla.data.schema import Source
+    from vla.data.store import EpisodeStore
+
+    return int((EpisodeStore.open(store).table().source == Source.DEMO).sum())
+
+
 def compare(refine: Path, control: Path, rounds: int) -> dict[str, Any]:
     last = f"iter_{rounds:02d}"
     base = outcomes(refine / "iter_00" / "eval" / "summary.json")
@@ -194,7 +215,8 @@ def main() -> None:
                                    not args.no_control)
         rows.append({"training_seed": seed, "checkpoint": str(ckpt), **compare(refine, control, rounds)})
     block = {"method": args.method, "estimator": str(estimator), "job": str(args.job), "rounds": rounds,
-             "protocol_changes": args.refine_set,
+             "protocol_changes": args.refine_set, "demos": settings["demos"],
+             "demo_episodes": demo_episodes(Path(settings["demos"])),
              "trainings": rows, "over_trainings": over(rows)}
     key = METHOD_KEY[args.method]
     o = block["over_trainings"]

@@ -70,12 +70,17 @@ METHODS = {# the shipped default (ImaginationArgs as it stands): its keys are im
            "oracle": {"oracle": True},
            # each sample against the chunk the policy deploys from the same start (baseline=deployed), and its oracle
            "imagination_dep": {"baseline": "deployed"},
-           "oracle_dep": {"oracle": True, "baseline": "deployed"}}
+           "oracle_dep": {"oracle": True, "baseline": "deployed"},
+           # the shipped default with 90% of the windows from the demos (its 50% hands half the batches to a few
+           # hundred supervised steps at loss weights up to w_max), and its oracle
+           "imagination_ds90": {"demo_share": 0.9},
+           "oracle_ds90": {"oracle": True, "demo_share": 0.9}}
 # each oracle, the imagination arm it replays, and what judges its samples
 ORACLES = {"oracle": ("imagination", "true success within the imagined chunks"),
            "oracle_c1": ("imagination_c1", "true success within the 6 imagined chunks"),
            "oracle_c1_full": ("imagination_c1", "true success of playing the policy on for 25 chunks"),
-           "oracle_dep": ("imagination_dep", "true success within the imagined chunks, against the deployed chunk's")}
+           "oracle_dep": ("imagination_dep", "true success within the imagined chunks, against the deployed chunk's"),
+           "oracle_ds90": ("imagination_ds90", "true success within the imagined chunks, 90% of windows from demos")}
 
 
 # the arms every imagination variant is paired against (the two controls)

@@ -468,7 +468,8 @@ def main() -> None:
             f["camera_only"] = {"success": rows[0]["refined"], "episodes": rows[0]["episodes"],
                                 "training_seed": rows[0]["training_seed"], "checkpoint": rows[0]["refine"],
                                 "mean_over_trainings": round(sum(r["refined"] for r in rows) / len(rows), 4),
-                                "per_training": [r["refined"] for r in rows], "demos": 40,
+                                "per_training": [r["refined"] for r in rows],
+                                "demos": cr["hg_dagger"].get("demo_episodes", 40),  # files before it: the job's 40
                                 "inputs": "two cameras and the arm's state; the object poses from the job's pose "
                                           "estimator on them (no simulator state)",
                                 "end_to_end_image_policy": "demos.obs_mode=image: 0.83-0.90 with 400 demos, does "

@@ -292,3 +292,18 @@ def test_camera_refine_changes_the_jobs_protocol_only_where_told(tmp_path: Path)
                      ("method.x=1", "'method.x' is not a block")):
         with pytest.raises(SystemExit, match=why):
             cr.protocol(tmp_path, [bad])
+
+
+def test_camera_refine_counts_the_demonstrations_its_base_and_control_were_trained_on(tmp_path: Path) -> None:
+    from vla.data.schema import Source
+    from vla.data.store import EpisodeStore
+    from vla.data.synthetic import default_schema, synthetic_episode
+
+    cr = load_script("bench_camera_refine")
+    store = EpisodeStore.create(tmp_path / "d.zarr", default_schema(image_size=8))
+    episodes = [synthetic_episode(store.schema, seed, length=5) for seed in range(6)]
+    for e in episodes:
+        store.append_episode(e)
+    demos = sum(e.source == Source.DEMO for e in episodes)
+    assert 0 < demos < len(episodes)  # the synthetic sources mix demos with other episodes
+    assert cr.demo_episodes(tmp_path / "d.zarr") == demos
