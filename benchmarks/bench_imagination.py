@@ -34,6 +34,13 @@ Methods (each `vla refine` in the one loop, the same real rollouts per iteration
 - demos_only: the same real rollouts collected and the same steps, every sample from the demos (what
   the fine-tuning gives with no new data).
 Version 0 is evaluated once and shared by every run (same checkpoint, same seeds).
+
+Variants read on TUNE only (runs/s27/decision_im.txt; `run --out runs/s26/imt --seeds 10 --eval-range tune
+--eval-episodes 100`, the same base and world model), success after 2 iterations from 0.40, seed 10:
+demos_only 0.83; imagination 0.52; imagination_dep 0.46 and oracle_dep 0.03 (baseline=deployed: even the
+simulator's truth wrecks the policy); imagination_ds90 0.62 and oracle_ds90 0.73 (demo_share 0.9). The
+supervised steps are the K samples at noise 1 (gripper |change| per step 0.20 against the demos' 0.06), and
+even the true successes among them teach less than the demos alone. None went to report.
 """
 
 from __future__ import annotations
