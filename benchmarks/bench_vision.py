@@ -268,8 +268,8 @@ def write_page(f: dict[str, Any]) -> None:
         co = f["camera_only"]
         page = gain["source"].split(":")[0].replace(".json", ".md")
         lines += ["## A policy that reads only the cameras, refined by corrections", "",
-                  f"`camera_only_success`: {co['success']:.3f} on {co['episodes']} report seeds (the job's training "
-                  f"seed {co['training_seed']}; {co['mean_over_trainings']:.3f} over the trainings "
+                  f"`camera_only_success`: {co['success']:.3f} on {co['episodes']} report seeds (HG-DAgger's refined "
+                  f"policy of training seed {co['training_seed']}; {co['mean_over_trainings']:.3f} over the trainings "
                   f"{', '.join(f'{x:.3f}' for x in co['per_training'])}), {co['demos']} demos; inputs: {co['inputs']}.",
                   "",
                   f"`camera_only_refine_gain_vs_control`: {gain['mean']:+.3f} [{gain['lo']:+.3f}, {gain['hi']:+.3f}] "
