@@ -50,6 +50,11 @@ trains on those same 15 demos:
     python benchmarks/bench_camera_refine.py --job runs/s19/job2 --out runs/s27/camref --name camera_refine_conv \
         --refine-set iterations=2 train.steps=500 demos=runs/s27/d15/demos.zarr --method hg_dagger \
         --pretrained runs/s27/pre_d15_s{0,1,2}/train/checkpoints/step_00002000           # then habc, rac, sft
+    # trainings 3 and 4 (decided after reading 0-2), pooled with the record of 0-2 (camera_refine_conv5.json):
+    python benchmarks/bench_camera_refine.py --job runs/s19/job2 --out runs/s27/camref --name camera_refine_conv5 \
+        --pool camera_refine_conv --training-seeds 3 4 --refine-set iterations=2 train.steps=500 \
+        demos=runs/s27/d15/demos.zarr --method hg_dagger \
+        --pretrained runs/s27/pre_d15_s{3,4}/train/checkpoints/step_00002000
 
 Writes benchmarks/results/camera_refine.json / .md (`--name`) (`<method>` blocks: per training the refined, control and
 pretrained success and the paired differences; over the trainings the mean of refined - control with its t
@@ -192,6 +197,18 @@ def over(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def pooled(rows: list[dict[str, Any]], record: dict[str, Any] | None, method: str) -> list[dict[str, Any]]:
+    """This run's trainings and, first, an earlier record's trainings of `method` whose training seed this run
+    did not run (their rows as recorded, each marked with `pooled_from`): the over-trainings figures of a
+    protocol extended by more trainings after the first ones were read."""
+    if not record or method not in record:
+        return rows
+    mine = {r["training_seed"] for r in rows}
+    earlier = [{**r, "pooled_from": record["_name"]} for r in record[method]["trainings"]
+               if r["training_seed"] not in mine]
+    return sorted(earlier + rows, key=lambda r: r["training_seed"])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--job", type=Path, required=True, help="a finished main job (refine/config.json, perception/)")
@@ -203,14 +220,30 @@ def main() -> None:
                     help="results file (benchmarks/results/NAME.json/.md): a second base's figures beside the first's")
     ap.add_argument("--refine-set", nargs="*", default=[], metavar="KEY=VALUE",
                     help="changes to the job's refine protocol, e.g. iterations=2 train.steps=500")
+    ap.add_argument("--training-seeds", type=int, nargs="+",
+                    help="the training seed of each --pretrained checkpoint (its refine seed and its t<S> dir); "
+                    "default 0, 1, ...")
+    ap.add_argument("--pool", metavar="NAME",
+                    help="an earlier record (benchmarks/results/NAME.json) of the same protocol whose other "
+                    "trainings the over-trainings figures include, as recorded")
     ap.add_argument("--no-control", action="store_true",
                     help="the method alone (for sft, read against habc: HABC - SFT as the paper reports it)")
     args = ap.parse_args()
     estimator = args.estimator or args.job / "perception" / "estimator"
     settings = protocol(args.job, args.refine_set)
     rounds = settings["iterations"]
+    seeds = args.training_seeds or list(range(len(args.pretrained)))
+    if len(seeds) != len(args.pretrained) or len(set(seeds)) != len(seeds):
+        raise SystemExit(f"--training-seeds: {seeds} must name one distinct seed per --pretrained checkpoint "
+                         f"({len(args.pretrained)})")
+    record = None
+    if args.pool:
+        path = RESULTS / f"{args.pool}.json"
+        if not path.exists():
+            raise SystemExit(f"--pool: no record {path}")
+        record = {**json.loads(path.read_text()), "_name": args.pool}
     rows = []
-    for seed, ckpt in enumerate(args.pretrained):
+    for seed, ckpt in zip(seeds, args.pretrained, strict=True):
         refine, control = run_pair(settings, ckpt, seed, estimator, args.out / f"t{seed}", args.method,
                                    not args.no_control)
         rows.append({"training_seed": seed, "checkpoint": str(ckpt), **compare(refine, control, rounds)})
@@ -218,11 +251,18 @@ def main() -> None:
              "protocol_changes": args.refine_set, "demos": settings["demos"],
              "demo_episodes": demo_episodes(Path(settings["demos"])),
              "trainings": rows, "over_trainings": over(rows)}
+    if record is not None and args.method in record:
+        every = pooled(rows, record, args.method)
+        block.update(pooled_with=args.pool, over_pooled_trainings=over(every))
     key = METHOD_KEY[args.method]
     o = block["over_trainings"]
     figures: dict[str, Any] = {args.method: block}
     if "mean" in o:
         figures[key] = {k: o[k] for k in ("mean", "lo", "hi", "trainings")}
+    if "mean" in block.get("over_pooled_trainings", {}):
+        o = block["over_pooled_trainings"]
+        figures[key] = {**{k: o[k] for k in ("mean", "lo", "hi", "trainings")}, "pooled_with": args.pool,
+                        "this_run_only": figures.get(key)}
     res = RESULTS / f"{args.name}.json"
     old = json.loads(res.read_text()) if res.exists() else {}
     hs = habc_minus_sft({**old, **figures}, rounds)
@@ -245,9 +285,11 @@ def main() -> None:
         b = data[m]
         lines += [f"## {m}", "", "| training | pretrained | refined | control | refined - pretrained | "
                   "control - pretrained | refined - control |", "|---|---|---|---|---|---|---|"]
-        for r in b["trainings"]:
+        earlier = [r for r in pooled(b["trainings"], record, m) if "pooled_from" in r] if b.get("pooled_with") else []
+        for r in earlier + b["trainings"]:
             ctl = f"{r['control_success']:.3f}" if "control_success" in r else "not run"
-            lines.append(f"| {r['training_seed']} | {r['pretrained']:.3f} | {r['refined']:.3f} | {ctl} | "
+            seed = f"{r['training_seed']} (`{r['pooled_from']}`)" if "pooled_from" in r else r["training_seed"]
+            lines.append(f"| {seed} | {r['pretrained']:.3f} | {r['refined']:.3f} | {ctl} | "
                          f"{format_paired(r['refined_minus_pretrained'])} | "
                          f"{format_paired(r.get('control_minus_pretrained'))} | "
                          f"{format_paired(r.get('refined_minus_control'))} |")
@@ -257,6 +299,13 @@ def main() -> None:
         lines += ["", f"Over {o['trainings']} trainings: {vs}refined - pretrained {g['mean']:+.3f}"
                   f" [{g['lo']:+.3f}, {g['hi']:+.3f}]; refined {o['refined_success']:.3f}"
                   + (f", control {o['control_success']:.3f}." if "control_success" in o else "."), ""]
+        if "mean" in b.get("over_pooled_trainings", {}):
+            q = b["over_pooled_trainings"]
+            lines += [f"With `{b['pooled_with']}`'s other trainings (rows marked, as recorded there), over "
+                      f"{q['trainings']} trainings: refined - control {q['mean']:+.3f} [{q['lo']:+.3f}, "
+                      f"{q['hi']:+.3f}] (`{METHOD_KEY[m]}`), per training "
+                      + ", ".join(f"{v:+.3f}" for v in q["per_training"])
+                      + f"; refined {q['refined_success']:.3f}, control {q['control_success']:.3f}.", ""]
     hs = data.get(HABC_MINUS_SFT)
     if hs:
         per = "; ".join(f"training {p['training_seed']}: {format_paired(p)}" for p in hs["per_training"])

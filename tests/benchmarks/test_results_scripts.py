@@ -307,3 +307,19 @@ def test_camera_refine_counts_the_demonstrations_its_base_and_control_were_train
     demos = sum(e.source == Source.DEMO for e in episodes)
     assert 0 < demos < len(episodes)  # the synthetic sources mix demos with other episodes
     assert cr.demo_episodes(tmp_path / "d.zarr") == demos
+
+
+def test_camera_refine_pools_an_earlier_records_other_trainings_marked_and_never_its_own_twice() -> None:
+    cr = load_script("bench_camera_refine")
+
+    def row(seed: int, diff: float) -> dict:
+        return {"training_seed": seed, "pretrained": 0.5, "refined": 0.5 + diff, "control_success": 0.5,
+                "refined_minus_pretrained": {"mean": diff}, "refined_minus_control": {"mean": diff}}
+
+    record = {"_name": "first", "hg_dagger": {"trainings": [row(0, 0.1), row(1, 0.2), row(2, 0.3)]}}
+    mine = [row(2, -0.3), row(3, 0.4)]  # training 2 run again here: this run's row wins
+    every = cr.pooled(mine, record, "hg_dagger")
+    assert [r["training_seed"] for r in every] == [0, 1, 2, 3]
+    assert [r.get("pooled_from") for r in every] == ["first", "first", None, None]
+    assert cr.over(every)["per_training"] == [0.1, 0.2, -0.3, 0.4]
+    assert cr.pooled(mine, record, "habc") == mine and cr.pooled(mine, None, "hg_dagger") == mine
