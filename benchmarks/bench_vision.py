@@ -428,6 +428,46 @@ def arm_tune_block(runs: Path, bias: Path) -> dict[str, Any]:
     return out
 
 
+def refine_block(results: Path, name: str) -> dict[str, Any]:
+    """Issue 62 item 2's keys from a bench_camera_refine record (`<results>/<name>.json`). A record that extends
+    an earlier one by more trainings (`--pool`) takes the earlier trainings, and the blocks it did not run again,
+    from there. Empty when the record is not there."""
+    f: dict[str, Any] = {}
+    refine = results / f"{name}.json"
+    if not refine.exists():
+        return f
+    cr = json.loads(refine.read_text())
+    first = next((b["pooled_with"] for b in cr.values() if isinstance(b, dict) and "pooled_with" in b), None)
+    earlier = json.loads((results / f"{first}.json").read_text()) if first else {}
+    for key in ("camera_only_refine_gain_vs_control", "camera_only_rac_gain_vs_control",
+                "camera_only_habc_gain_vs_control", "camera_only_habc_minus_sft"):
+        src, source = (cr, refine.name) if key in cr else (earlier, f"{first}.json")
+        if key in src:
+            f[key] = {**src[key], "source": f"{source}: the job's state policy behind its pose "
+                                            "estimator (cameras and arm in), against the demos-only control"}
+        else:  # not carried over from another base's file
+            f[key] = {"not_run": True, "source": f"{refine.name} has no such block"}
+    if "hg_dagger" not in cr:
+        return f
+    # the refined policy on the cameras: the job's own training seed, and over all
+    rows = cr["hg_dagger"]["trainings"]
+    if "hg_dagger" in earlier:
+        mine = {r["training_seed"] for r in rows}
+        rows = sorted([r for r in earlier["hg_dagger"]["trainings"] if r["training_seed"] not in mine] + rows,
+                      key=lambda r: r["training_seed"])
+    f["camera_only_success"] = rows[0]["refined"]
+    f["camera_only"] = {"success": rows[0]["refined"], "episodes": rows[0]["episodes"],
+                        "training_seed": rows[0]["training_seed"], "checkpoint": rows[0]["refine"],
+                        "mean_over_trainings": round(sum(r["refined"] for r in rows) / len(rows), 4),
+                        "per_training": [r["refined"] for r in rows],
+                        "demos": cr["hg_dagger"].get("demo_episodes", 40),  # files before it: the job's 40
+                        "inputs": "two cameras and the arm's state; the object poses from the job's pose "
+                                  "estimator on them (no simulator state)",
+                        "end_to_end_image_policy": "demos.obs_mode=image: 0.83-0.90 with 400 demos, does "
+                                                   "not learn from corrections (main_job_notes.md)"}
+    return f
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=Path, default=Path("runs/pose62b"))
@@ -452,28 +492,7 @@ def main() -> None:
         f["augment_tune"] = augment_block(*args.augment)
     if args.arm_tune:
         f["arm_state_tune"] = arm_tune_block(args.arm_tune, ROOT_RESULTS / "pose_error_bias.json")
-    refine = RESULTS / f"{args.camera_refine}.json"  # issue 62 item 2 (bench_camera_refine.py): its headline blocks
-    if refine.exists():
-        cr = json.loads(refine.read_text())
-        for key in ("camera_only_refine_gain_vs_control", "camera_only_rac_gain_vs_control",
-                    "camera_only_habc_gain_vs_control", "camera_only_habc_minus_sft"):
-            if key in cr:
-                f[key] = {**cr[key], "source": f"{refine.name}: the job's state policy behind its pose "
-                                               "estimator (cameras and arm in), against the demos-only control"}
-            else:  # not carried over from another base's file
-                f[key] = {"not_run": True, "source": f"{refine.name} has no such block"}
-        if "hg_dagger" in cr:  # the refined policy on the cameras: the job's own training seed, and over all
-            rows = cr["hg_dagger"]["trainings"]
-            f["camera_only_success"] = rows[0]["refined"]
-            f["camera_only"] = {"success": rows[0]["refined"], "episodes": rows[0]["episodes"],
-                                "training_seed": rows[0]["training_seed"], "checkpoint": rows[0]["refine"],
-                                "mean_over_trainings": round(sum(r["refined"] for r in rows) / len(rows), 4),
-                                "per_training": [r["refined"] for r in rows],
-                                "demos": cr["hg_dagger"].get("demo_episodes", 40),  # files before it: the job's 40
-                                "inputs": "two cameras and the arm's state; the object poses from the job's pose "
-                                          "estimator on them (no simulator state)",
-                                "end_to_end_image_policy": "demos.obs_mode=image: 0.83-0.90 with 400 demos, does "
-                                                           "not learn from corrections (main_job_notes.md)"}
+    f |= refine_block(RESULTS, args.camera_refine)
     reads, why = deployed_reads_sim_state()
     f |= {"deployed_policy_reads_sim_state": reads, "deployed_policy_inputs": why}
     write_result("vision", f, seed_range="report",

@@ -1,9 +1,11 @@
 """The scripts that turn other outputs into results files by code: fresh_env_result (fresh_env.sh's times),
 hardening_report (the two hardening suites' sums), ensemble_sweep's settings, robustness_training,
-ensemble_latency, bench_robustness's page, recipe_change's pooled blocks and bench_imagination's pairing."""
+ensemble_latency, bench_robustness's page, recipe_change's pooled blocks and bench_imagination's pairing, and
+bench_camera_refine's and bench_vision's reading of records extended by more trainings."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -323,3 +325,26 @@ def test_camera_refine_pools_an_earlier_records_other_trainings_marked_and_never
     assert [r.get("pooled_from") for r in every] == ["first", "first", None, None]
     assert cr.over(every)["per_training"] == [0.1, 0.2, -0.3, 0.4]
     assert cr.pooled(mine, record, "habc") == mine and cr.pooled(mine, None, "hg_dagger") == mine
+
+
+def test_vision_reads_an_extended_camera_refine_record_with_the_earlier_trainings_and_blocks(tmp_path: Path) -> None:
+    vision = load_script("bench_vision")
+
+    def row(seed: int, refined: float) -> dict:
+        return {"training_seed": seed, "refined": refined, "episodes": 200, "refine": f"t{seed}"}
+
+    gain = {"mean": 0.1, "lo": 0.01, "hi": 0.2, "trainings": 3}
+    (tmp_path / "first.json").write_text(json.dumps({
+        "hg_dagger": {"trainings": [row(0, 0.8), row(1, 0.6), row(2, 0.7)], "demo_episodes": 15},
+        "camera_only_refine_gain_vs_control": gain, "camera_only_rac_gain_vs_control": gain}))
+    (tmp_path / "more.json").write_text(json.dumps({
+        "hg_dagger": {"trainings": [row(3, 0.9), row(4, 0.5)], "demo_episodes": 15, "pooled_with": "first"},
+        "camera_only_refine_gain_vs_control": {**gain, "trainings": 5}}))
+    f = vision.refine_block(tmp_path, "more")
+    assert f["camera_only_refine_gain_vs_control"]["trainings"] == 5
+    assert f["camera_only_refine_gain_vs_control"]["source"].startswith("more.json")
+    assert f["camera_only_rac_gain_vs_control"]["source"].startswith("first.json")  # not run again: the earlier
+    assert f["camera_only_habc_gain_vs_control"]["not_run"]
+    assert f["camera_only_success"] == 0.8 and f["camera_only"]["training_seed"] == 0  # training 0, not 3
+    assert f["camera_only"]["per_training"] == [0.8, 0.6, 0.7, 0.9, 0.5]
+    assert vision.refine_block(tmp_path, "absent") == {}
