@@ -50,7 +50,8 @@ trains on those same 15 demos:
     python benchmarks/bench_camera_refine.py --job runs/s19/job2 --out runs/s27/camref --name camera_refine_conv \
         --refine-set iterations=2 train.steps=500 demos=runs/s27/d15/demos.zarr --method hg_dagger \
         --pretrained runs/s27/pre_d15_s{0,1,2}/train/checkpoints/step_00002000           # then habc, rac, sft
-    # trainings 3 and 4 (decided after reading 0-2), pooled with the record of 0-2 (camera_refine_conv5.json):
+    # trainings 3 and 4 (decided after reading 0-2), pooled with the record of 0-2 (camera_refine_conv5.json;
+    # then habc and rac; on a rebuild of runs/s19/job2, its --note says how):
     python benchmarks/bench_camera_refine.py --job runs/s19/job2 --out runs/s27/camref --name camera_refine_conv5 \
         --pool camera_refine_conv --training-seeds 3 4 --refine-set iterations=2 train.steps=500 \
         demos=runs/s27/d15/demos.zarr --method hg_dagger \
@@ -226,6 +227,7 @@ def main() -> None:
     ap.add_argument("--pool", metavar="NAME",
                     help="an earlier record (benchmarks/results/NAME.json) of the same protocol whose other "
                     "trainings the over-trainings figures include, as recorded")
+    ap.add_argument("--note", default="", help="what the page must say of this run (e.g. how its inputs were made)")
     ap.add_argument("--no-control", action="store_true",
                     help="the method alone (for sft, read against habc: HABC - SFT as the paper reports it)")
     args = ap.parse_args()
@@ -250,7 +252,7 @@ def main() -> None:
     block = {"method": args.method, "estimator": str(estimator), "job": str(args.job), "rounds": rounds,
              "protocol_changes": args.refine_set, "demos": settings["demos"],
              "demo_episodes": demo_episodes(Path(settings["demos"])),
-             "trainings": rows, "over_trainings": over(rows)}
+             "trainings": rows, "over_trainings": over(rows), **({"note": args.note} if args.note else {})}
     if record is not None and args.method in record:
         every = pooled(rows, record, args.method)
         block.update(pooled_with=args.pool, over_pooled_trainings=over(every))
@@ -278,9 +280,12 @@ def main() -> None:
              "seed, 200 report seeds paired (95% t interval, seeds better / worse); over the trainings the mean of "
              "the per-training differences with its t interval. Command: the docstring of "
              "`benchmarks/bench_camera_refine.py`.", "",
-             f"Job `{args.job}`, estimator `{estimator}`, pretrained checkpoints (training seed 0 first): "
-             + ", ".join(f"`{c}`" for c in args.pretrained) + ". Refine protocol: the job's"
+             f"Job `{args.job}`, estimator `{estimator}`, pretrained checkpoints (training seeds "
+             f"{', '.join(map(str, seeds))}): " + ", ".join(f"`{c}`" for c in args.pretrained)
+             + ". Refine protocol: the job's"
              + (f", changed by `{' '.join(args.refine_set)}`." if args.refine_set else "."), ""]
+    if args.note:
+        lines += [args.note, ""]
     for m in sorted(k for k in data if k in METHOD_KEY):
         b = data[m]
         lines += [f"## {m}", "", "| training | pretrained | refined | control | refined - pretrained | "
