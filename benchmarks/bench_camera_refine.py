@@ -290,8 +290,7 @@ def main() -> None:
         b = data[m]
         lines += [f"## {m}", "", "| training | pretrained | refined | control | refined - pretrained | "
                   "control - pretrained | refined - control |", "|---|---|---|---|---|---|---|"]
-        earlier = [r for r in pooled(b["trainings"], record, m) if "pooled_from" in r] if b.get("pooled_with") else []
-        for r in earlier + b["trainings"]:
+        for r in pooled(b["trainings"], record, m) if b.get("pooled_with") else b["trainings"]:
             ctl = f"{r['control_success']:.3f}" if "control_success" in r else "not run"
             seed = f"{r['training_seed']} (`{r['pooled_from']}`)" if "pooled_from" in r else r["training_seed"]
             lines.append(f"| {seed} | {r['pretrained']:.3f} | {r['refined']:.3f} | {ctl} | "

@@ -28,6 +28,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from bench_camera_refine import pooled
 from results_io import RESULTS, write_result
 
 from vla.metrics import format_paired, paired_difference, wilson_interval
@@ -450,11 +451,7 @@ def refine_block(results: Path, name: str) -> dict[str, Any]:
     if "hg_dagger" not in cr:
         return f
     # the refined policy on the cameras: the job's own training seed, and over all
-    rows = cr["hg_dagger"]["trainings"]
-    if "hg_dagger" in earlier:
-        mine = {r["training_seed"] for r in rows}
-        rows = sorted([r for r in earlier["hg_dagger"]["trainings"] if r["training_seed"] not in mine] + rows,
-                      key=lambda r: r["training_seed"])
+    rows = pooled(cr["hg_dagger"]["trainings"], {**earlier, "_name": first}, "hg_dagger")
     f["camera_only_success"] = rows[0]["refined"]
     f["camera_only"] = {"success": rows[0]["refined"], "episodes": rows[0]["episodes"],
                         "training_seed": rows[0]["training_seed"], "checkpoint": rows[0]["refine"],
