@@ -348,3 +348,35 @@ def test_vision_reads_an_extended_camera_refine_record_with_the_earlier_training
     assert f["camera_only_success"] == 0.8 and f["camera_only"]["training_seed"] == 0  # training 0, not 3
     assert f["camera_only"]["per_training"] == [0.8, 0.6, 0.7, 0.9, 0.5]
     assert vision.refine_block(tmp_path, "absent") == {}
+
+
+def test_vision_takes_camera_only_success_from_the_deployed_policy_on_its_estimator_and_refuses_other_runs(
+        tmp_path: Path) -> None:
+    vision = load_script("bench_vision")
+    job, ev = tmp_path / "job", tmp_path / "eval"
+    job.mkdir()
+    ev.mkdir()
+    ckpt = job / "refine" / "iter_01" / "ckpt"
+    (job / "summary.json").write_text(json.dumps({"refine": {"checkpoint": str(ckpt)}}))
+    (job / "job.json").write_text(json.dumps({"demos": {"episodes": 40},
+                                              "refine": {"method": "hg_dagger", "iterations": 1}}))
+
+    def evaluation(**changes: object) -> None:
+        config = {"policy": str(ckpt), "poses": str(job / "perception" / "estimator"), "seed_range": "report",
+                  "seed_offset": 400_000}
+        s = {"success_rate": 0.9, "successes": 180, "episodes": 200, "config": config}
+        for k, v in changes.items():
+            (s if k == "episodes" else config)[k] = v
+        (ev / "summary.json").write_text(json.dumps(s))
+
+    evaluation()
+    f = vision.camera_policy_block(ev, job, "why")
+    assert f["camera_only_success"] == 0.9 and f["camera_only_target_met"]
+    assert f["camera_only"]["demos"] == 40 and f["camera_only"]["seed_offset"] == 400_000
+    assert f["camera_only"]["decided"] == "why" and len(f["camera_only"]["wilson95"]) == 2
+    for change, says in (({"poses": ""}, "not the job's estimator"), ({"policy": str(tmp_path / "other")},
+                         "not the job's refined policy"), ({"seed_range": "tune"}, "not report"),
+                         ({"episodes": 100}, "under 200")):
+        evaluation(**change)
+        with pytest.raises(ValueError, match=says):
+            vision.camera_policy_block(ev, job, "why")
