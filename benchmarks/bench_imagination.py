@@ -97,7 +97,13 @@ METHODS = {# the shipped default (ImaginationArgs as it stands): its keys are im
            "imagination_n03": {"sample_noise": 0.3},
            "oracle_n03": {"oracle": True, "sample_noise": 0.3},
            "imagination_n05": {"sample_noise": 0.5},
-           "oracle_n05": {"oracle": True, "sample_noise": 0.5}}
+           "oracle_n05": {"oracle": True, "sample_noise": 0.5},
+           # every supervised window at its natural share (demo_share=null: 0.5 put a round's 14-25 chunks in half of
+           # every batch), and a chunk judged by its value under the policy as it deploys: the sampled first chunk,
+           # then the noise-free policy to the horizon, against the deployed chunk's own (runs/s29/decision.txt)
+           "oracle_n03_nat": {"oracle": True, "sample_noise": 0.3, "demo_share": None},
+           "oracle_q_nat": {"oracle": True, "sample_noise": 0.3, "demo_share": None, "oracle_chunks": 25,
+                            "oracle_continuation": "deployed", "baseline": "deployed"}}
 # each oracle, the imagination arm it replays, and what judges its samples
 ORACLES = {"oracle": ("imagination", "true success within the imagined chunks"),
            "oracle_c1": ("imagination_c1", "true success within the 6 imagined chunks"),
@@ -105,7 +111,10 @@ ORACLES = {"oracle": ("imagination", "true success within the imagined chunks"),
            "oracle_dep": ("imagination_dep", "true success within the imagined chunks, against the deployed chunk's"),
            "oracle_ds90": ("imagination_ds90", "true success within the imagined chunks, 90% of windows from demos"),
            "oracle_n03": ("imagination_n03", "true success within the imagined chunks, samples at noise 0.3"),
-           "oracle_n05": ("imagination_n05", "true success within the imagined chunks, samples at noise 0.5")}
+           "oracle_n05": ("imagination_n05", "true success within the imagined chunks, samples at noise 0.5"),
+           "oracle_n03_nat": ("imagination_n03", "as oracle_n03, every supervised window at its natural share"),
+           "oracle_q_nat": ("imagination_n03", "the first chunk's true value under the deployed policy to the "
+                            "horizon, against the deployed chunk's, natural share")}
 
 
 # the arms every imagination variant is paired against (the two controls)

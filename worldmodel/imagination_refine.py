@@ -15,7 +15,9 @@ without any intervener:
    (source=imagined, the seed of the real episode they started from), returned to the loop with
    their weights (`vla.refine.method.Added`, kept in `iter_k/added.json`).
 `oracle=true` executes the same starts and samples in the simulator (worldmodel/oracle.py) and
-weights them by the true success: the same budget, a perfect model.
+weights them by the true success: the same budget, a perfect model. With
+`oracle_continuation=deployed` only the supervised chunks are sampled and the policy as it deploys plays
+on (to `oracle_chunks`), so a chunk is judged by its value under the policy, not by a noisy sequence's luck.
 Fine-tuning version k then supervises demos (weight 1, `demo_share` of the windows) and the
 imagined steps (their rollout's weight); the policy's own real steps only with `real_weight` > 0.
 
@@ -76,7 +78,9 @@ class ImaginationArgs(MethodArgs):
     # only a sample that beats what the policy does anyway is supervised (imagination_math.baseline_advantages)
     baseline: str = "group"
     real_weight: float = 0.0  # loss weight of the policy's own real rollout steps
-    demo_share: float = 0.5
+    # the demos' share of the sampled windows; null: every supervised window at its natural share. At 0.5 the
+    # 14-25 chunks a round supervises fill half of every batch (about 20x their share of the steps)
+    demo_share: float | None = 0.5
     # false: an equal-compute control - the same real rollouts and fine-tuning, no world model. With
     # real_weight=1 it trains on the policy's own rollouts, unfiltered; with real_weight=0 on the demos
     # alone (the demos-only control: what the fine-tuning steps give without any new data)
@@ -88,6 +92,10 @@ class ImaginationArgs(MethodArgs):
     # adds a value bootstrap for a rollout cut short, the simulator's true counterpart is to play the
     # policy on, so a longer look-ahead is the fair "perfect model" (success until then, not in 6 chunks)
     oracle_chunks: int = 0
+    # what the oracle plays after the first `train_chunks` chunks (the supervised ones): "sampled", the same
+    # noisy samples (the imagined rollout's counterpart); "deployed", the policy as it deploys (its own noise),
+    # so a chunk's outcome is its value under the policy, Q(s, chunk), and not the luck of a noisy sequence
+    oracle_continuation: str = "sampled"
 
     def validate(self) -> None:
         from vla.policy.config import valid_noise_scale
@@ -104,12 +112,17 @@ class ImaginationArgs(MethodArgs):
                              f"got {self.sample_noise}")
         if self.baseline not in ("group", "deployed"):
             raise ValueError(f"method_args.baseline must be 'group' or 'deployed', got {self.baseline!r}")
-        if not 0 <= self.demo_share <= 1:
-            raise ValueError(f"method_args.demo_share must be in [0, 1], got {self.demo_share}")
+        if self.demo_share is not None and not 0 <= self.demo_share <= 1:
+            raise ValueError(f"method_args.demo_share must be in [0, 1] or null, got {self.demo_share}")
         if self.real_weight < 0:
             raise ValueError(f"method_args.real_weight must be >= 0, got {self.real_weight}")
         if self.oracle_chunks < 0 or (self.oracle_chunks and not self.oracle):
             raise ValueError("method_args.oracle_chunks is the oracle's look-ahead: >= 1 with oracle=true")
+        if self.oracle_continuation not in ("sampled", "deployed"):
+            raise ValueError(f"method_args.oracle_continuation must be 'sampled' or 'deployed', "
+                             f"got {self.oracle_continuation!r}")
+        if self.oracle_continuation == "deployed" and not self.oracle:
+            raise ValueError("method_args.oracle_continuation=deployed is the oracle's: it needs oracle=true")
         if self.oracle and not self.imagine:
             raise ValueError("method_args.oracle=true replaces the world model's outcomes: it needs imagine=true")
 
@@ -201,9 +214,12 @@ class Imagination(RefineMethod):
         if c.oracle:
             from worldmodel.oracle import simulate
 
+            after = load_candidate(run.policy_path(version), seed=seed) if c.oracle_continuation == "deployed" \
+                else None
+
             def play(pol: Any, n: int) -> dict[str, np.ndarray]:
                 return simulate(self.run_cfg.task, run.store_path, starts, n, c.oracle_chunks or c.chunks,
-                                job.model.chunk, pol, seed=seed)
+                                job.model.chunk, pol, seed=seed, continuation=after, sampled_chunks=c.train_chunks)
         else:
             env = ImaginedEnv(model, max_chunks=c.chunks, fps=meta.get("fps", 20.0))
             real = None
@@ -248,7 +264,7 @@ class Imagination(RefineMethod):
                 # why a start's chunks are not supervised: their scores barely differ (the advantages' min_std)
                 "score_std_within_start_median": float(np.median(spread)),
                 "starts_under_min_std": int((spread < c.min_std).sum()), "sample_noise": c.sample_noise,
-                "baseline": c.baseline,
+                "baseline": c.baseline, "demo_share": c.demo_share,
                 "guard_rejected": int((res["success"] & ~trusted).sum()), "score_mean": float(scores.mean()),
                 "supervised_rollouts": len(keep), "real_start_episodes": eps.tolist(),
                 "wm": {k: wm_info.get(k) for k in ("steps", "seconds")}, "oracle": c.oracle}
@@ -256,6 +272,7 @@ class Imagination(RefineMethod):
             info["deployed_score_mean"] = float(deployed.mean())
             info["samples_above_deployed"] = int((scores > deployed[groups]).sum())
         if c.oracle:
+            info["oracle_continuation"] = c.oracle_continuation
             info["replay_error_max"] = float(res["replay_error"].max())
             info["simulated_steps"] = int(res["lengths"].sum())
         # image mode: an episode's later steps hold its start frame, so only its first window is real

@@ -22,10 +22,14 @@ from worldmodel.imagined_env import StartStates
 
 
 def simulate(task: str, store_path: str | Path, starts: StartStates, samples: int, n_chunks: int, chunk: int,
-             policy: Any, seed: int = 0) -> dict[str, np.ndarray]:
+             policy: Any, seed: int = 0, continuation: Any = None, sampled_chunks: int = 0
+             ) -> dict[str, np.ndarray]:
     """Roll `policy` in the simulator from every start, `samples` times each (rows ordered as
-    `starts.repeat(samples)`). Returns the keys of `worldmodel.imagined_env.rollout` (success_prob is 1
-    from the chunk that succeeded on, value and disagreement are 0) plus `step_states`
+    `starts.repeat(samples)`). With a `continuation` policy, only the first `sampled_chunks` chunks are
+    `policy`'s and the rest are the continuation's, so an outcome is the value of those first chunks
+    under the policy as it deploys (Q(s, chunk)), not of a whole noisy sequence. Returns the keys of
+    `worldmodel.imagined_env.rollout` (success_prob is 1 from the chunk that succeeded on, value and
+    disagreement are 0) plus `step_states`
     [B, n_chunks * chunk, D] (the state before each executed action), `lengths` [B] (actions
     executed) and `replay_error` [n_starts] (max |replayed - recorded| state at the start)."""
     from vla.registry import TASKS
@@ -55,13 +59,15 @@ def simulate(task: str, store_path: str | Path, starts: StartStates, samples: in
                 obs_list.append(obs)
             out["replay_error"][i] = float(np.abs(obs_list[0]["state"] - starts.state[i]).max())
             rows = np.arange(i * samples, (i + 1) * samples)
-            if hasattr(policy, "reset"):
-                policy.reset(seed * 100_003 + i)
+            for pol in (policy, continuation):
+                if hasattr(pol, "reset"):
+                    pol.reset(seed * 100_003 + i)
             live = np.ones(samples, bool)
             for j, r in enumerate(rows):
                 out["states"][r, 0] = obs_list[j]["state"]
             for k in range(n_chunks):
-                acts = np.asarray(policy.sample_chunk(obs_list), np.float32)[:, :chunk]
+                acting = continuation if continuation is not None and k >= sampled_chunks else policy
+                acts = np.asarray(acting.sample_chunk(obs_list), np.float32)[:, :chunk]
                 for j, (env, r) in enumerate(zip(envs, rows, strict=True)):
                     if not live[j]:
                         out["states"][r, k + 1] = out["states"][r, k]

@@ -60,6 +60,41 @@ def test_replayed_starts_match_and_the_recorded_ending_succeeds_for_real(pick_pl
     assert np.array_equal(res["states"][:, 0], np.repeat(res["step_states"][:1, 0], 2, 0))
 
 
+class Counting:
+    """Counts the chunks a policy was asked for."""
+
+    def __init__(self, policy: Replay) -> None:
+        self.policy, self.calls = policy, 0
+
+    def reset(self, seed: int | None = None) -> None:
+        self.policy.reset(seed)
+
+    def sample_chunk(self, obs_batch: list, prefix: object = None, guidance: object = None) -> np.ndarray:
+        self.calls += 1
+        return self.policy.sample_chunk(obs_batch)
+
+
+def test_a_continuation_plays_after_the_sampled_chunks(pick_place_store: Path) -> None:
+    with EpisodeStore.open(pick_place_store) as s:
+        e = int(np.flatnonzero(s.table().success)[0])
+        start, end = s.episode_bounds(e)
+        actions = s.read("action", start, end)
+    k0, n_chunks = 16, int(np.ceil((end - start - 16) / 8)) + 1
+    first, after = Counting(Replay(actions, k0, 8)), Counting(Replay(actions, k0 + 8, 8))
+    res = simulate("pick_place", pick_place_store, starts_at(pick_place_store, e, k0), 2, n_chunks, 8, first,
+                   continuation=after, sampled_chunks=1)
+    # the sampled chunk, then the recorded ending from the continuation: the episode ends as recorded
+    assert first.calls == 1 and after.calls >= 1 and res["success"].all()
+    with EpisodeStore.open(pick_place_store) as s:
+        recorded = s.read("state", start + k0, start + k0 + int(res["lengths"][0]))
+    assert np.allclose(res["step_states"][0, : len(recorded)], recorded, atol=1e-5)
+    # a continuation that does not carry the episode on (the first chunk again and again) does not succeed
+    stuck = Counting(Replay(np.repeat(actions[k0:k0 + 1], 8, 0), 0, 8))
+    res = simulate("pick_place", pick_place_store, starts_at(pick_place_store, e, k0), 1, 4, 8,
+                   Counting(Replay(actions, k0, 8)), continuation=stuck, sampled_chunks=1)
+    assert stuck.calls == 3 and not res["success"].any()
+
+
 def test_an_oracle_iteration_in_the_loop(tmp_path: Path, pick_place_store: Path) -> None:
     from tests.worldmodel.test_evaluate_rank import tiny_policy
     from tests.worldmodel.test_imagination_refine import config
@@ -67,17 +102,27 @@ def test_an_oracle_iteration_in_the_loop(tmp_path: Path, pick_place_store: Path)
 
     policy = tiny_policy(tmp_path, pick_place_store, 0)
     cfg = config(tmp_path, policy, pick_place_store)
-    cfg.method_args["oracle"] = True
+    # a chunk judged by its value under the policy as it deploys, every supervised window at its natural share
+    cfg.method_args.update(oracle=True, oracle_continuation="deployed", baseline="deployed", demo_share=None)
     run = RefineRun(cfg, progress=False)
     run.run()
     added = run.added(0)
     info = added.info
     assert info["oracle"] and info["replay_error_max"] < 1e-4 and info["rollouts"] == 12
+    assert info["oracle_continuation"] == "deployed" and info["demo_share"] is None
     assert info["simulated_steps"] > 0 and len(added.episodes) == len(added.weights)
     with pytest.raises(ValueError, match="oracle_chunks is the oracle's look-ahead"):
         cfg3 = config(tmp_path / "c", policy, pick_place_store)
         cfg3.method_args.update(oracle_chunks=10)
         cfg3.validate()
+    with pytest.raises(ValueError, match="oracle_continuation=deployed is the oracle's"):
+        cfg4 = config(tmp_path / "d", policy, pick_place_store)
+        cfg4.method_args.update(oracle_continuation="deployed")
+        cfg4.validate()
+    with pytest.raises(ValueError, match="oracle_continuation must be 'sampled' or 'deployed', got 'greedy'"):
+        cfg5 = config(tmp_path / "e", policy, pick_place_store)
+        cfg5.method_args.update(oracle=True, oracle_continuation="greedy")
+        cfg5.validate()
     with pytest.raises(ValueError, match=r"oracle=true .* needs imagine=true"):
         cfg2 = config(tmp_path / "b", policy, pick_place_store)
         cfg2.method_args.update(oracle=True, imagine=False, real_weight=1.0)
