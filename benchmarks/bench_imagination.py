@@ -103,7 +103,12 @@ METHODS = {# the shipped default (ImaginationArgs as it stands): its keys are im
            # then the noise-free policy to the horizon, against the deployed chunk's own (runs/s29/decision.txt)
            "oracle_n03_nat": {"oracle": True, "sample_noise": 0.3, "demo_share": None},
            "oracle_q_nat": {"oracle": True, "sample_noise": 0.3, "demo_share": None, "oracle_chunks": 25,
-                            "oracle_continuation": "deployed", "baseline": "deployed"}}
+                            "oracle_continuation": "deployed", "baseline": "deployed"},
+           # the same from 10 keyframes a rollout and up to 100 starts: at 30 starts only 5-6 are decisive (the first
+           # chunk changes the outcome under the deployed policy), so oracle_q_nat supervised 5-8 chunks a round
+           "oracle_q_dense": {"oracle": True, "sample_noise": 0.3, "demo_share": None, "oracle_chunks": 25,
+                              "oracle_continuation": "deployed", "baseline": "deployed", "starts": 100,
+                              "keyframes": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]}}
 # each oracle, the imagination arm it replays, and what judges its samples
 ORACLES = {"oracle": ("imagination", "true success within the imagined chunks"),
            "oracle_c1": ("imagination_c1", "true success within the 6 imagined chunks"),
@@ -114,7 +119,8 @@ ORACLES = {"oracle": ("imagination", "true success within the imagined chunks"),
            "oracle_n05": ("imagination_n05", "true success within the imagined chunks, samples at noise 0.5"),
            "oracle_n03_nat": ("imagination_n03", "as oracle_n03, every supervised window at its natural share"),
            "oracle_q_nat": ("imagination_n03", "the first chunk's true value under the deployed policy to the "
-                            "horizon, against the deployed chunk's, natural share")}
+                            "horizon, against the deployed chunk's, natural share"),
+           "oracle_q_dense": ("imagination_n03", "as oracle_q_nat from 10 keyframes a rollout, up to 100 starts")}
 
 
 # the arms every imagination variant is paired against (the two controls)
