@@ -108,7 +108,10 @@ METHODS = {# the shipped default (ImaginationArgs as it stands): its keys are im
            # chunk changes the outcome under the deployed policy), so oracle_q_nat supervised 5-8 chunks a round
            "oracle_q_dense": {"oracle": True, "sample_noise": 0.3, "demo_share": None, "oracle_chunks": 25,
                               "oracle_continuation": "deployed", "baseline": "deployed", "starts": 100,
-                              "keyframes": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]}}
+                              "keyframes": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]},
+           # oracle_q_nat with every supervised chunk at loss weight 1 (w_max=1: filtered BC) instead of 5
+           "oracle_q_nat_w1": {"oracle": True, "sample_noise": 0.3, "demo_share": None, "oracle_chunks": 25,
+                               "oracle_continuation": "deployed", "baseline": "deployed", "w_max": 1.0}}
 # each oracle, the imagination arm it replays, and what judges its samples
 ORACLES = {"oracle": ("imagination", "true success within the imagined chunks"),
            "oracle_c1": ("imagination_c1", "true success within the 6 imagined chunks"),
@@ -120,7 +123,8 @@ ORACLES = {"oracle": ("imagination", "true success within the imagined chunks"),
            "oracle_n03_nat": ("imagination_n03", "as oracle_n03, every supervised window at its natural share"),
            "oracle_q_nat": ("imagination_n03", "the first chunk's true value under the deployed policy to the "
                             "horizon, against the deployed chunk's, natural share"),
-           "oracle_q_dense": ("imagination_n03", "as oracle_q_nat from 10 keyframes a rollout, up to 100 starts")}
+           "oracle_q_dense": ("imagination_n03", "as oracle_q_nat from 10 keyframes a rollout, up to 100 starts"),
+           "oracle_q_nat_w1": ("imagination_n03", "as oracle_q_nat, every supervised chunk at loss weight 1")}
 
 
 # the arms every imagination variant is paired against (the two controls)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.benchmarks.helpers import load_script
@@ -380,3 +381,11 @@ def test_vision_takes_camera_only_success_from_the_deployed_policy_on_its_estima
         evaluation(**change)
         with pytest.raises(ValueError, match=says):
             vision.camera_policy_block(ev, job, "why")
+
+
+def test_the_luck_check_replays_a_supervised_chunk_padded_with_its_last_action() -> None:
+    luck = load_script("imagination_luck")
+    short = np.arange(6, dtype=np.float32).reshape(3, 2)  # an imagined episode that succeeded after 3 steps
+    out = luck.FixedChunk(short, 5).sample_chunk([{}, {}])
+    assert out.shape == (2, 5, 2) and (out[:, :3] == short).all() and (out[:, 3:] == short[-1]).all()
+    assert luck.FixedChunk(np.zeros((9, 2), np.float32), 8).chunk.shape == (8, 2)
