@@ -11,7 +11,7 @@ noise-free, one each: the chosen chunk succeeds and the deployed one fails, by c
 
     R=runs/s28/im/imt/runs
     python benchmarks/imagination_luck.py $R/oracle_q_nat/seed10 $R/oracle_q_nat/seed11 $R/oracle_q_nat/seed12 \
-        $R/oracle_q_dense/seed10 --out benchmarks/results/imagination_luck.json
+        $R/oracle_q_dense/seed10 --out runs/s29/luck.json --name imagination_luck
 """
 
 from __future__ import annotations
@@ -72,8 +72,30 @@ def main() -> None:
     ap.add_argument("--chunks", type=int, default=25, help="look-ahead in chunks, as the run's oracle_chunks")
     ap.add_argument("--chunk", type=int, default=8, help="actions a chunk executes (the run's world model's chunk)")
     ap.add_argument("--limit", type=int, default=0, help="only the first N supervised chunks (0: all)")
-    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--out", type=Path, required=True, help="the whole record, every chunk's row; an existing one "
+                    "of the same runs and settings is read instead of simulating again")
+    ap.add_argument("--name", default="", help="also write the figures to benchmarks/results/<name>.json")
     args = ap.parse_args()
+    settings = {"runs": [str(r) for r in args.runs], "continuations": args.continuations,
+                "continuation_noise": args.noise, "look_ahead_chunks": args.chunks, "limit": args.limit}
+    if args.out.exists() and all(json.loads(args.out.read_text()).get(k) == v for k, v in settings.items()):
+        summary = json.loads(args.out.read_text())
+    else:
+        summary = measure(args, settings)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(summary, indent=1))
+    figures = {k: v for k, v in summary.items() if k != "rows"}
+    print(json.dumps(figures, indent=1))
+    if args.name:
+        from results_io import write_result  # benchmarks/ is this script's folder
+
+        figures["per_chunk"] = [{k: r[k] for k in ("run", "step", "version", "perturbed_chosen", "perturbed_deployed")}
+                                for r in summary["rows"]]
+        write_result(args.name, figures, seed_range="tune", key_figures=["perturbed_chosen_minus_deployed"])
+
+
+def measure(args: argparse.Namespace, settings: dict[str, Any]) -> dict[str, Any]:
+    from vla.metrics import t_interval
     from vla.train.trainer import latest_checkpoint
     from worldmodel.imagined_env import StartStates
     from worldmodel.oracle import simulate
@@ -106,19 +128,12 @@ def main() -> None:
     ex_c, ex_d = (np.array([x[f"exact_{w}"] for x in results]) for w in ("chosen", "deployed"))
     pe_c, pe_d = (np.array([x[f"perturbed_{w}"] for x in results]) for w in ("chosen", "deployed"))
     diff = pe_c - pe_d
-    from vla.metrics import t_interval
-
     lo, hi = t_interval(diff) if len(diff) > 1 else (float("nan"), float("nan"))
-    summary = {"runs": [str(r) for r in args.runs], "chunks": len(results), "continuations": args.continuations,
-               "continuation_noise": args.noise, "look_ahead_chunks": args.chunks,
-               "exact_reproduced": float(np.mean((ex_c == 1) & (ex_d == 0))),
-               "perturbed_chosen": float(pe_c.mean()), "perturbed_deployed": float(pe_d.mean()),
-               "perturbed_chosen_minus_deployed": {"mean": float(diff.mean()), "lo": lo, "hi": hi,
-                                                   "better": int((diff > 0).sum()), "worse": int((diff < 0).sum())},
-               "rows": results}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(summary, indent=1))
-    print(json.dumps({k: v for k, v in summary.items() if k != "rows"}, indent=1))
+    return {**settings, "chunks": len(results), "exact_reproduced": float(np.mean((ex_c == 1) & (ex_d == 0))),
+            "perturbed_chosen": float(pe_c.mean()), "perturbed_deployed": float(pe_d.mean()),
+            "perturbed_chosen_minus_deployed": {"mean": float(diff.mean()), "lo": lo, "hi": hi,
+                                                "better": int((diff > 0).sum()), "worse": int((diff < 0).sum())},
+            "rows": results}
 
 
 if __name__ == "__main__":
