@@ -111,7 +111,11 @@ METHODS = {# the shipped default (ImaginationArgs as it stands): its keys are im
                               "keyframes": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]},
            # oracle_q_nat with every supervised chunk at loss weight 1 (w_max=1: filtered BC) instead of 5
            "oracle_q_nat_w1": {"oracle": True, "sample_noise": 0.3, "demo_share": None, "oracle_chunks": 25,
-                               "oracle_continuation": "deployed", "baseline": "deployed", "w_max": 1.0}}
+                               "oracle_continuation": "deployed", "baseline": "deployed", "w_max": 1.0},
+           # the control of oracle_q_nat: at the same starts, counts and weights, the deployed chunk in place of the
+           # chosen sample (a target the policy already outputs): what the imagined episodes' data path alone does
+           "oracle_q_self": {"oracle": True, "sample_noise": 0.3, "demo_share": None, "oracle_chunks": 25,
+                             "oracle_continuation": "deployed", "baseline": "deployed", "supervise": "deployed"}}
 # each oracle, the imagination arm it replays, and what judges its samples
 ORACLES = {"oracle": ("imagination", "true success within the imagined chunks"),
            "oracle_c1": ("imagination_c1", "true success within the 6 imagined chunks"),
@@ -124,7 +128,9 @@ ORACLES = {"oracle": ("imagination", "true success within the imagined chunks"),
            "oracle_q_nat": ("imagination_n03", "the first chunk's true value under the deployed policy to the "
                             "horizon, against the deployed chunk's, natural share"),
            "oracle_q_dense": ("imagination_n03", "as oracle_q_nat from 10 keyframes a rollout, up to 100 starts"),
-           "oracle_q_nat_w1": ("imagination_n03", "as oracle_q_nat, every supervised chunk at loss weight 1")}
+           "oracle_q_nat_w1": ("imagination_n03", "as oracle_q_nat, every supervised chunk at loss weight 1"),
+           "oracle_q_self": ("imagination_n03", "as oracle_q_nat, the deployed chunk supervised in the chosen one's "
+                             "place")}
 
 
 # the arms every imagination variant is paired against (the issue's two controls)

@@ -96,6 +96,10 @@ class ImaginationArgs(MethodArgs):
     # noisy samples (the imagined rollout's counterpart); "deployed", the policy as it deploys (its own noise),
     # so a chunk's outcome is its value under the policy, Q(s, chunk), and not the luck of a noisy sequence
     oracle_continuation: str = "sampled"
+    # what a supervised start writes: "samples", the chosen samples; "deployed" (a control, with baseline=deployed), the
+    # policy's own noise-free chunk from the same start in their place, at the same weights: a target the policy
+    # already outputs, so whatever it changes is the imagined episodes' data path, not their content
+    supervise: str = "samples"
 
     def validate(self) -> None:
         from vla.policy.config import valid_noise_scale
@@ -123,6 +127,11 @@ class ImaginationArgs(MethodArgs):
                              f"got {self.oracle_continuation!r}")
         if self.oracle_continuation == "deployed" and not self.oracle:
             raise ValueError("method_args.oracle_continuation=deployed is the oracle's: it needs oracle=true")
+        if self.supervise not in ("samples", "deployed"):
+            raise ValueError(f"method_args.supervise must be 'samples' or 'deployed', got {self.supervise!r}")
+        if self.supervise == "deployed" and self.baseline != "deployed":
+            raise ValueError("method_args.supervise=deployed writes the deployed chunk's rollout: it needs "
+                             "baseline=deployed")
         if self.oracle and not self.imagine:
             raise ValueError("method_args.oracle=true replaces the world model's outcomes: it needs imagine=true")
 
@@ -246,25 +255,33 @@ class Imagination(RefineMethod):
 
         scores, trusted = score(res)
         groups = np.repeat(np.arange(len(starts)), c.samples)
-        deployed = None
+        deployed, own_res = None, None
         if c.baseline == "deployed":  # the chunk the policy deploys, from each start, scored the same way
             own = load_candidate(run.policy_path(version), seed=seed)
-            deployed = score(play(own, 1))[0]
+            own_res = play(own, 1)
+            deployed = score(own_res)[0]
             adv = baseline_advantages(scores, groups, deployed, min_std=c.min_std)
         else:
             adv = group_advantages(scores, groups, min_std=c.min_std)
         weights = advantage_weights(adv, beta=c.beta, w_max=c.w_max)
         keep = np.flatnonzero(weights > 0)
-        written = write_imagined(run.store_path, reps, res, self.run_cfg.task, job.model.chunk, meta.get("fps", 20.0),
-                                 seeds=table.seed[reps.episode], max_chunks=c.train_chunks,
-                                 policy_version=version, which=keep,
-                                 start_images=frames)
+        if c.supervise == "deployed":  # the control: each chosen sample's start, its deployed rollout in its place
+            assert own_res is not None
+            written = write_imagined(run.store_path, starts, own_res, self.run_cfg.task, job.model.chunk,
+                                     meta.get("fps", 20.0), seeds=table.seed[starts.episode],
+                                     max_chunks=c.train_chunks, policy_version=version, which=groups[keep],
+                                     start_images=None if frames is None else {k: v[::c.samples]
+                                                                               for k, v in frames.items()})
+        else:
+            written = write_imagined(run.store_path, reps, res, self.run_cfg.task, job.model.chunk,
+                                     meta.get("fps", 20.0), seeds=table.seed[reps.episode], max_chunks=c.train_chunks,
+                                     policy_version=version, which=keep, start_images=frames)
         spread = group_std(scores, groups, deployed)
         info = {"starts": len(starts), "rollouts": len(reps), "imagined_success": float(res["success"].mean()),
                 # why a start's chunks are not supervised: their scores barely differ (the advantages' min_std)
                 "score_std_within_start_median": float(np.median(spread)),
                 "starts_under_min_std": int((spread < c.min_std).sum()), "sample_noise": c.sample_noise,
-                "baseline": c.baseline, "demo_share": c.demo_share,
+                "baseline": c.baseline, "demo_share": c.demo_share, "supervise": c.supervise,
                 "guard_rejected": int((res["success"] & ~trusted).sum()), "score_mean": float(scores.mean()),
                 "supervised_rollouts": len(keep), "real_start_episodes": eps.tolist(),
                 "wm": {k: wm_info.get(k) for k in ("steps", "seconds")}, "oracle": c.oracle}

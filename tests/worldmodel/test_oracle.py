@@ -103,13 +103,15 @@ def test_an_oracle_iteration_in_the_loop(tmp_path: Path, pick_place_store: Path)
     policy = tiny_policy(tmp_path, pick_place_store, 0)
     cfg = config(tmp_path, policy, pick_place_store)
     # a chunk judged by its value under the policy as it deploys, every supervised window at its natural share
-    cfg.method_args.update(oracle=True, oracle_continuation="deployed", baseline="deployed", demo_share=None)
+    # (and, as the control writes them, the deployed chunk in each chosen sample's place)
+    cfg.method_args.update(oracle=True, oracle_continuation="deployed", baseline="deployed", demo_share=None,
+                           supervise="deployed")
     run = RefineRun(cfg, progress=False)
     run.run()
     added = run.added(0)
     info = added.info
     assert info["oracle"] and info["replay_error_max"] < 1e-4 and info["rollouts"] == 12
-    assert info["oracle_continuation"] == "deployed" and info["demo_share"] is None
+    assert info["oracle_continuation"] == "deployed" and info["demo_share"] is None and info["supervise"] == "deployed"
     assert info["simulated_steps"] > 0 and len(added.episodes) == len(added.weights)
     with pytest.raises(ValueError, match="oracle_chunks is the oracle's look-ahead"):
         cfg3 = config(tmp_path / "c", policy, pick_place_store)
@@ -123,6 +125,10 @@ def test_an_oracle_iteration_in_the_loop(tmp_path: Path, pick_place_store: Path)
         cfg5 = config(tmp_path / "e", policy, pick_place_store)
         cfg5.method_args.update(oracle=True, oracle_continuation="greedy")
         cfg5.validate()
+    with pytest.raises(ValueError, match="supervise=deployed writes the deployed chunk's rollout"):
+        cfg6 = config(tmp_path / "f", policy, pick_place_store)
+        cfg6.method_args.update(oracle=True, supervise="deployed")
+        cfg6.validate()
     with pytest.raises(ValueError, match=r"oracle=true .* needs imagine=true"):
         cfg2 = config(tmp_path / "b", policy, pick_place_store)
         cfg2.method_args.update(oracle=True, imagine=False, real_weight=1.0)
