@@ -51,6 +51,14 @@ outcome within 6 chunks is the start's, not the chunk's), and the supervised sam
 0.14 per step against the demos' 0.06. So with this update rule (advantage-weighted samples beside the
 demos) a perfect model does not beat the demos alone either: the world model's accuracy is not what
 limits imagination here. (The oracle arms used a 200-step stand-in model, which only their refit touches.)
+
+The update rule, on the oracle, TUNE (runs/s29/decision.txt; the same inputs and command, --seeds 10 / 11 / 12,
+--wm runs/s28/im/wm0; worldmodel_notes.md has the table). demos_only 0.77 / 0.82 / 0.77. oracle_n03_nat (natural
+share) 0.75 on seed 10. oracle_q_nat (each chunk's value under the deployed policy, only chunks that beat the deployed
+one, natural share) 0.65 / 0.67 / 0.60, -0.147 [-0.209, -0.084]; oracle_q_dense (10 keyframes, 100 starts) 0.50 /
+0.64 / 0.57; oracle_q_nat_w1 (weight 1) 0.67 / 0.73 / 0.63; oracle_q_self (the deployed chunk in the chosen one's
+place) SELFDOC. The chosen chunks are really better where they were chosen (benchmarks/imagination_luck.py: +0.245
+[+0.167, +0.324] under varied continuations), and supervising them still costs success.
 """
 
 from __future__ import annotations
@@ -115,7 +123,12 @@ METHODS = {# the shipped default (ImaginationArgs as it stands): its keys are im
            # the control of oracle_q_nat: at the same starts, counts and weights, the deployed chunk in place of the
            # chosen sample (a target the policy already outputs): what the imagined episodes' data path alone does
            "oracle_q_self": {"oracle": True, "sample_noise": 0.3, "demo_share": None, "oracle_chunks": 25,
-                             "oracle_continuation": "deployed", "baseline": "deployed", "supervise": "deployed"}}
+                             "oracle_continuation": "deployed", "baseline": "deployed", "supervise": "deployed"},
+           # the same with only each imagined episode's first window supervised (its later windows pair a state with
+           # the rest of an open-loop chunk planned at the start)
+           "oracle_q_self_w0": {"oracle": True, "sample_noise": 0.3, "demo_share": None, "oracle_chunks": 25,
+                                "oracle_continuation": "deployed", "baseline": "deployed", "supervise": "deployed",
+                                "first_window_only": True}}
 # each oracle, the imagination arm it replays, and what judges its samples
 ORACLES = {"oracle": ("imagination", "true success within the imagined chunks"),
            "oracle_c1": ("imagination_c1", "true success within the 6 imagined chunks"),
@@ -130,7 +143,8 @@ ORACLES = {"oracle": ("imagination", "true success within the imagined chunks"),
            "oracle_q_dense": ("imagination_n03", "as oracle_q_nat from 10 keyframes a rollout, up to 100 starts"),
            "oracle_q_nat_w1": ("imagination_n03", "as oracle_q_nat, every supervised chunk at loss weight 1"),
            "oracle_q_self": ("imagination_n03", "as oracle_q_nat, the deployed chunk supervised in the chosen one's "
-                             "place")}
+                             "place"),
+           "oracle_q_self_w0": ("imagination_n03", "as oracle_q_self, only each imagined episode's first window")}
 
 
 # the arms every imagination variant is paired against (the issue's two controls)

@@ -100,6 +100,9 @@ class ImaginationArgs(MethodArgs):
     # policy's own noise-free chunk from the same start in their place, at the same weights: a target the policy
     # already outputs, so whatever it changes is the imagined episodes' data path, not their content
     supervise: str = "samples"
+    # supervise only each imagined episode's first window (its real start and the chunk planned there); image
+    # policies always do (their later steps hold the start frame). null: only where the policy reads cameras
+    first_window_only: bool | None = None
 
     def validate(self) -> None:
         from vla.policy.config import valid_noise_scale
@@ -293,7 +296,9 @@ class Imagination(RefineMethod):
             info["replay_error_max"] = float(res["replay_error"].max())
             info["simulated_steps"] = int(res["lengths"].sum())
         # image mode: an episode's later steps hold its start frame, so only its first window is real
-        return Added(episodes=written, weights=weights[keep].tolist(), first_window_only=self.images, info=info)
+        first = self.images if c.first_window_only is None else bool(c.first_window_only or self.images)
+        info["first_window_only"] = first
+        return Added(episodes=written, weights=weights[keep].tolist(), first_window_only=first, info=info)
 
     # ------------------------------------------------------------------ weights
     def weights(self, run: Run, version: int, model: torch.nn.Module, added: list[Added]

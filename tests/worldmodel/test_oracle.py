@@ -105,13 +105,14 @@ def test_an_oracle_iteration_in_the_loop(tmp_path: Path, pick_place_store: Path)
     # a chunk judged by its value under the policy as it deploys, every supervised window at its natural share
     # (and, as the control writes them, the deployed chunk in each chosen sample's place)
     cfg.method_args.update(oracle=True, oracle_continuation="deployed", baseline="deployed", demo_share=None,
-                           supervise="deployed")
+                           supervise="deployed", first_window_only=True)
     run = RefineRun(cfg, progress=False)
     run.run()
     added = run.added(0)
     info = added.info
     assert info["oracle"] and info["replay_error_max"] < 1e-4 and info["rollouts"] == 12
     assert info["oracle_continuation"] == "deployed" and info["demo_share"] is None and info["supervise"] == "deployed"
+    assert info["first_window_only"] and added.first_window_only
     assert info["simulated_steps"] > 0 and len(added.episodes) == len(added.weights)
     with pytest.raises(ValueError, match="oracle_chunks is the oracle's look-ahead"):
         cfg3 = config(tmp_path / "c", policy, pick_place_store)
