@@ -57,7 +57,10 @@ The update rule, on the oracle, TUNE (runs/s29/decision.txt; the same inputs and
 share) 0.75 on seed 10. oracle_q_nat (each chunk's value under the deployed policy, only chunks that beat the deployed
 one, natural share) 0.65 / 0.67 / 0.60, -0.147 [-0.209, -0.084]; oracle_q_dense (10 keyframes, 100 starts) 0.50 /
 0.64 / 0.57; oracle_q_nat_w1 (weight 1) 0.67 / 0.73 / 0.63; oracle_q_self (the deployed chunk in the chosen one's
-place) SELFDOC. The chosen chunks are really better where they were chosen (benchmarks/imagination_luck.py: +0.245
+place) 0.66 / 0.78; oracle_q_self_w0 (its first windows only) 0.77 / 0.78; oracle_q_nat_w0 (the chosen chunks' first
+windows only) 0.73 / 0.74 / 0.73, -0.053 [-0.111, +0.004] against demos_only and +0.093 [+0.014, +0.173] against
+oracle_q_nat: most of the loss is the later windows of an open-loop chunk, each state paired with the rest of a plan
+made at its start. The chosen chunks are really better where they were chosen (benchmarks/imagination_luck.py: +0.245
 [+0.167, +0.324] under varied continuations), and supervising them still costs success.
 """
 
@@ -128,7 +131,10 @@ METHODS = {# the shipped default (ImaginationArgs as it stands): its keys are im
            # the rest of an open-loop chunk planned at the start)
            "oracle_q_self_w0": {"oracle": True, "sample_noise": 0.3, "demo_share": None, "oracle_chunks": 25,
                                 "oracle_continuation": "deployed", "baseline": "deployed", "supervise": "deployed",
-                                "first_window_only": True}}
+                                "first_window_only": True},
+           # oracle_q_nat with only each chosen chunk's first window supervised (runs/s29/decision.txt)
+           "oracle_q_nat_w0": {"oracle": True, "sample_noise": 0.3, "demo_share": None, "oracle_chunks": 25,
+                               "oracle_continuation": "deployed", "baseline": "deployed", "first_window_only": True}}
 # each oracle, the imagination arm it replays, and what judges its samples
 ORACLES = {"oracle": ("imagination", "true success within the imagined chunks"),
            "oracle_c1": ("imagination_c1", "true success within the 6 imagined chunks"),
@@ -144,7 +150,8 @@ ORACLES = {"oracle": ("imagination", "true success within the imagined chunks"),
            "oracle_q_nat_w1": ("imagination_n03", "as oracle_q_nat, every supervised chunk at loss weight 1"),
            "oracle_q_self": ("imagination_n03", "as oracle_q_nat, the deployed chunk supervised in the chosen one's "
                              "place"),
-           "oracle_q_self_w0": ("imagination_n03", "as oracle_q_self, only each imagined episode's first window")}
+           "oracle_q_self_w0": ("imagination_n03", "as oracle_q_self, only each imagined episode's first window"),
+           "oracle_q_nat_w0": ("imagination_n03", "as oracle_q_nat, only each chosen chunk's first window")}
 
 
 # the arms every imagination variant is paired against (the issue's two controls)
