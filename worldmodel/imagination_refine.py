@@ -101,8 +101,8 @@ class ImaginationArgs(MethodArgs):
     # already outputs, so whatever it changes is the imagined episodes' data path, not their content
     supervise: str = "samples"
     # supervise only each imagined episode's first window (its real start and the chunk planned there); image
-    # policies always do (their later steps hold the start frame). null: only where the policy reads cameras
-    first_window_only: bool | None = None
+    # policies always do (their later steps hold the start frame)
+    first_window_only: bool = False
 
     def validate(self) -> None:
         from vla.policy.config import valid_noise_scale
@@ -221,13 +221,15 @@ class Imagination(RefineMethod):
         seed = self.run_cfg.seed * 1000 + version
         policy = load_candidate(run.policy_path(version), seed=seed, noise_scale=c.sample_noise)
         check_sampling_noise(policy, c.samples, "imagination (method_args.sample_noise=null)")
+        # the policy as it deploys (its own noise): the oracle's continuation and the deployed baseline's chunk
+        own = load_candidate(run.policy_path(version), seed=seed) \
+            if c.oracle_continuation == "deployed" or c.baseline == "deployed" else None
         reps = starts.repeat(c.samples)
         frames = None
         if c.oracle:
             from worldmodel.oracle import simulate
 
-            after = load_candidate(run.policy_path(version), seed=seed) if c.oracle_continuation == "deployed" \
-                else None
+            after = own if c.oracle_continuation == "deployed" else None
 
             def play(pol: Any, n: int) -> dict[str, np.ndarray]:
                 return simulate(self.run_cfg.task, run.store_path, starts, n, c.oracle_chunks or c.chunks,
@@ -260,7 +262,6 @@ class Imagination(RefineMethod):
         groups = np.repeat(np.arange(len(starts)), c.samples)
         deployed, own_res = None, None
         if c.baseline == "deployed":  # the chunk the policy deploys, from each start, scored the same way
-            own = load_candidate(run.policy_path(version), seed=seed)
             own_res = play(own, 1)
             deployed = score(own_res)[0]
             adv = baseline_advantages(scores, groups, deployed, min_std=c.min_std)
@@ -268,17 +269,14 @@ class Imagination(RefineMethod):
             adv = group_advantages(scores, groups, min_std=c.min_std)
         weights = advantage_weights(adv, beta=c.beta, w_max=c.w_max)
         keep = np.flatnonzero(weights > 0)
+        rows, result, which, images = reps, res, keep, frames
         if c.supervise == "deployed":  # the control: each chosen sample's start, its deployed rollout in its place
             assert own_res is not None
-            written = write_imagined(run.store_path, starts, own_res, self.run_cfg.task, job.model.chunk,
-                                     meta.get("fps", 20.0), seeds=table.seed[starts.episode],
-                                     max_chunks=c.train_chunks, policy_version=version, which=groups[keep],
-                                     start_images=None if frames is None else {k: v[::c.samples]
-                                                                               for k, v in frames.items()})
-        else:
-            written = write_imagined(run.store_path, reps, res, self.run_cfg.task, job.model.chunk,
-                                     meta.get("fps", 20.0), seeds=table.seed[reps.episode], max_chunks=c.train_chunks,
-                                     policy_version=version, which=keep, start_images=frames)
+            rows, result, which = starts, own_res, groups[keep]
+            images = None if frames is None else {k: v[::c.samples] for k, v in frames.items()}
+        written = write_imagined(run.store_path, rows, result, self.run_cfg.task, job.model.chunk,
+                                 meta.get("fps", 20.0), seeds=table.seed[rows.episode], max_chunks=c.train_chunks,
+                                 policy_version=version, which=which, start_images=images)
         spread = group_std(scores, groups, deployed)
         info = {"starts": len(starts), "rollouts": len(reps), "imagined_success": float(res["success"].mean()),
                 # why a start's chunks are not supervised: their scores barely differ (the advantages' min_std)
@@ -296,7 +294,7 @@ class Imagination(RefineMethod):
             info["replay_error_max"] = float(res["replay_error"].max())
             info["simulated_steps"] = int(res["lengths"].sum())
         # image mode: an episode's later steps hold its start frame, so only its first window is real
-        first = self.images if c.first_window_only is None else bool(c.first_window_only or self.images)
+        first = self.images or c.first_window_only
         info["first_window_only"] = first
         return Added(episodes=written, weights=weights[keep].tolist(), first_window_only=first, info=info)
 
