@@ -78,8 +78,9 @@ def main() -> None:
     args = ap.parse_args()
     settings = {"runs": [str(r) for r in args.runs], "continuations": args.continuations,
                 "continuation_noise": args.noise, "look_ahead_chunks": args.chunks, "limit": args.limit}
-    if args.out.exists() and all(json.loads(args.out.read_text()).get(k) == v for k, v in settings.items()):
-        summary = json.loads(args.out.read_text())
+    earlier = json.loads(args.out.read_text()) if args.out.exists() else {}
+    if all(earlier.get(k) == v for k, v in settings.items()):
+        summary = earlier
     else:
         summary = measure(args, settings)
         args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -105,22 +106,26 @@ def measure(args: argparse.Namespace, settings: dict[str, Any]) -> dict[str, Any
     rows = [(run, r) for run in args.runs for r in supervised_starts(run)]
     rows = rows[:args.limit] if args.limit else rows
 
-    def path(run: Path, v: int) -> Path:
-        cfg = json.loads((run / "config.json").read_text())
-        return Path(cfg["ckpt"]) if v == 0 else latest_checkpoint(run / f"iter_{v:02d}" / "train")
+    configs = {run: json.loads((run / "config.json").read_text()) for run in args.runs}
+    loaded: dict[tuple[Path, float | None], Any] = {}
+
+    def policy(run: Path, v: int, noise: float | None) -> Any:
+        """Version v of a run at a noise scale (None: its own), loaded once: simulate reseeds it at every start."""
+        ckpt = Path(configs[run]["ckpt"]) if v == 0 else latest_checkpoint(run / f"iter_{v:02d}" / "train")
+        if (ckpt, noise) not in loaded:
+            loaded[ckpt, noise] = load_candidate(ckpt, noise_scale=noise)
+        return loaded[ckpt, noise]
 
     results = []
     for i, (run, r) in enumerate(rows):
-        cfg = json.loads((run / "config.json").read_text())
         start = StartStates(r["state"][None].astype(np.float32), None, [r["instruction"]], np.array([r["episode"]]),
                             np.array([r["step"]]), np.array([r["real_success"]]))
-        ckpt = path(run, r["version"])
-        deployed = load_candidate(ckpt, seed=i)
+        deployed = policy(run, r["version"], None)
         row: dict[str, Any] = {"run": str(run), **{k: r[k] for k in ("imagined", "episode", "step", "version")}}
         for name, n, noise in (("exact", 1, None), ("perturbed", args.continuations, args.noise)):
-            after = load_candidate(ckpt, seed=1000 + i, noise_scale=noise)
+            after = policy(run, r["version"], noise)
             for which, first in (("chosen", FixedChunk(r["actions"], chunk)), ("deployed", deployed)):
-                res = simulate(cfg["task"], run / "store.zarr", start, n, args.chunks, chunk, first, seed=i,
+                res = simulate(configs[run]["task"], run / "store.zarr", start, n, args.chunks, chunk, first, seed=i,
                                continuation=after, sampled_chunks=1)
                 row[f"{name}_{which}"] = float(res["success"].mean())
         results.append(row)
