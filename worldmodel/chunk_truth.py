@@ -90,13 +90,6 @@ def make_env(cfg: TruthConfig, policy_cfg: Any) -> Any:
                      f"task '{cfg.task}'")
 
 
-def _reach(env: Any, seed: int, actions: list[np.ndarray], state: np.ndarray) -> tuple[dict[str, Any], float]:
-    obs, _ = env.reset(seed=seed)
-    for a in actions:
-        obs = env.step(a)[0]
-    return obs, float(np.abs(np.asarray(obs["state"], np.float64) - state).max())
-
-
 def _play(env: Any, policy: Any, obs: dict[str, Any], first: np.ndarray, n_action_steps: int,
           t0: int) -> tuple[bool, int]:
     """`first`, then the policy's chunks, until success or the end of the episode: (success, steps taken)."""
@@ -117,6 +110,7 @@ def _play(env: Any, policy: Any, obs: dict[str, Any], first: np.ndarray, n_actio
 def build(cfg: TruthConfig, progress: bool = True) -> Path:
     """Run the truth set of `cfg` into cfg.out; returns the folder."""
     from vla.policy.specs import check_spec, load_spec
+    from worldmodel.oracle import replay
 
     cfg.validate()
     policy_cfg = check_spec(cfg.policy)
@@ -161,8 +155,9 @@ def build(cfg: TruthConfig, progress: bool = True) -> Path:
                 worst = 0.0
                 for k, cand in enumerate(cands):
                     for m in range(cfg.continuations):
-                        start, err = _reach(env, seed, actions[:t], np.asarray(o["state"], np.float64))
-                        worst = max(worst, err)
+                        start = replay(env, seed, actions[:t])
+                        worst = max(worst, float(np.abs(np.asarray(start["state"], np.float64)
+                                                        - np.asarray(o["state"], np.float64)).max()))
                         cont.reset(int(seed * 1000 + t * 10 + m))
                         ok[k, m], took[k, m] = _play(env, cont, start, np.asarray(cand)[:cfg.execute],
                                                      cfg.n_action_steps, t)

@@ -21,6 +21,15 @@ from vla.data.store import EpisodeStore
 from worldmodel.imagined_env import StartStates
 
 
+def replay(env: Any, seed: int, actions: Any) -> dict[str, Any]:
+    """Reset `env` with an episode's seed and execute its recorded `actions`: the observation the episode
+    had after them (MuJoCo is deterministic; callers compare its state with the recorded one)."""
+    obs, _ = env.reset(seed=seed)
+    for a in actions:
+        obs = env.step(a)[0]
+    return obs
+
+
 def simulate(task: str, store_path: str | Path, starts: StartStates, samples: int, n_chunks: int, chunk: int,
              policy: Any, seed: int = 0, continuation: Any = None, sampled_chunks: int = 0
              ) -> dict[str, np.ndarray]:
@@ -51,12 +60,7 @@ def simulate(task: str, store_path: str | Path, starts: StartStates, samples: in
     try:
         for i in range(n):
             ep_seed = int(table.seed[starts.episode[i]])
-            obs_list = []
-            for env in envs:
-                obs, _ = env.reset(seed=ep_seed)
-                for a in prefixes[i]:
-                    obs, *_ = env.step(a)
-                obs_list.append(obs)
+            obs_list = [replay(env, ep_seed, prefixes[i]) for env in envs]
             out["replay_error"][i] = float(np.abs(obs_list[0]["state"] - starts.state[i]).max())
             rows = np.arange(i * samples, (i + 1) * samples)
             for pol in (policy, continuation):
