@@ -87,14 +87,21 @@ measured) alone and all of them together, against the clean run on the same seed
   python benchmarks/bench_robustness.py --block job_s19 \
       --ckpt runs/s19/job2/refine/iter_01/train/checkpoints/step_00000250 --job runs/s19/job2 \
       --poses runs/s19/job2/perception/estimator --out runs/s19/rob_job --against job_s19_before runs/s19/rob_before
-  # the job as `make run` ships it since 2026-12-07 (measured as job_big_estimator, renamed; the block above was
-  # `job` until then): the perception stage's bigger recipe (robustness_training.md p_big: the camera pose
+  # the job as `make run` ships it since 2026-12-07 night: the same preset built whole at HEAD (runs/s29/job: its own
+  # demos, pretraining, refine round and estimator), measured as job_s29 and renamed, the block below job_s23 since
+  # (the rule written before: runs/s30/decision.txt; runs/s30/q_rob.sh)
+  vla run out_dir=runs/s29/job
+  python benchmarks/bench_robustness.py --block job \
+      --ckpt runs/s29/job/refine/iter_01/train/checkpoints/step_00000250 --job runs/s29/job \
+      --poses runs/s29/job/perception/estimator --out runs/s30/rob_job_s29
+  # the job as `make run` shipped it on 2026-12-07 (block job_s23; measured as job_big_estimator, renamed; the block
+  # job_s19 was `job` until then): the perception stage's bigger recipe (robustness_training.md p_big: the camera pose
   # randomised twice as wide, 400 expert episodes, 2,000 steps; the rule: runs/s23/decision.txt) run again on the
   # same job's refined policy, whose stages before perception the preset does not change (runs/s23/q_jobbig.sh);
   # paired per seed with job_s19. Estimator training seeds 1 and 2 of the same recipe, clean and `realistic` only:
   # `vla eval` as bench_robustness runs them, out_dir=runs/s23/rob_job_big_sN/<clean|realistic> (q_jobbig12.sh)
   vla run out_dir=runs/s23/job2_big "stages=[perception]" overwrite=false     (job.json, summary.json of runs/s19/job2)
-  python benchmarks/bench_robustness.py --block job \
+  python benchmarks/bench_robustness.py --block job_s23 \
       --ckpt runs/s19/job2/refine/iter_01/train/checkpoints/step_00000250 --job runs/s23/job2_big \
       --poses runs/s23/job2_big/perception/estimator --out runs/s23/rob_job_big --against job_s19 runs/s19/rob_job
   # the same morning job's refined policy on an estimator trained on the noisy-command frames (the evening's
