@@ -227,6 +227,16 @@ q_x1r6.sh, q_mean.sh, q_800.sh, q_t2.sh):
       --only c_visl,c_viswl,c_visl_x1,c_visl_x1r6,c_visl_m01,c_visl800
       (robv: links to those runs, camera_shift as `cam`, and to c_vis_f's to pair c_visl with)
 
+The c_visl_r / c_vislS variants (2026-12-07 night, tune, training 0; the rule written before: runs/s30/decision.txt;
+runs/s30/q_cam.sh, q_cam2.sh):
+
+  vla run out_dir=runs/s30/cam/c_visl_s0 (c_visl's command; c_visl_r) and out_dir=runs/s30/cam/c_vislS_s0 (the same
+      with "policy.augment_shift=4" added to pretrain.overrides; c_vislS)
+  vla eval runs/s30/cam/<v>_s0/train/checkpoints/step_00007000 $EV runtime=onnx \
+      perturb=none|camera_shift:10|action_noise:0.02|realistic out_dir=runs/s30/robc/<v>/s0/<cond>
+  python benchmarks/robustness_training.py --runs runs/s30/robv --only c_visl_r,c_vislS
+      (robv: links to those runs, camera_shift as `cam`, runs/s30/robc/c_visl as c_visl_r)
+
 The e_* variants (the pose estimator's randomisation; one policy, runs/main65's refined, its `vla eval ... poses=`
 the estimator, perturb=none|camera_shift:10|camera_rot:1|realistic, 200 tune seeds, in
 runs/s9/rob/e_<name>/s0/<none|cam|camera_rot|realistic>):

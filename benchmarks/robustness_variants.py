@@ -157,6 +157,12 @@ VARIANTS: dict[str, tuple[str, str, str]] = {
     "c_visl_m01": ("the mean of c_visl's two trainings' chunks (mean:ckpt=<training 0's ONNX export>+<training "
                    "1's>), executed as the job does; one policy, its runs linked as training 0 and as training 1 so "
                    "that it pairs with each member", "cpu", "c_visl"),
+    # 2026-12-07 night (runs/s30/decision.txt, the rule written before; runs/s30/q_cam.sh, q_cam2.sh): c_visl trained
+    # again at HEAD (its checkpoints were lost), and the same with DrQ's random shift in training
+    "c_visl_r": ("c_visl trained again at HEAD with its own command (training seed 0), runs/s30/cam/c_visl_s0: the "
+                 "pair for c_vislS", "cpu", ""),
+    "c_vislS": ("as c_visl with DrQ's random shift in training (policy.augment_shift=4: +-4 px at 84 px); stopped "
+                "after training 0, runs/s30/cam/c_vislS_s0", "cpu", "c_visl_r"),
     "i_rand": ("camera-only: randomize=realistic (pose kinds left out), 6,000 of 7,000 steps", "gpu+cpu", "i_base"),
     "i_rand_shift": ("camera-only: as i_rand + 4-pixel random shifts in training", "gpu+cpu", "i_base"),
 }
@@ -589,4 +595,15 @@ NOTES = [
     "(q_jobbig12.sh): `realistic` 0.785 and 0.775, clean 0.960 and 0.965 (kept 0.82, 0.80). On report every "
     "training gains about the same (+0.06 to +0.07), where on tune two of three gained nothing: the tune base had "
     "three estimator trainings, the report base one.",
+    "- **DrQ's random shift for the camera-only recipe (c_vislS against c_visl_r; 2026-12-07 night, tune, training "
+    "0; the rule written before, runs/s30/decision.txt: a lead for report if, pooled over its trainings, a 10 mm "
+    "camera shift gains with lo > 0 and clean loses less than 0.03):** every training sample's images shifted by up "
+    "to 4 px (padding by the edge, DrQ's and robomimic's setting at 84 px), the one visual augmentation the recipe "
+    "had not tried; its worst single kind is a camera shift of about a pixel. It costs the clean success a quarter: "
+    "0.550 against 0.760, -0.210 [-0.283, -0.137] (11 / 53), and loses under the shift too (0.515 against 0.665, "
+    "-0.150), under the command noise (-0.090) and under the whole preset (0.415 against 0.570, -0.155). Kept "
+    "under the shift 0.94 against 0.88, but of a much lower clean success. Stopped after training 0 (training 1 could "
+    "not bring the pooled clean loss under 0.03). c_visl trained again at HEAD (c_visl_r) reads 0.760 clean, 0.665 "
+    "shifted, 0.600 noised, 0.570 under the preset, against its stored training 0's 0.790, 0.630, 0.640, 0.530 "
+    "(the recipe reproduces within its seeds' noise; a training takes 12 minutes on this 2-core machine).",
 ]
