@@ -62,6 +62,14 @@ windows only) 0.73 / 0.74 / 0.73, -0.053 [-0.111, +0.004] against demos_only and
 oracle_q_nat: most of the loss is the later windows of an open-loop chunk, each state paired with the rest of a plan
 made at its start. The chosen chunks are really better where they were chosen (benchmarks/imagination_luck.py: +0.245
 [+0.167, +0.324] under varied continuations), and supervising them still costs success.
+
+That rule on the world model, on the converged base (runs/s30/decision.txt; TUNE, seeds 10-12; the base rebuilt as
+above under runs/s30/ibc, 0.73 on tune; `run --inputs runs/s30/ibc_inputs --wm runs/s28/im/wm --out runs/s30/imc_t`):
+demos_only 0.80 / 0.73 / 0.75; control 0.67 / 0.64 / 0.63; imagination 0.79 / 0.69 / 0.76; imagination_w0 0.73 /
+0.79 / 0.79, +0.010 [-0.164, +0.184] against demos_only and +0.123 against control; oracle_q_nat_w0 0.74 / 0.73 /
+0.74, -0.023. The model's scores spread 0.0005-0.004 within a start, so 4-25 first windows a round are supervised and
+the arm is demos_only within fine-tuning noise; the oracle bounds the rule's gain over the demos near zero here too
+(worldmodel_notes.md, last section).
 """
 
 from __future__ import annotations
@@ -134,7 +142,11 @@ METHODS = {# the shipped default (ImaginationArgs as it stands): its keys are im
                                 "first_window_only": True},
            # oracle_q_nat with only each chosen chunk's first window supervised (runs/s29/decision.txt)
            "oracle_q_nat_w0": {"oracle": True, "sample_noise": 0.3, "demo_share": None, "oracle_chunks": 25,
-                               "oracle_continuation": "deployed", "baseline": "deployed", "first_window_only": True}}
+                               "oracle_continuation": "deployed", "baseline": "deployed", "first_window_only": True},
+           # oracle_q_nat_w0's rule with the world model judging: noise 0.3, natural share, each sample against the
+           # deployed chunk in the model, only each chosen chunk's first window (runs/s30/decision.txt)
+           "imagination_w0": {"sample_noise": 0.3, "demo_share": None, "baseline": "deployed",
+                              "first_window_only": True}}
 # each oracle, the imagination arm it replays, and what judges its samples
 ORACLES = {"oracle": ("imagination", "true success within the imagined chunks"),
            "oracle_c1": ("imagination_c1", "true success within the 6 imagined chunks"),
