@@ -86,69 +86,73 @@ from results_io import write_result  # benchmarks/ is this script's folder
 
 from vla.metrics import t_interval
 
+# the four settings the shipped default changed on 2026-12-08 (runs/s30/decision.txt), as they were before
+BEFORE: dict[str, Any] = {"sample_noise": 1.0, "baseline": "group", "demo_share": 0.5, "first_window_only": False}
 METHODS = {# the shipped default (ImaginationArgs as it stands): its keys are imagination.json's top level
            "imagination": {},
+           # the shipped default until 2026-12-08, which every variant below was defined against (and keeps)
+           "imagination_before": BEFORE,
            # the variant of the first runs (2026-12-04), two imagined chunks supervised
-           "imagination_c2": {"refit_steps": 100, "starts": 32, "samples": 8, "chunks": 6, "train_chunks": 2},
+           "imagination_c2": {**BEFORE, "refit_steps": 100, "starts": 32, "samples": 8, "chunks": 6, "train_chunks": 2},
            "control": {"imagine": False, "real_weight": 1.0},
            # the demos-only control: the same real rollouts collected, the same steps, every sample from the demos
            "demos_only": {"imagine": False, "real_weight": 0.0},
            # ablation: supervise only the first imagined chunk (its first state is the real one)
-           "imagination_c1": {"refit_steps": 100, "starts": 32, "samples": 8, "chunks": 6, "train_chunks": 1},
+           "imagination_c1": {**BEFORE, "refit_steps": 100, "starts": 32, "samples": 8, "chunks": 6, "train_chunks": 1},
            # the oracle: imagination_c1's starts and samples executed in the simulator, true success
-           "oracle_c1": {"refit_steps": 100, "starts": 32, "samples": 8, "chunks": 6, "train_chunks": 1,
+           "oracle_c1": {**BEFORE, "refit_steps": 100, "starts": 32, "samples": 8, "chunks": 6, "train_chunks": 1,
                          "oracle": True},
            # the same, judged by the true outcome of playing the policy on for 25 chunks (the episode's
            # horizon): the simulator's counterpart of the world model's value bootstrap
-           "oracle_c1_full": {"refit_steps": 100, "starts": 32, "samples": 8, "chunks": 6, "train_chunks": 1,
+           "oracle_c1_full": {**BEFORE, "refit_steps": 100, "starts": 32, "samples": 8, "chunks": 6, "train_chunks": 1,
                               "oracle": True, "oracle_chunks": 25},
            # the shipped default's oracle: its starts and samples executed in the simulator (a perfect model)
-           "oracle": {"oracle": True},
+           "oracle": {**BEFORE, "oracle": True},
            # each sample against the chunk the policy deploys from the same start (baseline=deployed), and its oracle
-           "imagination_dep": {"baseline": "deployed"},
-           "oracle_dep": {"oracle": True, "baseline": "deployed"},
+           "imagination_dep": {**BEFORE, "baseline": "deployed"},
+           "oracle_dep": {**BEFORE, "oracle": True, "baseline": "deployed"},
            # the shipped default with 90% of the windows from the demos (its 50% hands half the batches to a few
            # hundred supervised steps at loss weights up to w_max), and its oracle
-           "imagination_ds90": {"demo_share": 0.9},
-           "oracle_ds90": {"oracle": True, "demo_share": 0.9},
+           "imagination_ds90": {**BEFORE, "demo_share": 0.9},
+           "oracle_ds90": {**BEFORE, "oracle": True, "demo_share": 0.9},
            # the K samples drawn nearer the policy (flow prior at 0.3 / 0.5 instead of 1.0: at 1.0 their gripper
            # command changes 0.20 per step against the demos' 0.06), and their oracles (runs/s28/im/decision.txt)
-           "imagination_n03": {"sample_noise": 0.3},
-           "oracle_n03": {"oracle": True, "sample_noise": 0.3},
-           "imagination_n05": {"sample_noise": 0.5},
-           "oracle_n05": {"oracle": True, "sample_noise": 0.5},
+           "imagination_n03": {**BEFORE, "sample_noise": 0.3},
+           "oracle_n03": {**BEFORE, "oracle": True, "sample_noise": 0.3},
+           "imagination_n05": {**BEFORE, "sample_noise": 0.5},
+           "oracle_n05": {**BEFORE, "oracle": True, "sample_noise": 0.5},
            # every supervised window at its natural share (demo_share=null: 0.5 put a round's 14-25 chunks in half of
            # every batch), and a chunk judged by its value under the policy as it deploys: the sampled first chunk,
            # then the noise-free policy to the horizon, against the deployed chunk's own (runs/s29/decision.txt)
-           "oracle_n03_nat": {"oracle": True, "sample_noise": 0.3, "demo_share": None},
-           "oracle_q_nat": {"oracle": True, "sample_noise": 0.3, "demo_share": None, "oracle_chunks": 25,
+           "oracle_n03_nat": {**BEFORE, "oracle": True, "sample_noise": 0.3, "demo_share": None},
+           "oracle_q_nat": {**BEFORE, "oracle": True, "sample_noise": 0.3, "demo_share": None, "oracle_chunks": 25,
                             "oracle_continuation": "deployed", "baseline": "deployed"},
            # the same from 10 keyframes a rollout and up to 100 starts: at 30 starts only 5-6 are decisive (the first
            # chunk changes the outcome under the deployed policy), so oracle_q_nat supervised 5-8 chunks a round
-           "oracle_q_dense": {"oracle": True, "sample_noise": 0.3, "demo_share": None, "oracle_chunks": 25,
+           "oracle_q_dense": {**BEFORE, "oracle": True, "sample_noise": 0.3, "demo_share": None, "oracle_chunks": 25,
                               "oracle_continuation": "deployed", "baseline": "deployed", "starts": 100,
                               "keyframes": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]},
            # oracle_q_nat with every supervised chunk at loss weight 1 (w_max=1: filtered BC) instead of 5
-           "oracle_q_nat_w1": {"oracle": True, "sample_noise": 0.3, "demo_share": None, "oracle_chunks": 25,
+           "oracle_q_nat_w1": {**BEFORE, "oracle": True, "sample_noise": 0.3, "demo_share": None, "oracle_chunks": 25,
                                "oracle_continuation": "deployed", "baseline": "deployed", "w_max": 1.0},
            # the control of oracle_q_nat: at the same starts, counts and weights, the deployed chunk in place of the
            # chosen sample (a target the policy already outputs): what the imagined episodes' data path alone does
-           "oracle_q_self": {"oracle": True, "sample_noise": 0.3, "demo_share": None, "oracle_chunks": 25,
+           "oracle_q_self": {**BEFORE, "oracle": True, "sample_noise": 0.3, "demo_share": None, "oracle_chunks": 25,
                              "oracle_continuation": "deployed", "baseline": "deployed", "supervise": "deployed"},
            # the same with only each imagined episode's first window supervised (its later windows pair a state with
            # the rest of an open-loop chunk planned at the start)
-           "oracle_q_self_w0": {"oracle": True, "sample_noise": 0.3, "demo_share": None, "oracle_chunks": 25,
+           "oracle_q_self_w0": {**BEFORE, "oracle": True, "sample_noise": 0.3, "demo_share": None, "oracle_chunks": 25,
                                 "oracle_continuation": "deployed", "baseline": "deployed", "supervise": "deployed",
                                 "first_window_only": True},
            # oracle_q_nat with only each chosen chunk's first window supervised (runs/s29/decision.txt)
-           "oracle_q_nat_w0": {"oracle": True, "sample_noise": 0.3, "demo_share": None, "oracle_chunks": 25,
+           "oracle_q_nat_w0": {**BEFORE, "oracle": True, "sample_noise": 0.3, "demo_share": None, "oracle_chunks": 25,
                                "oracle_continuation": "deployed", "baseline": "deployed", "first_window_only": True},
            # oracle_q_nat_w0's rule with the world model judging: noise 0.3, natural share, each sample against the
            # deployed chunk in the model, only each chosen chunk's first window (runs/s30/decision.txt)
-           "imagination_w0": {"sample_noise": 0.3, "demo_share": None, "baseline": "deployed",
+           "imagination_w0": {**BEFORE, "sample_noise": 0.3, "demo_share": None, "baseline": "deployed",
                               "first_window_only": True}}
 # each oracle, the imagination arm it replays, and what judges its samples
-ORACLES = {"oracle": ("imagination", "true success within the imagined chunks"),
+ORACLES = {"oracle": ("imagination_before", "true success within the imagined chunks"),
            "oracle_c1": ("imagination_c1", "true success within the 6 imagined chunks"),
            "oracle_c1_full": ("imagination_c1", "true success of playing the policy on for 25 chunks"),
            "oracle_dep": ("imagination_dep", "true success within the imagined chunks, against the deployed chunk's"),
@@ -172,8 +176,9 @@ CONTROLS = ("control", "demos_only")
 
 # With cameras (obs_mode=image): the image policy's K chunks are sampled at real recorded frames and
 # scored one chunk ahead by a world model that sees the agentview camera (worldmodel/imagination_refine.py).
-CAMERA_METHODS = {"imagination_cam": {"wm_steps": 600, "refit_steps": 150, "starts": 64, "samples": 8, "chunks": 1,
-                                      "train_chunks": 1, "keyframes": [0.0, 0.15, 0.3, 0.45, 0.6, 0.75]},
+CAMERA_METHODS = {"imagination_cam": {**BEFORE, "wm_steps": 600, "refit_steps": 150, "starts": 64, "samples": 8,
+                                      "chunks": 1, "train_chunks": 1,
+                                      "keyframes": [0.0, 0.15, 0.3, 0.45, 0.6, 0.75]},
                   "control_cam": {"imagine": False, "real_weight": 1.0}}
 CAMERA_OVERRIDES = ("obs_mode=image", "cameras=null", "image_size=84", "n_action_steps=4")
 

@@ -208,10 +208,13 @@ def imagine_stage(ctx: JobContext) -> dict[str, Any]:
                                   f"{info['wm']['seconds']:.0f} s",
             "imagined": f"{info['starts']} real starts x {cfg.samples} chunks, {info['supervised_rollouts']} "
                         "supervised", "imagined_success": round(info["imagined_success"], 3),
-            # why those: a chunk is fine-tuned on when its imagined score beats its start's other chunks (group
-            # advantage > 0); an imagined success the ensemble disagrees on counts as a failure first
-            "supervised": f"{info['supervised_rollouts']} of {info['rollouts']} chunks: those scored above the other "
-                          f"chunks of their start; {info['guard_rejected']} imagined successes the world model's "
+            # why those: a chunk is fine-tuned on when its imagined score beats the policy's own chunk from the same
+            # start (baseline=deployed, the default) or its start's other chunks (group); an imagined success the
+            # ensemble disagrees on counts as a failure first
+            "supervised": f"{info['supervised_rollouts']} of {info['rollouts']} chunks: those scored above "
+                          + ("the chunk the policy deploys from their start" if info.get("baseline") == "deployed"
+                             else "the other chunks of their start")
+                          + f"; {info['guard_rejected']} imagined successes the world model's "
                           "ensemble disagreed on counted as failures"
                           + (f"; {info['starts_under_min_std']} of {info['starts']} starts gave none: their chunks' "
                              "scores spread less than min_std (median spread "

@@ -61,8 +61,10 @@ class ImaginationArgs(MethodArgs):
     # the flow prior's noise scale the K samples are drawn at (null: the checkpoint's own). A checkpoint that
     # deploys noise-free (policy.noise_scale=0, the main job's since 2026-12-04) gives K identical chunks whose
     # scores cannot differ: every start fell under min_std and nothing was supervised (the job's imagine stage
-    # reported 0 supervised; a state base on pick_place 0 of 240). Rollouts and evaluations keep the checkpoint's
-    sample_noise: float | None = 1.0
+    # reported 0 supervised; a state base on pick_place 0 of 240). Rollouts and evaluations keep the checkpoint's.
+    # 0.3 since 2026-12-08 (1.0 before): samples at 1.0 move the gripper 0.20 a step against the demos' 0.06, and
+    # even the oracle lost more with them (worldmodel_notes.md; runs/s30/decision.txt)
+    sample_noise: float | None = 0.3
     chunks: int = 6  # imagined chunks per rollout (short: model error compounds)
     # leading chunks of each rollout that are supervised: 1 (the chunk taken from the real state)
     # reached 0.50 from 0.42 over 5 seeds, 2 fell to 0.35 (benchmarks/results/imagination.md)
@@ -75,12 +77,14 @@ class ImaginationArgs(MethodArgs):
     min_std: float = 0.05  # a start whose K scores spread less than this gets no weight: their order is noise
     # what each sample is weighed against: "group", the mean of the start's K samples (GRPO's); "deployed", the
     # policy's own chunk at the checkpoint's noise rolled out from the same start (one more rollout a start), so
-    # only a sample that beats what the policy does anyway is supervised (imagination_math.baseline_advantages)
-    baseline: str = "group"
+    # only a sample that beats what the policy does anyway is supervised (imagination_math.baseline_advantages).
+    # "deployed" since 2026-12-08 ("group" before)
+    baseline: str = "deployed"
     real_weight: float = 0.0  # loss weight of the policy's own real rollout steps
     # the demos' share of the sampled windows; null: every supervised window at its natural share. At 0.5 the
-    # 14-25 chunks a round supervises fill half of every batch (about 20x their share of the steps)
-    demo_share: float | None = 0.5
+    # 14-25 chunks a round supervises fill half of every batch (about 20x their share of the steps). null since
+    # 2026-12-08 (0.5 before)
+    demo_share: float | None = None
     # false: an equal-compute control - the same real rollouts and fine-tuning, no world model. With
     # real_weight=1 it trains on the policy's own rollouts, unfiltered; with real_weight=0 on the demos
     # alone (the demos-only control: what the fine-tuning steps give without any new data)
@@ -101,8 +105,9 @@ class ImaginationArgs(MethodArgs):
     # already outputs, so whatever it changes is the imagined episodes' data path, not their content
     supervise: str = "samples"
     # supervise only each imagined episode's first window (its real start and the chunk planned there); image
-    # policies always do (their later steps hold the start frame)
-    first_window_only: bool = False
+    # policies always do (their later steps hold the start frame). True since 2026-12-08: on the oracle, the later
+    # windows of an open-loop chunk cost -0.093 [-0.173, -0.014] (worldmodel_notes.md)
+    first_window_only: bool = True
 
     def validate(self) -> None:
         from vla.policy.config import valid_noise_scale

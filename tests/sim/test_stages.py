@@ -98,8 +98,9 @@ def test_tiny_main_job_writes_a_report_with_its_table_plots_and_videos(tmp_path:
     assert imagine["method"] == "imagination" and imagine["env episodes"] == 2
     assert re.fullmatch(r"[+-]\d\.\d\d \[.*\] \(\d seeds better, \d worse, of 2\)", imagine["gain"])
     assert imagine["imagined"].startswith("4 real starts x 3 chunks")
-    why = re.fullmatch(r"\d+ of 12 chunks: those scored above the other chunks of their start; \d+ imagined "
-                       r"successes the world model's ensemble disagreed on counted as failures; \d of 4 starts gave "
+    why = re.fullmatch(r"\d+ of 12 chunks: those scored above the chunk the policy deploys from their start; "
+                       r"\d+ imagined successes the world model's ensemble disagreed on counted as failures; \d of 4 "
+                       r"starts gave "
                        r"none: their chunks' scores spread less than min_std \(median spread (\S+)\)",
                        imagine["supervised"])
     # the checkpoint deploys noise-free, its K samples are drawn with noise: they differ, so do their scores

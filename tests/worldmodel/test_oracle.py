@@ -128,7 +128,7 @@ def test_an_oracle_iteration_in_the_loop(tmp_path: Path, pick_place_store: Path)
         cfg5.validate()
     with pytest.raises(ValueError, match="supervise=deployed writes the deployed chunk's rollout"):
         cfg6 = config(tmp_path / "f", policy, pick_place_store)
-        cfg6.method_args.update(oracle=True, supervise="deployed")
+        cfg6.method_args.update(oracle=True, supervise="deployed", baseline="group")
         cfg6.validate()
     with pytest.raises(ValueError, match=r"oracle=true .* needs imagine=true"):
         cfg2 = config(tmp_path / "b", policy, pick_place_store)
