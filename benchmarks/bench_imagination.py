@@ -69,7 +69,14 @@ demos_only 0.80 / 0.73 / 0.75; control 0.67 / 0.64 / 0.63; imagination 0.79 / 0.
 0.79 / 0.79, +0.010 [-0.164, +0.184] against demos_only and +0.123 against control; oracle_q_nat_w0 0.74 / 0.73 /
 0.74, -0.023. The model's scores spread 0.0005-0.004 within a start, so 4-25 first windows a round are supervised and
 the arm is demos_only within fine-tuning noise; the oracle bounds the rule's gain over the demos near zero here too
-(worldmodel_notes.md, last section).
+(worldmodel_notes.md, last section). By the rule written before, that rule became the shipped default (66a7e2d) and
+went to report (imagination_converged.json; its `default_before` block: the default before on runs/s25's build):
+  python benchmarks/bench_imagination.py run --inputs runs/s30/ibc_inputs --wm runs/s28/im/wm --out runs/s30/imc_r \
+      --methods demos_only,control,imagination_w0 --seeds 20,21,22,23,24 --eval-range report --eval-episodes 200
+  runs/s30/mk_rep.sh        (runs/s30/imc_rep: imagination_w0's runs linked as the default's, identical method_args)
+  python benchmarks/bench_imagination.py report --inputs runs/s30/ibc_inputs --wm runs/s28/im/wm \
+      --out runs/s30/imc_rep --name imagination_converged
+against demos_only -0.005 [-0.034, +0.024], against control +0.165 [+0.105, +0.225].
 """
 
 from __future__ import annotations
