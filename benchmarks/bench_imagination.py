@@ -113,7 +113,8 @@ METHODS = {# the shipped default (ImaginationArgs as it stands): its keys are im
            # horizon): the simulator's counterpart of the world model's value bootstrap
            "oracle_c1_full": {**BEFORE, "refit_steps": 100, "starts": 32, "samples": 8, "chunks": 6, "train_chunks": 1,
                               "oracle": True, "oracle_chunks": 25},
-           # the shipped default's oracle: its starts and samples executed in the simulator (a perfect model)
+           # the default before's oracle (imagination_before's starts and samples executed in the simulator: a perfect
+           # model); the default since has oracle_q_nat_w0's rule
            "oracle": {**BEFORE, "oracle": True},
            # each sample against the chunk the policy deploys from the same start (baseline=deployed), and its oracle
            "imagination_dep": {**BEFORE, "baseline": "deployed"},

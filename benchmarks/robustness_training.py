@@ -12,7 +12,7 @@ recipe (40 demos, 3,000 steps, tiny, batch 32, lr 1e-3, noise scale 0) and diffe
 (`demos.gain`). Writes benchmarks/results/robustness_training.json (per variant and condition: each training's
 success, their mean, and the paired difference against the base of the same training seed where one exists)
 and robustness_training.md. Variants with no evaluations under --runs keep their stored figures. Each
-variant's recipe and base, and the findings under the page's table: `robustness_variants.py`.
+variant's recipe and base: `robustness_variants.py`; the findings under the page's table: `robustness_findings.py`.
 
 The t_* variants (re-read 2026-12-05, after the rendering defect; 3 trainings each, training seeds 0-2):
 
@@ -254,7 +254,8 @@ from typing import Any
 
 import numpy as np
 from results_io import RESULTS, write_result
-from robustness_variants import NOTES, VARIANTS
+from robustness_findings import NOTES
+from robustness_variants import VARIANTS
 
 from vla.metrics import format_paired, paired_difference, t_interval
 
